@@ -1,0 +1,1 @@
+//! Bench support crate: criterion benches live in `benches/`.

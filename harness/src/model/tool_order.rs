@@ -1,0 +1,113 @@
+//! Canonical tool order: `toolOrder`, the `<unlisted-tools>` marker and the
+//! default code-unit sort (spec 04).
+//!
+//! Tool order is part of the request header and of the provider's cache
+//! prefix, so it must be identical on every machine and its errors must match
+//! upstream's texts.
+
+use std::collections::BTreeSet;
+
+use super::assembly::ToolSchema;
+use super::js::{JsError, cmp_utf16};
+
+/// The reserved `toolOrder` entry where unlisted tools are inserted.
+pub const TOOL_ORDER_REST: &str = "<unlisted-tools>";
+
+/// Load-time validation of a configured `toolOrder` (04 T1–T3).
+pub fn validate_tool_order(tool_order: Option<&[String]>) -> Result<(), JsError> {
+    let Some(tool_order) = tool_order else {
+        return Ok(());
+    };
+    let mut seen = BTreeSet::new();
+    for name in tool_order {
+        if !seen.insert(name.as_str()) {
+            return Err(JsError::error(format!("toolOrder lists \"{name}\" more than once")));
+        }
+    }
+    if !seen.contains(TOOL_ORDER_REST) {
+        return Err(JsError::error(format!(
+            "toolOrder must contain the \"{TOOL_ORDER_REST}\" rest entry (where unlisted tools are inserted)"
+        )));
+    }
+    Ok(())
+}
+
+/// Names a tool provider declared as known (04 T9), in first-seen order.
+#[derive(Clone, Debug, Default)]
+pub struct KnownNames {
+    names: Vec<String>,
+    members: BTreeSet<String>,
+}
+
+impl KnownNames {
+    /// Add a name (a set: repeats are ignored).
+    pub fn insert(&mut self, name: &str) {
+        if self.members.insert(name.to_string()) {
+            self.names.push(name.to_string());
+        }
+    }
+
+    /// Whether the name is known.
+    pub fn contains(&self, name: &str) -> bool {
+        self.members.contains(name)
+    }
+
+    /// All names sorted by UTF-16 code units (JavaScript's default sort).
+    pub fn sorted(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        names.sort_by(|a, b| cmp_utf16(a, b));
+        names
+    }
+}
+
+fn sort_by_name(tools: &mut [ToolSchema]) {
+    tools.sort_by(|a, b| cmp_utf16(&a.name, &b.name));
+}
+
+/// Order the collected schemas (04 T5–T8). Stable: equal names keep provider
+/// order, and nothing is deduplicated.
+pub fn order_tools(
+    mut tools: Vec<ToolSchema>,
+    tool_order: Option<&[String]>,
+    known_names: &KnownNames,
+) -> Result<Vec<ToolSchema>, JsError> {
+    if tools.iter().any(|tool| tool.name == TOOL_ORDER_REST) {
+        return Err(JsError::error(format!(
+            "tool provider returned reserved tool name \"{TOOL_ORDER_REST}\" (reserved for toolOrder's rest entry)"
+        )));
+    }
+    let Some(tool_order) = tool_order else {
+        sort_by_name(&mut tools);
+        return Ok(tools);
+    };
+    let unknown: Vec<&String> = tool_order
+        .iter()
+        .filter(|name| *name != TOOL_ORDER_REST && !known_names.contains(name))
+        .collect();
+    if !unknown.is_empty() {
+        let plural = if unknown.len() > 1 { "s" } else { "" };
+        let listed: Vec<String> = unknown.iter().map(|name| format!("\"{name}\"")).collect();
+        let known = known_names.sorted().join(", ");
+        let known = if known.is_empty() { "(none)".to_string() } else { known };
+        return Err(JsError::error(format!(
+            "toolOrder lists unregistered tool{plural} {}; known tools: {known}",
+            listed.join(", ")
+        )));
+    }
+    let listed: BTreeSet<&str> = tool_order.iter().map(String::as_str).collect();
+    let mut rest: Vec<ToolSchema> = tools
+        .iter()
+        .filter(|tool| !listed.contains(tool.name.as_str()))
+        .cloned()
+        .collect();
+    sort_by_name(&mut rest);
+    let mut ordered = Vec::with_capacity(tools.len());
+    for entry in tool_order {
+        if entry == TOOL_ORDER_REST {
+            ordered.append(&mut rest);
+        } else {
+            ordered.extend(tools.iter().filter(|tool| &tool.name == entry).cloned());
+        }
+    }
+    Ok(ordered)
+}
