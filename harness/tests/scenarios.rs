@@ -1,1 +1,32 @@
-fn main() {}
+//! Every scenario file is its own named test (libtest-mimic), so
+//! `cargo test` and `cargo nextest run` list, filter and report them one by
+//! one. Set `DSHC_BLESS=1` to rewrite expectations from the reference.
+
+use std::path::{Path, PathBuf};
+
+use harness::runner::{Outcome, check};
+use harness::scenario::load::{discover, load_scenario};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn main() {
+    let arguments = Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let (files, errors) = discover(&[root]);
+    let mut trials: Vec<Trial> = errors
+        .into_iter()
+        .map(|error| Trial::test(format!("discover::{}", error.path.display()), move || Err(Failed::from(error.to_string()))))
+        .collect();
+    trials.extend(files.into_iter().map(trial));
+    libtest_mimic::run(&arguments, trials).exit();
+}
+
+fn trial(path: PathBuf) -> Trial {
+    let name = harness::scenario::load::scenario_id(&path);
+    Trial::test(name, move || {
+        let scenario = load_scenario(&path).map_err(|e| Failed::from(e.to_string()))?;
+        match check(&scenario) {
+            Outcome::Pass => Ok(()),
+            outcome => Err(Failed::from(harness::runner::describe(&scenario, &outcome))),
+        }
+    })
+}

@@ -156,6 +156,17 @@ pub struct Registry {
     pub(crate) state: Rc<RegistryState>,
 }
 
+/// A weak handle, for closures stored inside the registry itself.
+#[derive(Clone)]
+pub struct WeakRegistry(std::rc::Weak<RegistryState>);
+
+impl WeakRegistry {
+    /// The registry, if it still exists.
+    pub fn upgrade(&self) -> Option<Registry> {
+        self.0.upgrade().map(|state| Registry { state })
+    }
+}
+
 /// Undo for one registration. Idempotent: the second call does nothing.
 #[derive(Clone)]
 pub struct Disposer {
@@ -274,6 +285,11 @@ impl Registry {
             registry.suppress_runtime_context(None);
         }
         Ok(registry)
+    }
+
+    /// A weak handle to this registry.
+    pub fn downgrade(&self) -> WeakRegistry {
+        WeakRegistry(Rc::downgrade(&self.state))
     }
 
     /// How many `system-prompt/change` events have been emitted so far.

@@ -1,0 +1,230 @@
+//! Turning a parsed scenario into a [`Case`]: semantic validation, default
+//! ids, and expectations stripped.
+//!
+//! Everything an implementation needs is resolved here, once, so adapters in
+//! other languages never re-implement scenario defaults.
+
+use std::collections::BTreeSet;
+
+use super::format::{
+    Effect, FORMAT_VERSION, ListenerOp, ProviderSpec, Scenario, Step, TextSpec,
+};
+use crate::protocol::Case;
+
+/// A scenario that parses but does not make sense.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{path}: {message}")]
+pub struct CompileError {
+    /// Where in the scenario, e.g. `steps[3].provider`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+struct Compiler {
+    tools_count: u32,
+    suppress_count: u32,
+    defined_ids: BTreeSet<String>,
+    dispose_targets: Vec<(String, String)>,
+}
+
+fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, CompileError> {
+    Err(CompileError {
+        path: path.to_string(),
+        message: message.into(),
+    })
+}
+
+fn default_named_id(name: &str, scope: &Option<String>) -> String {
+    match scope {
+        Some(scope) => format!("{name}@{scope}"),
+        None => name.to_string(),
+    }
+}
+
+impl Compiler {
+    fn check_provider<T>(&mut self, path: &str, spec: &mut ProviderSpec<T>) -> Result<(), CompileError> {
+        let outcomes = usize::from(spec.returns.is_some())
+            + usize::from(spec.sequence.is_some())
+            + usize::from(spec.returns_undefined)
+            + usize::from(spec.throws.is_some());
+        if outcomes != 1 {
+            return fail(
+                path,
+                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`",
+            );
+        }
+        if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
+            return fail(path, "`sequence` needs at least one value");
+        }
+        if spec.cause.is_some() && spec.throws.is_none() {
+            return fail(path, "`cause` only goes with `throws`");
+        }
+        for (index, effect) in spec.effects.iter_mut().enumerate() {
+            self.effect(&format!("{path}.effects[{index}]"), effect)?;
+        }
+        Ok(())
+    }
+
+    fn effect(&mut self, path: &str, effect: &mut Effect) -> Result<(), CompileError> {
+        if effect.on_call == Some(0) {
+            return fail(path, "`on_call` counts from 1");
+        }
+        match (&mut effect.register, &effect.dispose) {
+            (Some(step), None) => self.nested_registration(&format!("{path}.register"), step),
+            (None, Some(target)) => {
+                self.dispose_targets.push((path.to_string(), target.clone()));
+                Ok(())
+            }
+            _ => fail(path, "an effect sets exactly one of `register` and `dispose`"),
+        }
+    }
+
+    fn nested_registration(&mut self, path: &str, step: &mut Step) -> Result<(), CompileError> {
+        let has_expect = match step {
+            Step::Section(s) => s.expect.is_some(),
+            Step::Context(s) => s.expect.is_some(),
+            Step::Suppress(s) => s.expect.is_some(),
+            Step::Tools(s) => s.expect.is_some(),
+            Step::Variable(s) => s.expect.is_some(),
+            _ => return fail(path, "only section, context, suppress, tools and variable can be registered here"),
+        };
+        if has_expect {
+            return fail(path, "a nested registration has no `expect`; its error makes the caller throw");
+        }
+        self.step(path, step)
+    }
+
+    fn text(&mut self, path: &str, text: &mut TextSpec) -> Result<(), CompileError> {
+        match text {
+            TextSpec::Static(_) => Ok(()),
+            TextSpec::Provider(spec) => self.check_provider(path, spec),
+        }
+    }
+
+    fn define(&mut self, id: &str) {
+        self.defined_ids.insert(id.to_string());
+    }
+
+    /// Validate a step, fill its default id, and strip its expectation.
+    fn step(&mut self, path: &str, step: &mut Step) -> Result<(), CompileError> {
+        match step {
+            Step::Section(s) => {
+                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                self.define(&id);
+                s.expect = None;
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Step::Context(s) => {
+                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                self.define(&id);
+                s.expect = None;
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Step::Variable(s) => {
+                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                self.define(&id);
+                s.expect = None;
+                self.text(&format!("{path}.value"), &mut s.value)
+            }
+            Step::Suppress(s) => {
+                self.suppress_count += 1;
+                let n = self.suppress_count;
+                let id = s.id.get_or_insert_with(|| format!("suppress#{n}")).clone();
+                self.define(&id);
+                s.expect = None;
+                Ok(())
+            }
+            Step::Tools(s) => {
+                self.tools_count += 1;
+                let n = self.tools_count;
+                let id = s.id.get_or_insert_with(|| format!("tools#{n}")).clone();
+                self.define(&id);
+                s.expect = None;
+                self.check_provider(&format!("{path}.provider"), &mut s.provider)
+            }
+            Step::Listen(s) => {
+                self.define(&s.id.clone());
+                for (index, op) in s.ops.iter_mut().enumerate() {
+                    let op_path = format!("{path}.ops[{index}]");
+                    match op {
+                        ListenerOp::Register(step) => self.nested_registration(&op_path, step)?,
+                        ListenerOp::Dispose(target) => {
+                            self.dispose_targets.push((op_path, target.clone()));
+                        }
+                        ListenerOp::SetField(field)
+                            if ["sections", "contexts", "tools", "variables"]
+                                .contains(&field.name.as_str()) =>
+                        {
+                            return fail(&op_path, "`set_field` cannot set an assembly list; use the list ops");
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            Step::Dispose(s) => {
+                self.dispose_targets.push((path.to_string(), s.target.clone()));
+                s.expect = None;
+                Ok(())
+            }
+            Step::Bind(s) => {
+                s.expect = None;
+                Ok(())
+            }
+            Step::Assemble(s) => {
+                s.expect = None;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Compile a scenario into the case an implementation runs.
+pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
+    if scenario.format != FORMAT_VERSION {
+        return fail(
+            "format",
+            format!("unsupported scenario format {} (this dshc reads {FORMAT_VERSION})", scenario.format),
+        );
+    }
+    if scenario.covers.is_empty() {
+        return fail("covers", "name at least one spec clause");
+    }
+    if scenario.config_error.is_some() && !scenario.steps.is_empty() {
+        return fail("config_error", "a scenario whose config fails to load has no steps");
+    }
+    let mut compiler = Compiler {
+        tools_count: 0,
+        suppress_count: 0,
+        defined_ids: BTreeSet::new(),
+        dispose_targets: Vec::new(),
+    };
+    let mut commands: Vec<Step> = scenario
+        .scopes
+        .iter()
+        .map(|binding| {
+            Step::Bind(super::format::BindStep {
+                scope: binding.name.clone(),
+                parent: binding.parent.clone(),
+                expect: None,
+            })
+        })
+        .collect();
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let mut step = step.clone();
+        compiler.step(&format!("steps[{index}]"), &mut step)?;
+        commands.push(step);
+    }
+    for (path, target) in &compiler.dispose_targets {
+        if !compiler.defined_ids.contains(target) {
+            return fail(path, format!("no registration has id {target:?}"));
+        }
+    }
+    Ok(Case {
+        id: id.to_string(),
+        level: scenario.level,
+        config: scenario.config.clone(),
+        commands,
+    })
+}

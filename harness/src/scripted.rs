@@ -1,0 +1,502 @@
+//! The reference implementation of a [`Case`]: scripted providers and
+//! listeners built from scenario data, run on the reference model.
+//!
+//! This is the in-process twin of an external adapter. It turns each command
+//! into a model call, records every provider and listener evaluation in a
+//! journal, and reports one [`Observation`] per command.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::model::render::{render_context_sections, join_context_sections, render_prompt};
+use crate::model::{
+    AssembleContext, Assembly, AssemblyRef, Config, Disposer, JsError, ListenerFn,
+    ListenerOptions, NamedText, PromptEntry, ProvidedSchema, Registry, ScopeKey, Text,
+    ToolProviderResult, ToolSchema,
+};
+use crate::protocol::{
+    AssemblyData, Case, CaseResult, Observation, ObservedError, Rendered, RenderedSections,
+};
+use crate::scenario::format::{
+    ConfigSpec, Effect, EntryData, ListenerOp, ListenStep, ProviderSpec, ReplaceSpec, SchemaSpec,
+    Step, TextSpec, ToolData, ToolsResultSpec, VariableValue,
+};
+
+/// State shared by every scripted closure of one case. Closures hold it
+/// weakly, so a registry never keeps its own world alive.
+#[derive(Default)]
+pub struct World {
+    disposers: RefCell<BTreeMap<String, Disposer>>,
+    journal: RefCell<Vec<String>>,
+}
+
+type WorldRef = Weak<World>;
+
+impl World {
+    fn record(world: &WorldRef, entry: String) {
+        if let Some(world) = world.upgrade() {
+            world.journal.borrow_mut().push(entry);
+        }
+    }
+
+    fn take_journal(&self) -> Vec<String> {
+        std::mem::take(&mut self.journal.borrow_mut())
+    }
+}
+
+/// Resolve a scenario config to the model's config.
+pub fn config_of(spec: &ConfigSpec) -> Config {
+    let defaults = Config::default();
+    Config {
+        include_harness_identity: spec
+            .include_harness_identity
+            .unwrap_or(defaults.include_harness_identity),
+        include_runtime_context: spec
+            .include_runtime_context
+            .unwrap_or(defaults.include_runtime_context),
+        persona: spec.persona.clone().unwrap_or(defaults.persona),
+        tool_order: spec.tool_order.clone(),
+    }
+}
+
+/// Convert a model error for observation.
+pub fn observed(error: &JsError) -> ObservedError {
+    ObservedError {
+        name: error.name.clone(),
+        message: error.message.clone(),
+    }
+}
+
+fn scope_key(scope: &Option<String>) -> Option<ScopeKey> {
+    scope.as_deref().map(ScopeKey::new)
+}
+
+/// Build the provided schema a scripted tool provider returns.
+pub fn provided_schema(spec: &SchemaSpec) -> ProvidedSchema {
+    ProvidedSchema {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        parameters: spec.parameters.clone(),
+        extra: spec.extra.clone().unwrap_or_default(),
+        unclonable: spec.unclonable_symbol.as_ref().map(|s| format!("Symbol({s})")),
+    }
+}
+
+fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
+    ToolProviderResult {
+        schemas: spec.schemas.iter().map(provided_schema).collect(),
+        known_names: spec.known_names.clone(),
+    }
+}
+
+/// Run a provider's effects for this call, then produce its outcome.
+fn call_provider<T: Clone>(
+    spec: &ProviderSpec<T>,
+    call: u32,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<Option<T>, JsError> {
+    for effect in &spec.effects {
+        if effect.on_call.is_none_or(|n| n == call) {
+            apply_effect(effect, world, registry)?;
+        }
+    }
+    if let Some(message) = &spec.throws {
+        let error = JsError::error(message.clone());
+        return Err(match &spec.cause {
+            Some(cause) => error.with_cause(JsError::error(cause.clone())),
+            None => error,
+        });
+    }
+    if spec.returns_undefined {
+        return Ok(None);
+    }
+    if let Some(value) = &spec.returns {
+        return Ok(Some(value.clone()));
+    }
+    let sequence = spec.sequence.as_deref().unwrap_or_default();
+    let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
+    Ok(sequence.get(index).cloned())
+}
+
+fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
+    if let Some(step) = &effect.register {
+        register(step, world, registry)?;
+    }
+    if let Some(target) = &effect.dispose {
+        dispose(target, world);
+    }
+    Ok(())
+}
+
+fn dispose(target: &str, world: &WorldRef) -> bool {
+    let disposer = world
+        .upgrade()
+        .and_then(|world| world.disposers.borrow().get(target).cloned());
+    disposer.is_some_and(|disposer| disposer.dispose())
+}
+
+/// A journaled text provider for a section, context or variable.
+fn text_provider(kind: &'static str, id: &str, spec: &ProviderSpec<String>, world: &WorldRef) -> Text {
+    let calls = Rc::new(Cell::new(0u32));
+    let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
+    Text::Provider(Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+        calls.set(calls.get() + 1);
+        World::record(&world, format!("{kind} {id}"));
+        call_provider(&spec, calls.get(), &world, registry)
+    }))
+}
+
+fn text_of(kind: &'static str, id: &str, text: &TextSpec, world: &WorldRef) -> Text {
+    match text {
+        TextSpec::Static(text) => Text::Static(text.clone()),
+        TextSpec::Provider(spec) => text_provider(kind, id, spec, world),
+    }
+}
+
+/// Perform one registration step; remember its disposer under its id.
+fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
+    let (id, disposer) = match step {
+        Step::Section(s) => {
+            let id = s.id.clone().unwrap_or_default();
+            let text = text_of("section", &id, &s.text, world);
+            let disposer = registry.section(
+                scope_key(&s.scope).as_ref(),
+                NamedText {
+                    name: s.name.clone(),
+                    order: s.order.0,
+                    text,
+                    complete: s.complete,
+                },
+            )?;
+            (id, disposer)
+        }
+        Step::Context(s) => {
+            let id = s.id.clone().unwrap_or_default();
+            let text = text_of("context", &id, &s.text, world);
+            let disposer = registry.context(
+                scope_key(&s.scope).as_ref(),
+                NamedText {
+                    name: s.name.clone(),
+                    order: s.order.0,
+                    text,
+                    complete: false,
+                },
+            )?;
+            (id, disposer)
+        }
+        Step::Variable(s) => {
+            let id = s.id.clone().unwrap_or_default();
+            let spec = match &s.value {
+                TextSpec::Static(value) => ProviderSpec {
+                    returns: Some(value.clone()),
+                    sequence: None,
+                    returns_undefined: false,
+                    throws: None,
+                    cause: None,
+                    effects: Vec::new(),
+                },
+                TextSpec::Provider(spec) => spec.clone(),
+            };
+            let Text::Provider(provider) = text_provider("variable", &id, &spec, world) else {
+                unreachable!("text_provider always builds a provider")
+            };
+            let disposer = registry.variable(scope_key(&s.scope).as_ref(), &s.name, provider)?;
+            (id, disposer)
+        }
+        Step::Suppress(s) => {
+            let id = s.id.clone().unwrap_or_default();
+            (id, registry.suppress_runtime_context(scope_key(&s.scope).as_ref()))
+        }
+        Step::Tools(s) => {
+            let id = s.id.clone().unwrap_or_default();
+            let calls = Rc::new(Cell::new(0u32));
+            let (journal_id, spec, world_ref) = (id.clone(), s.provider.clone(), world.clone());
+            let disposer = registry.tools(
+                scope_key(&s.scope).as_ref(),
+                Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+                    calls.set(calls.get() + 1);
+                    World::record(&world_ref, format!("tools {journal_id}"));
+                    Ok(call_provider(&spec, calls.get(), &world_ref, registry)?.map(|r| tools_result(&r)))
+                }),
+            );
+            (id, disposer)
+        }
+        Step::Listen(s) => (s.id.clone(), listen(s, world, registry)),
+        Step::Dispose(_) | Step::Bind(_) | Step::Assemble(_) => {
+            unreachable!("not a registration step")
+        }
+    };
+    if let Some(world) = world.upgrade() {
+        world.disposers.borrow_mut().insert(id, disposer);
+    }
+    Ok(())
+}
+
+fn entry(data: &EntryData) -> PromptEntry {
+    PromptEntry {
+        name: data.name.clone(),
+        text: data.text.clone(),
+    }
+}
+
+/// A schema a listener adds goes in as given: no clone, no rebuild.
+fn listener_tool(spec: &SchemaSpec) -> ToolSchema {
+    ToolSchema {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        parameters: spec.parameters.clone(),
+    }
+}
+
+fn replacement(spec: &ReplaceSpec) -> Assembly {
+    let mut assembly = Assembly {
+        sections: spec.sections.iter().map(entry).collect(),
+        contexts: spec.contexts.iter().map(entry).collect(),
+        tools: spec.tools.iter().map(listener_tool).collect(),
+        ..Assembly::default()
+    };
+    for (name, value) in &spec.variables {
+        assembly.variables.set(name, variable_value(value));
+    }
+    assembly
+}
+
+fn variable_value(value: &VariableValue) -> Option<String> {
+    match value {
+        VariableValue::Value(value) => Some(value.clone()),
+        VariableValue::Undefined { .. } => None,
+    }
+}
+
+fn insert_at(list: &mut Vec<PromptEntry>, index: Option<usize>, item: PromptEntry) {
+    let index = index.unwrap_or(list.len()).min(list.len());
+    list.insert(index, item);
+}
+
+fn set_path(target: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cursor = target;
+    for key in parents {
+        match cursor.get_mut(key) {
+            Some(next) => cursor = next,
+            None => return,
+        }
+    }
+    if let Some(object) = cursor.as_object_mut() {
+        object.insert(last.clone(), value);
+    }
+}
+
+/// Apply one editing op to the current assembly object.
+fn edit(assembly: &mut Assembly, op: &ListenerOp) {
+    match op {
+        ListenerOp::AddSection(spec) => insert_at(
+            &mut assembly.sections,
+            spec.index,
+            PromptEntry { name: spec.name.clone(), text: Some(spec.text.clone()) },
+        ),
+        ListenerOp::RemoveSection(name) => assembly.sections.retain(|s| &s.name != name),
+        ListenerOp::RenameSection(spec) => {
+            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.from) {
+                section.name = spec.to.clone();
+            }
+        }
+        ListenerOp::SetSectionText(spec) => {
+            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.name) {
+                section.text = Some(spec.text.clone());
+            }
+        }
+        ListenerOp::ReorderSections(names) => {
+            let rank = |entry: &PromptEntry| names.iter().position(|n| n == &entry.name).unwrap_or(names.len());
+            assembly.sections.sort_by_key(rank);
+        }
+        ListenerOp::AddContext(spec) => insert_at(
+            &mut assembly.contexts,
+            spec.index,
+            PromptEntry { name: spec.name.clone(), text: Some(spec.text.clone()) },
+        ),
+        ListenerOp::RemoveContext(name) => assembly.contexts.retain(|c| &c.name != name),
+        ListenerOp::SetContextText(spec) => {
+            if let Some(context) = assembly.contexts.iter_mut().find(|c| c.name == spec.name) {
+                context.text = Some(spec.text.clone());
+            }
+        }
+        ListenerOp::AddTool(spec) => assembly.tools.push(listener_tool(spec)),
+        ListenerOp::RemoveTool(name) => assembly.tools.retain(|t| &t.name != name),
+        ListenerOp::ReverseTools => assembly.tools.reverse(),
+        ListenerOp::SetToolParameter(spec) => {
+            if let Some(parameters) = assembly
+                .tools
+                .iter_mut()
+                .find(|t| t.name == spec.tool)
+                .and_then(|t| t.parameters.as_mut())
+            {
+                set_path(parameters, &spec.path, spec.value.clone());
+            }
+        }
+        ListenerOp::SetVariable(spec) => assembly.variables.set(&spec.name, Some(spec.value.clone())),
+        ListenerOp::UnsetVariable(name) => assembly.variables.set(name, None),
+        ListenerOp::DeleteVariable(name) => assembly.variables.delete(name),
+        ListenerOp::SetField(spec) => {
+            match assembly.extra.iter_mut().find(|(key, _)| key == &spec.name) {
+                Some(field) => field.1 = spec.value.clone(),
+                None => assembly.extra.push((spec.name.clone(), spec.value.clone())),
+            }
+        }
+        ListenerOp::Next
+        | ListenerOp::Throw(_)
+        | ListenerOp::Replace(_)
+        | ListenerOp::Register(_)
+        | ListenerOp::Dispose(_) => unreachable!("control ops are handled by the listener"),
+    }
+}
+
+/// Register a scripted `system-prompt/assemble` listener.
+fn listen(step: &ListenStep, world: &WorldRef, registry: &Registry) -> Disposer {
+    let ops = Rc::new(step.ops.clone());
+    let id = step.id.clone();
+    let world = world.clone();
+    let weak_registry = registry.downgrade();
+    let callback: ListenerFn = Rc::new(move |argument: AssemblyRef, _context, next| {
+        World::record(&world, format!("listener {id}"));
+        let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
+        Box::pin(async move {
+            let mut current = argument;
+            for op in ops.iter() {
+                match op {
+                    ListenerOp::Next => current = next.call().await?,
+                    ListenerOp::Throw(message) => return Err(JsError::error(message.clone())),
+                    ListenerOp::Replace(spec) => current = Rc::new(RefCell::new(replacement(spec))),
+                    ListenerOp::Register(step) => {
+                        if let Some(registry) = weak_registry.upgrade() {
+                            register(step, &world, &registry)?;
+                        }
+                    }
+                    ListenerOp::Dispose(target) => {
+                        dispose(target, &world);
+                    }
+                    edit_op => edit(&mut current.borrow_mut(), edit_op),
+                }
+            }
+            Ok(current)
+        })
+    });
+    registry.on_assemble(
+        ListenerOptions {
+            tag: scope_key(&step.scope),
+            global: step.global,
+            prepend: step.prepend,
+        },
+        callback,
+    )
+}
+
+fn entry_data(entry: &PromptEntry) -> EntryData {
+    EntryData {
+        name: entry.name.clone(),
+        text: entry.text.clone(),
+    }
+}
+
+/// The observable form of an assembly.
+pub fn assembly_data(assembly: &Assembly) -> AssemblyData {
+    let mut variables = IndexMap::new();
+    for (name, value) in assembly.variables.entries() {
+        let value = match value {
+            Some(value) => VariableValue::Value(value.to_string()),
+            None => VariableValue::Undefined { undefined: true },
+        };
+        variables.insert(name.to_string(), value);
+    }
+    AssemblyData {
+        sections: assembly.sections.iter().map(entry_data).collect(),
+        contexts: assembly.contexts.iter().map(entry_data).collect(),
+        tools: assembly
+            .tools
+            .iter()
+            .map(|tool| ToolData {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.clone(),
+            })
+            .collect(),
+        variables,
+        extra: assembly.extra.iter().cloned().collect(),
+    }
+}
+
+/// Fill the render observations of a successful assembly.
+pub fn observe_renders(assembly: &Assembly, observation: &mut Observation) {
+    observation.prompt = Some(match render_prompt(assembly) {
+        Ok(text) => Rendered::Text(text),
+        Err(error) => Rendered::Error(observed(&error)),
+    });
+    match render_context_sections(assembly) {
+        Ok(sections) => {
+            observation.snapshot = Some(Rendered::Text(join_context_sections(&sections)));
+            observation.snapshot_sections =
+                Some(RenderedSections::Sections(sections.iter().map(entry_data).collect()));
+        }
+        Err(error) => {
+            observation.snapshot = Some(Rendered::Error(observed(&error)));
+            observation.snapshot_sections = Some(RenderedSections::Error(observed(&error)));
+        }
+    }
+}
+
+/// Run one case on the reference model.
+pub fn run_case(case: &Case) -> CaseResult {
+    let registry = match Registry::new(config_of(&case.config)) {
+        Ok(registry) => registry,
+        Err(error) => {
+            return CaseResult {
+                config_error: Some(observed(&error)),
+                observations: Vec::new(),
+            };
+        }
+    };
+    let world = Rc::new(World::default());
+    let world_ref = Rc::downgrade(&world);
+    let mut observations = Vec::with_capacity(case.commands.len());
+    for command in &case.commands {
+        let changes_before = registry.change_count();
+        let mut observation = Observation::default();
+        let result = match command {
+            Step::Bind(bind) => {
+                registry.bind_scope_parent(&ScopeKey::new(&bind.scope), &ScopeKey::new(&bind.parent))
+            }
+            Step::Dispose(step) => {
+                dispose(&step.target, &world_ref);
+                Ok(())
+            }
+            Step::Assemble(step) => {
+                let context = AssembleContext {
+                    scope: scope_key(&step.scope),
+                    ..AssembleContext::default()
+                };
+                futures::executor::block_on(registry.assemble(context)).map(|assembly| {
+                    observation.assembly = Some(assembly_data(&assembly));
+                    observe_renders(&assembly, &mut observation);
+                })
+            }
+            registration => register(registration, &world_ref, &registry),
+        };
+        if let Err(error) = result {
+            observation.error = Some(observed(&error));
+        }
+        observation.changes = registry.change_count() - changes_before;
+        observation.journal = world.take_journal();
+        observations.push(observation);
+    }
+    CaseResult {
+        config_error: None,
+        observations,
+    }
+}

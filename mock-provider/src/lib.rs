@@ -1,0 +1,56 @@
+//! `mock-provider`: a scripted, deterministic, DeepSeek-compatible chat-completions
+//! provider, so dshc can drive the prompt-assembly loop's provider traffic (streams,
+//! usage, prefix-cache accounting, transport faults) without a network or credentials.
+//!
+//! Layers, from pure to I/O:
+//!
+//! * [`tokenizer`] — the deterministic stand-in tokenizer;
+//! * [`prompt_cache`] — canonical prompt + computed prefix-cache hits (64-token units);
+//! * [`script`] — the serde/JSON-Schema script format, one [`ScriptEntry`] per request;
+//! * [`render`] — pure rendering of an entry into a [`ResponsePlan`] (exact SSE bytes,
+//!   pauses, faults);
+//! * [`sse`] — a spec-strict SSE splitter for tests;
+//! * [`provider`] — [`MockProvider`]: routing, validation, script cursor, cache, request log;
+//! * [`server`] — hyper HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
+//!   [`serve_tokio`] and (feature `turmoil`) `serve_turmoil` accept loops.
+//!
+//! Nothing reads the wall clock or an unseeded random source; `created` and ids come
+//! from the script and the request order, and all waits are `tokio::time::sleep`.
+//!
+//! ```
+//! use mock_provider::{IncomingRequest, MockProvider, Script, ScriptEntry, sse::data_payloads};
+//!
+//! let provider = MockProvider::new(Script::new(vec![ScriptEntry::content(["Hel", "lo"])])).unwrap();
+//! let plan = provider.handle(IncomingRequest::post_json(
+//!     "/chat/completions",
+//!     &serde_json::json!({"model": "deepseek-v4-flash", "stream": true,
+//!                         "messages": [{"role": "user", "content": "hi"}]}),
+//! ));
+//! let payloads = data_payloads(&plan.body_bytes());
+//! assert_eq!(payloads.last().map(String::as_str), Some("[DONE]"));
+//! assert_eq!(provider.requests().len(), 1);
+//! ```
+
+pub mod prompt_cache;
+pub mod provider;
+pub mod render;
+pub mod script;
+pub mod server;
+pub mod sse;
+pub mod tokenizer;
+pub mod wire;
+
+pub use prompt_cache::{CACHE_UNIT_TOKENS, PromptAccounting, PromptCache, canonical_prompt};
+pub use provider::{
+    CHAT_COMPLETIONS_PATHS, IncomingRequest, LoggedRequest, MockProvider, RequestOutcome,
+    ServerLimits,
+};
+pub use render::{BodyAction, RenderContext, ResponsePlan, render_response, stream_events};
+pub use script::{
+    CompletionCounts, FaultKind, Fragments, Script, ScriptEntry, ScriptError, ScriptToolCall,
+    UsagePlacement,
+};
+#[cfg(feature = "turmoil")]
+pub use server::serve_turmoil;
+pub use server::{serve_connection, serve_tokio};
+pub use wire::{CompletionTokensDetails, ErrorBody, ErrorDetail, PromptTokensDetails, Usage};

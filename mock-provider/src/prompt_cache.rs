@@ -1,0 +1,319 @@
+//! Computed prefix-cache accounting, so a scenario can check that the prompt-assembly
+//! loop keeps its prompt prefix byte-stable (spec 09 §4) instead of scripting
+//! `prompt_cache_hit_tokens` by hand.
+//!
+//! # What "the prompt" is
+//!
+//! The canonical prompt of a request body is a text built from the body's `messages`
+//! and `tools`, each item written as compact JSON (keys in the order they arrived)
+//! followed by one `"\n"`, in this order:
+//!
+//! 1. the leading run of `messages` whose `role` is `"system"`;
+//! 2. every entry of `tools`, in order (absent `tools` contributes nothing);
+//! 3. the remaining `messages`, in order.
+//!
+//! This mirrors how chat templates render tools into the system area. Consequences:
+//! editing the system message invalidates everything; editing a tool invalidates
+//! everything after the system message; appending history keeps the whole previous
+//! prompt as a prefix. Other body fields (`model`, `stream`, `thinking`, `max_tokens`,
+//! …) are not part of the prompt.
+//!
+//! # How hits are computed
+//!
+//! The prompt is tokenized with [`crate::tokenizer`]. `prompt_cache_hit_tokens` is the
+//! longest common token prefix with any earlier *recorded* prompt of the same model,
+//! rounded **down** to a multiple of [`CACHE_UNIT_TOKENS`] (DeepSeek's cache unit);
+//! `prompt_cache_miss_tokens = prompt_tokens − hit`. Which prompts get recorded is the
+//! server's decision (see [`crate::MockProvider`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::tokenizer::tokenize;
+
+/// DeepSeek stores prefixes in units of this many tokens; hits are rounded down to it.
+pub const CACHE_UNIT_TOKENS: u64 = 64;
+
+/// Build the canonical prompt text of a chat-completions body (see the module docs).
+///
+/// Missing or non-array `messages` / `tools` count as empty.
+pub fn canonical_prompt(body: &Value) -> String {
+    let empty = Vec::new();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let tools = body.get("tools").and_then(Value::as_array).unwrap_or(&empty);
+    let leading_system_count = messages
+        .iter()
+        .take_while(|message| message.get("role").and_then(Value::as_str) == Some("system"))
+        .count();
+    let mut prompt = String::new();
+    let (system_messages, other_messages) = messages.split_at(leading_system_count);
+    for item in system_messages.iter().chain(tools).chain(other_messages) {
+        prompt.push_str(&item.to_string());
+        prompt.push('\n');
+    }
+    prompt
+}
+
+/// Token counts of one prompt against the cache, before that prompt is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PromptAccounting {
+    /// Tokens in the canonical prompt (includes the cache hits, as on the wire).
+    pub prompt_tokens: u64,
+    /// Longest shared token prefix with an earlier recorded prompt of the same model
+    /// (not rounded).
+    pub shared_prefix_tokens: u64,
+    /// `shared_prefix_tokens` rounded down to [`CACHE_UNIT_TOKENS`].
+    pub prompt_cache_hit_tokens: u64,
+    /// `prompt_tokens − prompt_cache_hit_tokens`.
+    pub prompt_cache_miss_tokens: u64,
+}
+
+/// Prompts seen so far, per model, as token sequences.
+///
+/// Tokens are interned to integer ids (assigned in first-seen order; they are only
+/// compared for equality), so memory stays proportional to the number of tokens.
+#[derive(Debug, Clone, Default)]
+pub struct PromptCache {
+    vocabulary: BTreeMap<Box<str>, u32>,
+    prompts_by_model: BTreeMap<String, Vec<Vec<u32>>>,
+}
+
+impl PromptCache {
+    /// An empty cache: every first prompt of a model has zero hits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Account `prompt` for `model` against the prompts recorded so far (does not record it).
+    pub fn account(&self, model: &str, prompt: &str) -> PromptAccounting {
+        let tokens = tokenize(prompt);
+        let prompt_tokens = tokens.len() as u64;
+        let shared_prefix_tokens = self.longest_shared_prefix(model, &tokens);
+        let prompt_cache_hit_tokens = shared_prefix_tokens / CACHE_UNIT_TOKENS * CACHE_UNIT_TOKENS;
+        PromptAccounting {
+            prompt_tokens,
+            shared_prefix_tokens,
+            prompt_cache_hit_tokens,
+            prompt_cache_miss_tokens: prompt_tokens - prompt_cache_hit_tokens,
+        }
+    }
+
+    /// Remember `prompt` as cached for `model`.
+    pub fn record(&mut self, model: &str, prompt: &str) {
+        let ids: Vec<u32> = tokenize(prompt)
+            .into_iter()
+            .map(|token| self.intern(token))
+            .collect();
+        self.prompts_by_model
+            .entry(model.to_owned())
+            .or_default()
+            .push(ids);
+    }
+
+    /// Number of prompts recorded for `model`.
+    pub fn recorded_prompt_count(&self, model: &str) -> usize {
+        self.prompts_by_model.get(model).map_or(0, Vec::len)
+    }
+
+    fn intern(&mut self, token: &str) -> u32 {
+        if let Some(&id) = self.vocabulary.get(token) {
+            return id;
+        }
+        let id = u32::try_from(self.vocabulary.len()).expect("fewer than 2^32 distinct tokens");
+        self.vocabulary.insert(token.into(), id);
+        id
+    }
+
+    fn longest_shared_prefix(&self, model: &str, tokens: &[&str]) -> u64 {
+        let Some(prompts) = self.prompts_by_model.get(model) else {
+            return 0;
+        };
+        // Map the new prompt to ids; a token never seen before cannot match anything,
+        // so the comparable part ends there.
+        let ids: Vec<u32> = tokens
+            .iter()
+            .map_while(|token| self.vocabulary.get(*token).copied())
+            .collect();
+        prompts
+            .iter()
+            .map(|earlier| {
+                earlier
+                    .iter()
+                    .zip(&ids)
+                    .take_while(|(left, right)| left == right)
+                    .count() as u64
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tokenizer::count_tokens;
+
+    fn body(system: &str, turns: &[(&str, &str)]) -> Value {
+        let mut messages = vec![json!({"role": "system", "content": system})];
+        for (role, content) in turns {
+            messages.push(json!({"role": role, "content": content}));
+        }
+        json!({"model": "deepseek-v4-flash", "messages": messages, "stream": true})
+    }
+
+    const LONG_SYSTEM: &str = "You are a careful coding agent. Read files before editing them, \
+        keep answers short, and never invent tool output. Prefer small, reviewable changes.";
+
+    #[test]
+    fn canonical_prompt_puts_leading_system_then_tools_then_rest() {
+        let body = json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "S"},
+                {"role": "user", "content": "u"},
+                {"role": "system", "content": "late"}
+            ],
+            "tools": [{"type": "function", "function": {"name": "read"}}]
+        });
+        assert_eq!(
+            canonical_prompt(&body),
+            "{\"role\":\"system\",\"content\":\"S\"}\n\
+             {\"type\":\"function\",\"function\":{\"name\":\"read\"}}\n\
+             {\"role\":\"user\",\"content\":\"u\"}\n\
+             {\"role\":\"system\",\"content\":\"late\"}\n"
+        );
+    }
+
+    #[test]
+    fn canonical_prompt_of_empty_body_is_empty() {
+        assert_eq!(canonical_prompt(&json!({})), "");
+        assert_eq!(canonical_prompt(&json!({"messages": "nope"})), "");
+    }
+
+    #[test]
+    fn first_request_has_no_hits() {
+        let cache = PromptCache::new();
+        let prompt = canonical_prompt(&body(LONG_SYSTEM, &[("user", "hi")]));
+        let accounting = cache.account("deepseek-v4-flash", &prompt);
+        assert_eq!(accounting.prompt_tokens, count_tokens(&prompt));
+        assert_eq!(accounting.shared_prefix_tokens, 0);
+        assert_eq!(accounting.prompt_cache_hit_tokens, 0);
+        assert_eq!(accounting.prompt_cache_miss_tokens, accounting.prompt_tokens);
+    }
+
+    #[test]
+    fn appended_history_hits_the_rounded_down_shared_prefix() {
+        let mut cache = PromptCache::new();
+        let first = canonical_prompt(&body(LONG_SYSTEM, &[("user", "read a.txt")]));
+        cache.record("deepseek-v4-flash", &first);
+        let second = canonical_prompt(&body(
+            LONG_SYSTEM,
+            &[
+                ("user", "read a.txt"),
+                ("assistant", "done"),
+                ("user", "now b.txt"),
+            ],
+        ));
+        assert!(second.starts_with(&first));
+        let shared = count_tokens(&first);
+        assert!(shared > CACHE_UNIT_TOKENS, "test prompt must exceed one unit");
+        let accounting = cache.account("deepseek-v4-flash", &second);
+        assert_eq!(accounting.shared_prefix_tokens, shared);
+        assert_eq!(accounting.prompt_cache_hit_tokens, shared / 64 * 64);
+        assert_eq!(accounting.prompt_cache_hit_tokens % CACHE_UNIT_TOKENS, 0);
+        assert_eq!(
+            accounting.prompt_cache_miss_tokens,
+            count_tokens(&second) - shared / 64 * 64
+        );
+    }
+
+    #[test]
+    fn identical_prompt_hits_everything_up_to_the_last_full_unit() {
+        let mut cache = PromptCache::new();
+        let prompt = canonical_prompt(&body(LONG_SYSTEM, &[("user", "x")]));
+        cache.record("m", &prompt);
+        let accounting = cache.account("m", &prompt);
+        assert_eq!(accounting.shared_prefix_tokens, accounting.prompt_tokens);
+        assert_eq!(
+            accounting.prompt_cache_hit_tokens,
+            accounting.prompt_tokens / 64 * 64
+        );
+    }
+
+    #[test]
+    fn changing_the_system_message_gives_zero_hits() {
+        let mut cache = PromptCache::new();
+        cache.record(
+            "m",
+            &canonical_prompt(&body(LONG_SYSTEM, &[("user", "read a.txt")])),
+        );
+        let edited = format!("Xou{}", &LONG_SYSTEM[3..]);
+        let accounting = cache.account(
+            "m",
+            &canonical_prompt(&body(&edited, &[("user", "read a.txt")])),
+        );
+        // Only `{"role":"system","content":"` is shared: far below one unit.
+        assert!(accounting.shared_prefix_tokens < CACHE_UNIT_TOKENS);
+        assert_eq!(accounting.prompt_cache_hit_tokens, 0);
+        assert_eq!(accounting.prompt_cache_miss_tokens, accounting.prompt_tokens);
+    }
+
+    #[test]
+    fn changing_a_tool_keeps_only_the_system_prefix() {
+        let with_tool = |description: &str| {
+            let mut value = body(LONG_SYSTEM, &[("user", "hi")]);
+            value["tools"] = json!([{"type": "function", "function": {"name": "read", "description": description}}]);
+            canonical_prompt(&value)
+        };
+        let mut cache = PromptCache::new();
+        cache.record("m", &with_tool("Read a file from disk."));
+        let accounting = cache.account("m", &with_tool("Read one file."));
+        let system_line = format!("{}\n", json!({"role": "system", "content": LONG_SYSTEM}));
+        assert!(accounting.shared_prefix_tokens >= count_tokens(&system_line));
+        assert!(accounting.shared_prefix_tokens < accounting.prompt_tokens);
+    }
+
+    #[test]
+    fn models_are_cached_separately() {
+        let mut cache = PromptCache::new();
+        let prompt = canonical_prompt(&body(LONG_SYSTEM, &[("user", "hi")]));
+        cache.record("deepseek-v4-flash", &prompt);
+        assert_eq!(
+            cache
+                .account("deepseek-v4-pro", &prompt)
+                .prompt_cache_hit_tokens,
+            0
+        );
+        assert!(
+            cache
+                .account("deepseek-v4-flash", &prompt)
+                .prompt_cache_hit_tokens
+                > 0
+        );
+        assert_eq!(cache.recorded_prompt_count("deepseek-v4-flash"), 1);
+        assert_eq!(cache.recorded_prompt_count("deepseek-v4-pro"), 0);
+    }
+
+    #[test]
+    fn best_match_over_all_earlier_prompts_wins() {
+        let mut cache = PromptCache::new();
+        let short = canonical_prompt(&body(LONG_SYSTEM, &[]));
+        let long = canonical_prompt(&body(LONG_SYSTEM, &[("user", &"word ".repeat(40))]));
+        cache.record("m", &long);
+        cache.record("m", &short);
+        let next = canonical_prompt(&body(
+            LONG_SYSTEM,
+            &[("user", &"word ".repeat(40)), ("assistant", "ok")],
+        ));
+        assert_eq!(
+            cache.account("m", &next).shared_prefix_tokens,
+            count_tokens(&long)
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The HTTP/1.1 server: one I/O-generic connection handler shared by the real-socket
+//! (tokio) and simulated-network (turmoil) arms, so both run exactly the same code.
+//!
+//! Determinism rules applied here: hyper's automatic `Date` header is off (it reads the
+//! wall clock), hyper's timers run on [`TokioTimer`] (virtual under turmoil or paused
+//! tokio time), and every pause is a `tokio::time::sleep`.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{CONTENT_LENGTH, HeaderName, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Sleep;
+
+use crate::provider::MockProvider;
+use crate::render::{BodyAction, ResponsePlan};
+
+/// Serve one connection (HTTP/1.1, keep-alive) until the client closes it or it fails.
+///
+/// Errors are also recorded in [`MockProvider::connection_errors`]. Malformed requests
+/// are answered by hyper with a 4xx before the connection closes.
+pub async fn serve_connection<I>(io: I, provider: MockProvider) -> Result<(), hyper::Error>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = provider.limits().clone();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .auto_date_header(false)
+        .max_headers(limits.max_headers)
+        .max_header_size(limits.max_header_bytes)
+        .header_read_timeout(limits.header_read_timeout_ms.map(Duration::from_millis));
+    let service_provider = provider.clone();
+    let service = service_fn(move |request| respond(service_provider.clone(), request));
+    let result = builder.serve_connection(TokioIo::new(io), service).await;
+    if let Err(error) = &result {
+        provider.record_connection_error(error.to_string());
+    }
+    result
+}
+
+/// Accept connections on a real tokio listener forever, serving each on its own task.
+///
+/// Returns only if `accept` fails.
+pub async fn serve_tokio(
+    listener: tokio::net::TcpListener,
+    provider: MockProvider,
+) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            // Failures are recorded in the provider; nothing else to do here.
+            let _ = serve_connection(stream, provider).await;
+        });
+    }
+}
+
+/// Accept connections on a turmoil (simulated) listener forever, serving each on its
+/// own task of the host's runtime. Returns only if `accept` fails.
+#[cfg(feature = "turmoil")]
+pub async fn serve_turmoil(
+    listener: turmoil::net::TcpListener,
+    provider: MockProvider,
+) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            let _ = serve_connection(stream, provider).await;
+        });
+    }
+}
+
+async fn respond(
+    provider: MockProvider,
+    request: Request<Incoming>,
+) -> Result<Response<PlanBody>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let method = parts.method.as_str().to_owned();
+    let path = parts.uri.path().to_owned();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let limit = provider.limits().max_body_bytes;
+    let declared_length = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let plan = if declared_length.is_some_and(|length| length > limit as u64) {
+        provider.handle_oversized(method, path, headers)
+    } else {
+        match Limited::new(body, limit).collect().await {
+            Ok(collected) => provider.handle(crate::IncomingRequest {
+                method,
+                path,
+                headers,
+                body: collected.to_bytes(),
+            }),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+                provider.handle_oversized(method, path, headers)
+            }
+            Err(error) => {
+                // The client went away mid-body; nobody will read this answer.
+                provider.record_connection_error(format!("reading request body: {error}"));
+                ResponsePlan::error(
+                    400,
+                    &crate::ErrorBody::new(
+                        "Failed to read the request body",
+                        "invalid_request_error",
+                        None,
+                    ),
+                )
+            }
+        }
+    };
+    Ok(into_response(plan).await)
+}
+
+async fn into_response(plan: ResponsePlan) -> Response<PlanBody> {
+    if plan.head_delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(plan.head_delay_ms)).await;
+    }
+    let mut response = Response::new(PlanBody::new(plan.body));
+    *response.status_mut() = StatusCode::from_u16(plan.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    for (name, value) in plan.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
+
+/// The error a [`PlanBody`] yields for [`BodyAction::DropConnection`]; hyper then
+/// aborts the connection without finishing the body.
+#[derive(Debug)]
+pub struct ConnectionDropped;
+
+impl fmt::Display for ConnectionDropped {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("mock-provider: scripted connection drop")
+    }
+}
+
+impl std::error::Error for ConnectionDropped {}
+
+/// A response body that executes body actions lazily as hyper polls it: each `Send` is
+/// one frame, each `Sleep` a tokio sleep, `DropConnection` an error.
+pub struct PlanBody {
+    actions: VecDeque<BodyAction>,
+    sleeping: Option<Pin<Box<Sleep>>>,
+    has_exact_length: bool,
+}
+
+impl PlanBody {
+    fn new(actions: Vec<BodyAction>) -> Self {
+        // A single frame (a JSON answer) gets a Content-Length; anything paced, streamed
+        // or aborted is sent chunked.
+        let has_exact_length = match actions.as_slice() {
+            [] | [BodyAction::Send(_)] => true,
+            _ => false,
+        };
+        Self {
+            actions: actions.into(),
+            sleeping: None,
+            has_exact_length,
+        }
+    }
+}
+
+impl Body for PlanBody {
+    type Data = Bytes;
+    type Error = ConnectionDropped;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ConnectionDropped>>> {
+        loop {
+            if let Some(sleep) = self.sleeping.as_mut() {
+                match sleep.as_mut().poll(context) {
+                    Poll::Ready(()) => self.sleeping = None,
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            match self.actions.pop_front() {
+                None => return Poll::Ready(None),
+                Some(BodyAction::Send(bytes)) => return Poll::Ready(Some(Ok(Frame::data(bytes)))),
+                Some(BodyAction::Sleep { delay_ms }) => {
+                    self.sleeping = Some(Box::pin(tokio::time::sleep(Duration::from_millis(delay_ms))));
+                }
+                Some(BodyAction::DropConnection) => {
+                    self.actions.clear();
+                    return Poll::Ready(Some(Err(ConnectionDropped)));
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.actions.is_empty() && self.sleeping.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if !self.has_exact_length {
+            return SizeHint::default();
+        }
+        let remaining = self
+            .actions
+            .iter()
+            .map(|action| match action {
+                BodyAction::Send(bytes) => bytes.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        SizeHint::with_exact(remaining)
+    }
+}
