@@ -35,12 +35,18 @@ struct Catalog {
 
 /// Read the clause catalog.
 pub fn load_catalog(path: &Path) -> Result<Vec<Clause>, String> {
-    let source = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let catalog: Catalog = toml::from_str(&source).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let catalog: Catalog =
+        toml::from_str(&source).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
     let mut seen = std::collections::BTreeSet::new();
     for clause in &catalog.clause {
         if !seen.insert(clause.id.clone()) {
-            return Err(format!("{}: clause {} is listed twice", path.display(), clause.id));
+            return Err(format!(
+                "{}: clause {} is listed twice",
+                path.display(),
+                clause.id
+            ));
         }
     }
     Ok(catalog.clause)
@@ -62,7 +68,10 @@ impl Coverage {
         for scenario in scenarios {
             for clause in &scenario.scenario.covers {
                 if catalog.iter().any(|c| &c.id == clause) {
-                    by_clause.entry(clause.as_str()).or_default().push(scenario.id.clone());
+                    by_clause
+                        .entry(clause.as_str())
+                        .or_default()
+                        .push(scenario.id.clone());
                 } else {
                     unknown.push((scenario.id.clone(), clause.clone()));
                 }
@@ -70,7 +79,12 @@ impl Coverage {
         }
         let rows = catalog
             .iter()
-            .map(|clause| (clause.clone(), by_clause.remove(clause.id.as_str()).unwrap_or_default()))
+            .map(|clause| {
+                (
+                    clause.clone(),
+                    by_clause.remove(clause.id.as_str()).unwrap_or_default(),
+                )
+            })
             .collect();
         Coverage { rows, unknown }
     }
@@ -80,7 +94,9 @@ impl Coverage {
         self.rows
             .iter()
             .filter(|(clause, ids)| {
-                ids.is_empty() && clause.excluded.is_none() && level.is_none_or(|l| l == clause.level)
+                ids.is_empty()
+                    && clause.excluded.is_none()
+                    && level.is_none_or(|l| l == clause.level)
             })
             .map(|(clause, _)| clause)
             .collect()

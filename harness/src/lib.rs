@@ -11,10 +11,12 @@
 //! - [`oracle`]: deciding pass or fail.
 //! - [`runner`]: `check(scenario) -> Outcome`, shared by tests, CLI and fuzzers.
 
+pub mod adapter;
 pub mod coverage;
 pub mod model;
 pub mod oracle;
 pub mod protocol;
+pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod schema;

@@ -210,13 +210,16 @@ pub enum ReplyBody {
 /// Parse one protocol line strictly: an object whose keys are exactly `seq`
 /// plus the fields of one message, nothing unknown. (Serde cannot deny
 /// unknown fields next to a flattened enum, so the key set is checked here.)
-fn parse_strict<T: serde::de::DeserializeOwned>(line: &str, allowed: &[&[&str]]) -> Result<T, String> {
+fn parse_strict<T: serde::de::DeserializeOwned>(
+    line: &str,
+    allowed: &[&[&str]],
+) -> Result<T, String> {
     let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let object = value.as_object().ok_or("not a JSON object")?;
     let keys: std::collections::BTreeSet<&str> = object.keys().map(String::as_str).collect();
-    let fits = allowed.iter().any(|shape| {
-        keys.iter().all(|key| *key == "seq" || shape.contains(key))
-    });
+    let fits = allowed
+        .iter()
+        .any(|shape| keys.iter().all(|key| *key == "seq" || shape.contains(key)));
     if !fits {
         let keys: Vec<&str> = keys.into_iter().collect();
         return Err(format!("unexpected keys {keys:?}"));
@@ -226,7 +229,16 @@ fn parse_strict<T: serde::de::DeserializeOwned>(line: &str, allowed: &[&[&str]])
 
 /// Parse a reply line, rejecting anything outside the schema.
 pub fn parse_reply(line: &str) -> Result<Reply, String> {
-    parse_strict(line, &[&["started"], &["result"], &["skipped"], &["errored"], &["stopped"]])
+    parse_strict(
+        line,
+        &[
+            &["started"],
+            &["result"],
+            &["skipped"],
+            &["errored"],
+            &["stopped"],
+        ],
+    )
 }
 
 /// Parse a request line, rejecting anything outside the schema.
@@ -240,14 +252,19 @@ mod tests {
 
     #[test]
     fn requests_and_replies_round_trip_as_single_json_lines() {
-        let request = Request { seq: 3, command: Command::Stop };
+        let request = Request {
+            seq: 3,
+            command: Command::Stop,
+        };
         let line = serde_json::to_string(&request).unwrap();
         assert_eq!(line, r#"{"seq":3,"cmd":"stop"}"#);
         assert_eq!(parse_request(&line).unwrap(), request);
 
         let reply = Reply {
             seq: 4,
-            body: ReplyBody::Skipped { reason: "no loop".into() },
+            body: ReplyBody::Skipped {
+                reason: "no loop".into(),
+            },
         };
         let line = serde_json::to_string(&reply).unwrap();
         assert_eq!(line, r#"{"seq":4,"skipped":{"reason":"no loop"}}"#);

@@ -12,17 +12,17 @@ use std::rc::{Rc, Weak};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::model::render::{render_context_sections, join_context_sections, render_prompt};
+use crate::model::render::{join_context_sections, render_context_sections, render_prompt};
 use crate::model::{
-    AssembleContext, Assembly, AssemblyRef, Config, Disposer, JsError, ListenerFn,
-    ListenerOptions, NamedText, PromptEntry, ProvidedSchema, Registry, ScopeKey, Text,
-    ToolProviderResult, ToolSchema,
+    AssembleContext, Assembly, AssemblyRef, Config, Disposer, JsError, ListenerFn, ListenerOptions,
+    NamedText, PromptEntry, ProvidedSchema, Registry, ScopeKey, Text, ToolProviderResult,
+    ToolSchema,
 };
 use crate::protocol::{
     AssemblyData, Case, CaseResult, Observation, ObservedError, Rendered, RenderedSections,
 };
 use crate::scenario::format::{
-    ConfigSpec, Effect, EntryData, ListenerOp, ListenStep, ProviderSpec, ReplaceSpec, SchemaSpec,
+    ConfigSpec, Effect, EntryData, ListenStep, ListenerOp, ProviderSpec, ReplaceSpec, SchemaSpec,
     Step, TextSpec, ToolData, ToolsResultSpec, VariableValue,
 };
 
@@ -82,7 +82,10 @@ pub fn provided_schema(spec: &SchemaSpec) -> ProvidedSchema {
         description: spec.description.clone(),
         parameters: spec.parameters.clone(),
         extra: spec.extra.clone().unwrap_or_default(),
-        unclonable: spec.unclonable_symbol.as_ref().map(|s| format!("Symbol({s})")),
+        unclonable: spec
+            .unclonable_symbol
+            .as_ref()
+            .map(|s| format!("Symbol({s})")),
     }
 }
 
@@ -141,14 +144,21 @@ fn dispose(target: &str, world: &WorldRef) -> bool {
 }
 
 /// A journaled text provider for a section, context or variable.
-fn text_provider(kind: &'static str, id: &str, spec: &ProviderSpec<String>, world: &WorldRef) -> Text {
+fn text_provider(
+    kind: &'static str,
+    id: &str,
+    spec: &ProviderSpec<String>,
+    world: &WorldRef,
+) -> Text {
     let calls = Rc::new(Cell::new(0u32));
     let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
-    Text::Provider(Rc::new(move |_context: &AssembleContext, registry: &Registry| {
-        calls.set(calls.get() + 1);
-        World::record(&world, format!("{kind} {id}"));
-        call_provider(&spec, calls.get(), &world, registry)
-    }))
+    Text::Provider(Rc::new(
+        move |_context: &AssembleContext, registry: &Registry| {
+            calls.set(calls.get() + 1);
+            World::record(&world, format!("{kind} {id}"));
+            call_provider(&spec, calls.get(), &world, registry)
+        },
+    ))
 }
 
 fn text_of(kind: &'static str, id: &str, text: &TextSpec, world: &WorldRef) -> Text {
@@ -210,7 +220,10 @@ fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), Js
         }
         Step::Suppress(s) => {
             let id = s.id.clone().unwrap_or_default();
-            (id, registry.suppress_runtime_context(scope_key(&s.scope).as_ref()))
+            (
+                id,
+                registry.suppress_runtime_context(scope_key(&s.scope).as_ref()),
+            )
         }
         Step::Tools(s) => {
             let id = s.id.clone().unwrap_or_default();
@@ -221,7 +234,8 @@ fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), Js
                 Rc::new(move |_context: &AssembleContext, registry: &Registry| {
                     calls.set(calls.get() + 1);
                     World::record(&world_ref, format!("tools {journal_id}"));
-                    Ok(call_provider(&spec, calls.get(), &world_ref, registry)?.map(|r| tools_result(&r)))
+                    Ok(call_provider(&spec, calls.get(), &world_ref, registry)?
+                        .map(|r| tools_result(&r)))
                 }),
             );
             (id, disposer)
@@ -300,7 +314,10 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
         ListenerOp::AddSection(spec) => insert_at(
             &mut assembly.sections,
             spec.index,
-            PromptEntry { name: spec.name.clone(), text: Some(spec.text.clone()) },
+            PromptEntry {
+                name: spec.name.clone(),
+                text: Some(spec.text.clone()),
+            },
         ),
         ListenerOp::RemoveSection(name) => assembly.sections.retain(|s| &s.name != name),
         ListenerOp::RenameSection(spec) => {
@@ -314,13 +331,21 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
             }
         }
         ListenerOp::ReorderSections(names) => {
-            let rank = |entry: &PromptEntry| names.iter().position(|n| n == &entry.name).unwrap_or(names.len());
+            let rank = |entry: &PromptEntry| {
+                names
+                    .iter()
+                    .position(|n| n == &entry.name)
+                    .unwrap_or(names.len())
+            };
             assembly.sections.sort_by_key(rank);
         }
         ListenerOp::AddContext(spec) => insert_at(
             &mut assembly.contexts,
             spec.index,
-            PromptEntry { name: spec.name.clone(), text: Some(spec.text.clone()) },
+            PromptEntry {
+                name: spec.name.clone(),
+                text: Some(spec.text.clone()),
+            },
         ),
         ListenerOp::RemoveContext(name) => assembly.contexts.retain(|c| &c.name != name),
         ListenerOp::SetContextText(spec) => {
@@ -341,7 +366,9 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
                 set_path(parameters, &spec.path, spec.value.clone());
             }
         }
-        ListenerOp::SetVariable(spec) => assembly.variables.set(&spec.name, Some(spec.value.clone())),
+        ListenerOp::SetVariable(spec) => {
+            assembly.variables.set(&spec.name, Some(spec.value.clone()))
+        }
         ListenerOp::UnsetVariable(name) => assembly.variables.set(name, None),
         ListenerOp::DeleteVariable(name) => assembly.variables.delete(name),
         ListenerOp::SetField(spec) => {
@@ -441,8 +468,9 @@ pub fn observe_renders(assembly: &Assembly, observation: &mut Observation) {
     match render_context_sections(assembly) {
         Ok(sections) => {
             observation.snapshot = Some(Rendered::Text(join_context_sections(&sections)));
-            observation.snapshot_sections =
-                Some(RenderedSections::Sections(sections.iter().map(entry_data).collect()));
+            observation.snapshot_sections = Some(RenderedSections::Sections(
+                sections.iter().map(entry_data).collect(),
+            ));
         }
         Err(error) => {
             observation.snapshot = Some(Rendered::Error(observed(&error)));
@@ -469,9 +497,8 @@ pub fn run_case(case: &Case) -> CaseResult {
         let changes_before = registry.change_count();
         let mut observation = Observation::default();
         let result = match command {
-            Step::Bind(bind) => {
-                registry.bind_scope_parent(&ScopeKey::new(&bind.scope), &ScopeKey::new(&bind.parent))
-            }
+            Step::Bind(bind) => registry
+                .bind_scope_parent(&ScopeKey::new(&bind.scope), &ScopeKey::new(&bind.parent)),
             Step::Dispose(step) => {
                 dispose(&step.target, &world_ref);
                 Ok(())

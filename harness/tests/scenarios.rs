@@ -14,7 +14,11 @@ fn main() {
     let (files, errors) = discover(&[root]);
     let mut trials: Vec<Trial> = errors
         .into_iter()
-        .map(|error| Trial::test(format!("discover::{}", error.path.display()), move || Err(Failed::from(error.to_string()))))
+        .map(|error| {
+            Trial::test(format!("discover::{}", error.path.display()), move || {
+                Err(Failed::from(error.to_string()))
+            })
+        })
         .collect();
     trials.extend(files.into_iter().map(trial));
     libtest_mimic::run(&arguments, trials).exit();

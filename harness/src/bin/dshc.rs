@@ -8,8 +8,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use harness::adapter::process::{AdapterProcess, Limits};
+use harness::adapter::{External, Implementation as _};
 use harness::coverage::{Coverage, load_catalog};
-use harness::runner::{Outcome, describe};
+use harness::report::{Report, ReportDigest, markdown_matrix};
+use harness::runner::{
+    CaseReport, Outcome, Summary, Verdict, check_with, describe, load_expected_failures,
+};
 use harness::scenario::bless::{bless_requested, blessed_source};
 use harness::scenario::format::Level;
 use harness::scenario::load::{LoadedScenario, discover, load_scenario};
@@ -18,7 +23,11 @@ const EXIT_FAILURES: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "dshc", version, about = "Conformance and simulation harness for dsh prompt assembly")]
+#[command(
+    name = "dshc",
+    version,
+    about = "Conformance and simulation harness for dsh prompt assembly"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -45,6 +54,39 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// Run scenarios on an implementation through an adapter and report compliance.
+    Check {
+        /// The adapter command line, run with `sh -c` (e.g. 'dshc adapter').
+        #[arg(long)]
+        adapter: String,
+        /// Scenario files or folders (default: ./scenarios).
+        paths: Vec<PathBuf>,
+        /// Cases this implementation is known to fail (TOML: [[case]] id, reason).
+        #[arg(long)]
+        expected_failures: Option<PathBuf>,
+        /// Write <name>.json, <name>.junit.xml and <name>.md here.
+        #[arg(long)]
+        report_dir: Option<PathBuf>,
+        /// Per-case timeout.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Largest reply line accepted.
+        #[arg(long, default_value_t = 8 << 20)]
+        max_reply_bytes: usize,
+        /// The clause catalog for the Markdown report (default: <first path>/clauses.toml).
+        #[arg(long)]
+        catalog: Option<PathBuf>,
+    },
+    /// Serve the reference implementation over the adapter protocol on stdin/stdout.
+    Adapter,
+    /// Merge JSON reports of several implementations into one Markdown table.
+    Report {
+        /// JSON reports written by `dshc check --report-dir`.
+        reports: Vec<PathBuf>,
+        /// The clause catalog.
+        #[arg(long, default_value = "scenarios/clauses.toml")]
+        catalog: PathBuf,
+    },
     /// Print the JSON Schema of scenario files.
     Schema {
         /// Print the adapter protocol schema instead.
@@ -56,12 +98,19 @@ enum Command {
 fn parse_level(text: &str) -> Result<Level, String> {
     match text {
         "assembly" => Ok(Level::Assembly),
-        other => Err(format!("unknown level {other:?} (expected: assembly)")),
+        "loop" => Ok(Level::Loop),
+        other => Err(format!(
+            "unknown level {other:?} (expected: assembly or loop)"
+        )),
     }
 }
 
 fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() { vec![PathBuf::from("scenarios")] } else { paths }
+    if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    }
 }
 
 /// Load every scenario under `paths`, printing each bad file.
@@ -106,13 +155,19 @@ fn run(paths: Vec<PathBuf>) -> u8 {
                         std::fs::write(&scenario.path, text).map_err(|e| e.to_string())
                     }) {
                         Ok(()) => println!("blessed {}", scenario.path.display()),
-                        Err(error) => eprintln!("error: cannot bless {}: {error}", scenario.path.display()),
+                        Err(error) => {
+                            eprintln!("error: cannot bless {}: {error}", scenario.path.display())
+                        }
                     }
                 }
             }
         }
     }
-    let invalid = if bad > 0 { format!(", {bad} invalid") } else { String::new() };
+    let invalid = if bad > 0 {
+        format!(", {bad} invalid")
+    } else {
+        String::new()
+    };
     println!("{passed} passed, {failed} failed{invalid}");
     if bad > 0 {
         EXIT_BAD_INPUT
@@ -123,7 +178,12 @@ fn run(paths: Vec<PathBuf>) -> u8 {
     }
 }
 
-fn coverage(paths: Vec<PathBuf>, catalog: Option<PathBuf>, level: Option<Level>, strict: bool) -> u8 {
+fn coverage(
+    paths: Vec<PathBuf>,
+    catalog: Option<PathBuf>,
+    level: Option<Level>,
+    strict: bool,
+) -> u8 {
     let paths = default_paths(paths);
     let catalog_path = catalog.unwrap_or_else(|| paths[0].join("clauses.toml"));
     let catalog = match load_catalog(&catalog_path) {
@@ -145,12 +205,18 @@ fn coverage(paths: Vec<PathBuf>, catalog: Option<PathBuf>, level: Option<Level>,
         println!("{:width$}  {:>3}  {cell}", clause.id, ids.len());
     }
     for (scenario, clause) in &coverage.unknown {
-        eprintln!("error: {scenario} covers {clause}, which is not in {}", catalog_path.display());
+        eprintln!(
+            "error: {scenario} covers {clause}, which is not in {}",
+            catalog_path.display()
+        );
     }
     let uncovered = coverage.uncovered(level);
     println!();
     if uncovered.is_empty() {
-        println!("every clause{} is covered", level.map(|_| " of this level").unwrap_or_default());
+        println!(
+            "every clause{} is covered",
+            level.map(|_| " of this level").unwrap_or_default()
+        );
     } else {
         println!("uncovered clauses:");
         for clause in &uncovered {
@@ -166,17 +232,217 @@ fn coverage(paths: Vec<PathBuf>, catalog: Option<PathBuf>, level: Option<Level>,
     }
 }
 
+#[allow(clippy::too_many_arguments)]
+fn check(
+    adapter: String,
+    paths: Vec<PathBuf>,
+    expected_failures: Option<PathBuf>,
+    report_dir: Option<PathBuf>,
+    timeout_ms: u64,
+    max_reply_bytes: usize,
+    catalog: Option<PathBuf>,
+) -> u8 {
+    let paths = default_paths(paths);
+    let expected = match expected_failures
+        .as_deref()
+        .map(load_expected_failures)
+        .transpose()
+    {
+        Ok(expected) => expected.unwrap_or_default(),
+        Err(message) => {
+            eprintln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let catalog_path = catalog.unwrap_or_else(|| paths[0].join("clauses.toml"));
+    let (scenarios, bad) = load_all(&paths);
+    for listed in &expected {
+        if !scenarios.iter().any(|s| s.id == listed.id) {
+            eprintln!(
+                "warning: expected failure {} names no loaded scenario",
+                listed.id
+            );
+        }
+    }
+    let mut implementation = External::new(AdapterProcess::new(
+        &adapter,
+        Limits {
+            timeout_ms,
+            max_reply_bytes,
+        },
+    ));
+    let mut summary = Summary {
+        invalid: bad,
+        ..Summary::default()
+    };
+    let mut cases = Vec::with_capacity(scenarios.len());
+    for scenario in &scenarios {
+        let outcome = check_with(scenario, &mut implementation);
+        let report = CaseReport {
+            id: scenario.id.clone(),
+            covers: scenario.scenario.covers.clone(),
+            outcome,
+            expected_failure: expected
+                .iter()
+                .find(|e| e.id == scenario.id)
+                .map(|e| e.reason.clone()),
+        };
+        let verdict = report.verdict();
+        summary.add(verdict);
+        match verdict {
+            Verdict::Passed => println!("pass     {}", scenario.id),
+            Verdict::Skipped => println!("skipped  {}", describe(scenario, &report.outcome)),
+            Verdict::ExpectedFailure => {
+                println!("xfail    {} ({})", scenario.id, report.outcome.label())
+            }
+            Verdict::UnexpectedPass => println!(
+                "XPASS    {}: passes but is listed as an expected failure; remove it from the list",
+                scenario.id
+            ),
+            Verdict::Failed => println!("FAIL     {}", describe(scenario, &report.outcome)),
+        }
+        cases.push(report);
+    }
+    let info = implementation
+        .info()
+        .unwrap_or(harness::protocol::Implementation {
+            name: "unknown".into(),
+            version: "unknown".into(),
+            language: "unknown".into(),
+            homepage: None,
+        });
+    implementation.stop();
+    let report = Report {
+        implementation: info,
+        command: adapter,
+        summary,
+        cases,
+    };
+    if let Some(dir) = report_dir {
+        if let Err(message) = write_reports(&dir, &report, &catalog_path) {
+            eprintln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    }
+    println!("{}", summary.line());
+    if bad > 0 {
+        EXIT_BAD_INPUT
+    } else if summary.failed > 0 {
+        EXIT_FAILURES
+    } else {
+        0
+    }
+}
+
+fn file_stem_for(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn write_reports(
+    dir: &std::path::Path,
+    report: &Report,
+    catalog_path: &std::path::Path,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stem = file_stem_for(&report.implementation.name);
+    let catalog = load_catalog(catalog_path)?;
+    let files = [
+        (format!("{stem}.json"), report.to_json()),
+        (format!("{stem}.junit.xml"), report.to_junit()),
+        (
+            format!("{stem}.md"),
+            markdown_matrix(&catalog, &[report.digest()]),
+        ),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn merge_reports(reports: Vec<PathBuf>, catalog: PathBuf) -> u8 {
+    let catalog = match load_catalog(&catalog) {
+        Ok(catalog) => catalog,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let mut digests = Vec::new();
+    for path in &reports {
+        match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<ReportDigest>(&text).map_err(|e| e.to_string()))
+        {
+            Ok(digest) => digests.push(digest),
+            Err(message) => {
+                eprintln!("error: {}: {message}", path.display());
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
+    print!("{}", markdown_matrix(&catalog, &digests));
+    0
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { EXIT_BAD_INPUT } else { 0 });
+            return ExitCode::from(if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                0
+            });
         }
     };
     let code = match cli.command {
         Command::Run { paths } => run(paths),
-        Command::Coverage { paths, catalog, level, strict } => coverage(paths, catalog, level, strict),
+        Command::Coverage {
+            paths,
+            catalog,
+            level,
+            strict,
+        } => coverage(paths, catalog, level, strict),
+        Command::Check {
+            adapter,
+            paths,
+            expected_failures,
+            report_dir,
+            timeout_ms,
+            max_reply_bytes,
+            catalog,
+        } => check(
+            adapter,
+            paths,
+            expected_failures,
+            report_dir,
+            timeout_ms,
+            max_reply_bytes,
+            catalog,
+        ),
+        Command::Adapter => {
+            let stdin = std::io::stdin().lock();
+            let stdout = std::io::stdout().lock();
+            match harness::adapter::serve::serve(stdin, stdout) {
+                Ok(()) => 0,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    EXIT_BAD_INPUT
+                }
+            }
+        }
+        Command::Report { reports, catalog } => merge_reports(reports, catalog),
         Command::Schema { protocol } => {
             if protocol {
                 print!("{}", harness::schema::protocol_schema());

@@ -214,7 +214,11 @@ fn rebuild_schema(schema: &ProvidedSchema) -> Result<ToolSchema, JsError> {
 /// finite, so `a.order - b.order` has the sign of this comparison, and `-0`
 /// ties with `0` as it does there.
 fn sort_by_order(entries: &mut [NamedText]) {
-    entries.sort_by(|a, b| a.order.partial_cmp(&b.order).unwrap_or(std::cmp::Ordering::Equal));
+    entries.sort_by(|a, b| {
+        a.order
+            .partial_cmp(&b.order)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
 }
 
 /// Materialize global named entries followed by chain shadows (01 R2.4): a
@@ -227,7 +231,10 @@ fn merge(
     let mut merged: Vec<NamedText> = pick(&registry.state.global.borrow());
     for layer in registry.chain_layers(scope) {
         for entry in pick(&layer.borrow()) {
-            match merged.iter_mut().find(|existing| existing.name == entry.name) {
+            match merged
+                .iter_mut()
+                .find(|existing| existing.name == entry.name)
+            {
                 Some(existing) => *existing = entry,
                 None => merged.push(entry),
             }
@@ -248,7 +255,9 @@ impl Registry {
         // Step 1: scope layers and suppression, computed once.
         let scope_layers = self.chain_layers(scope.as_ref());
         let suppressed = !self.state.global.borrow().suppressors.is_empty()
-            || scope_layers.iter().any(|layer| !layer.borrow().suppressors.is_empty());
+            || scope_layers
+                .iter()
+                .any(|layer| !layer.borrow().suppressors.is_empty());
 
         // Step 2: variables, global then farthest → nearest, live iteration.
         let mut variables = Variables::default();
@@ -266,8 +275,10 @@ impl Registry {
         }
 
         // Step 3: effective named entries, before any text provider runs.
-        let section_definitions = merge(self, scope.as_ref(), |layer| named_entries(&layer.sections));
-        let context_definitions = merge(self, scope.as_ref(), |layer| named_entries(&layer.contexts));
+        let section_definitions =
+            merge(self, scope.as_ref(), |layer| named_entries(&layer.sections));
+        let context_definitions =
+            merge(self, scope.as_ref(), |layer| named_entries(&layer.contexts));
 
         // Step 4: tool providers, membership snapshotted before any runs.
         let providers: Vec<_> = std::iter::once(&self.state.global)
@@ -284,7 +295,8 @@ impl Registry {
         let mut collected = Vec::new();
         let mut known_names = KnownNames::default();
         for provider in providers {
-            let result = provider(&context, self)?.ok_or_else(|| JsError::read_of_undefined("schemas"))?;
+            let result =
+                provider(&context, self)?.ok_or_else(|| JsError::read_of_undefined("schemas"))?;
             let schemas = result
                 .schemas
                 .iter()
@@ -292,7 +304,9 @@ impl Registry {
                 .collect::<Result<Vec<_>, _>>()?;
             match &result.known_names {
                 Some(names) => names.iter().for_each(|name| known_names.insert(name)),
-                None => schemas.iter().for_each(|schema| known_names.insert(&schema.name)),
+                None => schemas
+                    .iter()
+                    .for_each(|schema| known_names.insert(&schema.name)),
             }
             collected.extend(schemas);
         }

@@ -67,7 +67,11 @@ impl JsError {
     /// cause is empty or repeats the message verbatim.
     pub fn chain(&self) -> String {
         let message = self.headline();
-        let cause_text = self.cause.as_deref().map(JsError::chain).unwrap_or_default();
+        let cause_text = self
+            .cause
+            .as_deref()
+            .map(JsError::chain)
+            .unwrap_or_default();
         if cause_text.is_empty() || cause_text == message {
             message.to_string()
         } else {
@@ -180,7 +184,10 @@ mod tests {
 
     #[test]
     fn array_index_keys_come_first_in_ascending_order() {
-        assert_eq!(js_key_order(["b", "10", "a", "2", "01"]), ["2", "10", "b", "a", "01"]);
+        assert_eq!(
+            js_key_order(["b", "10", "a", "2", "01"]),
+            ["2", "10", "b", "a", "01"]
+        );
         assert!(!is_array_index("4294967295"));
         assert!(is_array_index("4294967294"));
     }
@@ -191,7 +198,8 @@ mod tests {
         assert_eq!(err.chain(), "boom: disk");
         let same = JsError::error("boom").with_cause(JsError::error("boom"));
         assert_eq!(same.chain(), "boom");
-        let deep = JsError::error("a").with_cause(JsError::error("b").with_cause(JsError::error("c")));
+        let deep =
+            JsError::error("a").with_cause(JsError::error("b").with_cause(JsError::error("c")));
         assert_eq!(deep.chain(), "a: b: c");
         let empty = JsError::type_error("");
         assert_eq!(empty.chain(), "TypeError");

@@ -218,7 +218,10 @@ impl Disposer {
                     if now_empty {
                         let mut scoped = state.scoped.borrow_mut();
                         // Only reclaim the map slot if it still holds this layer.
-                        if scoped.get(scope).is_some_and(|current| Rc::ptr_eq(current, layer)) {
+                        if scoped
+                            .get(scope)
+                            .is_some_and(|current| Rc::ptr_eq(current, layer))
+                        {
                             scoped.remove(scope);
                         }
                     }
@@ -226,7 +229,10 @@ impl Disposer {
                 state.changes.set(state.changes.get() + 1);
             }
             DisposeTarget::Listener { uid } => {
-                state.listeners.borrow_mut().retain(|record| record.uid != *uid);
+                state
+                    .listeners
+                    .borrow_mut()
+                    .retain(|record| record.uid != *uid);
             }
         }
         true
@@ -360,7 +366,11 @@ impl Registry {
     }
 
     /// `section({name, order, text, complete?})` (01 §4).
-    pub fn section(&self, scope: Option<&ScopeKey>, section: NamedText) -> Result<Disposer, JsError> {
+    pub fn section(
+        &self,
+        scope: Option<&ScopeKey>,
+        section: NamedText,
+    ) -> Result<Disposer, JsError> {
         if !section.order.is_finite() {
             return Err(JsError::type_error(format!(
                 "prompt section \"{}\" order must be a finite number",
@@ -369,15 +379,26 @@ impl Registry {
         }
         self.register(scope, TableKind::Section, |layer, uid, scoped| {
             if layer.sections.contains(&section.name) {
-                return Err(duplicate_error("section", &section.name, scoped, "override"));
+                return Err(duplicate_error(
+                    "section",
+                    &section.name,
+                    scoped,
+                    "override",
+                ));
             }
-            layer.sections.push(uid, Some(section.name.clone()), section);
+            layer
+                .sections
+                .push(uid, Some(section.name.clone()), section);
             Ok(())
         })
     }
 
     /// `context({name, order, text})` (01 §4).
-    pub fn context(&self, scope: Option<&ScopeKey>, context: NamedText) -> Result<Disposer, JsError> {
+    pub fn context(
+        &self,
+        scope: Option<&ScopeKey>,
+        context: NamedText,
+    ) -> Result<Disposer, JsError> {
         if !context.order.is_finite() {
             return Err(JsError::type_error(format!(
                 "prompt context \"{}\" order must be a finite number",
@@ -386,13 +407,20 @@ impl Registry {
         }
         self.register(scope, TableKind::Context, |layer, uid, scoped| {
             if layer.contexts.contains(&context.name) {
-                return Err(duplicate_error("context", &context.name, scoped, "override"));
+                return Err(duplicate_error(
+                    "context",
+                    &context.name,
+                    scoped,
+                    "override",
+                ));
             }
             let context = NamedText {
                 complete: false,
                 ..context
             };
-            layer.contexts.push(uid, Some(context.name.clone()), context);
+            layer
+                .contexts
+                .push(uid, Some(context.name.clone()), context);
             Ok(())
         })
     }
@@ -481,7 +509,11 @@ impl Registry {
     pub(crate) fn chain_layers(&self, scope: Option<&ScopeKey>) -> Vec<LayerRef> {
         let chain = self.scope_chain(scope);
         let scoped = self.state.scoped.borrow();
-        chain.iter().rev().filter_map(|key| scoped.get(key).cloned()).collect()
+        chain
+            .iter()
+            .rev()
+            .filter_map(|key| scoped.get(key).cloned())
+            .collect()
     }
 
     /// Drop dead table slots in every layer; see [`Table::compact`].

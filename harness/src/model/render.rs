@@ -188,16 +188,29 @@ mod tests {
             render("{{a} }}"),
             Err("malformed prompt variable reference at \"{{a} }}\u{2026}\" in section \"s\" (references are complete simple {{name}} groups)".into())
         );
-        assert!(render("{{{model}}}").unwrap_err().starts_with("malformed prompt variable reference at \"{{{model}}}\u{2026}\""));
+        assert!(
+            render("{{{model}}}")
+                .unwrap_err()
+                .starts_with("malformed prompt variable reference at \"{{{model}}}\u{2026}\"")
+        );
         assert_eq!(render("{{model}}}"), Ok("m}".into()));
         assert_eq!(render("}} {{model}}"), Ok("}} m".into()));
         assert_eq!(
             render("{{}}"),
             Err("malformed prompt variable reference \"{{}}\" in section \"s\" (variable names match /^[a-z][a-z0-9_]*$/)".into())
         );
-        assert!(render("{{ model }}").unwrap_err().contains("\"{{ model }}\""));
+        assert!(
+            render("{{ model }}")
+                .unwrap_err()
+                .contains("\"{{ model }}\"")
+        );
         for bad in ["{{Model}}", "{{_x}}", "{{1a}}"] {
-            assert!(render(bad).unwrap_err().starts_with("malformed prompt variable reference \""), "{bad}");
+            assert!(
+                render(bad)
+                    .unwrap_err()
+                    .starts_with("malformed prompt variable reference \""),
+                "{bad}"
+            );
         }
         assert_eq!(
             render("{{constructor}}"),
@@ -205,11 +218,15 @@ mod tests {
         );
         assert_eq!(
             render("{{cwd}}"),
-            Err("prompt variable \"{{cwd}}\" has no value for this assembly (section \"s\")".into())
+            Err(
+                "prompt variable \"{{cwd}}\" has no value for this assembly (section \"s\")".into()
+            )
         );
         let none = Variables::default();
         assert_eq!(
-            interpolate("c", Some("{{nope}}"), &none, EntryKind::Context).unwrap_err().message,
+            interpolate("c", Some("{{nope}}"), &none, EntryKind::Context)
+                .unwrap_err()
+                .message,
             "unknown prompt variable \"{{nope}}\" in context \"c\"; registered variables: (none)"
         );
     }
@@ -218,7 +235,10 @@ mod tests {
     fn substituted_values_are_not_rescanned() {
         let mut v = Variables::default();
         v.set("model", Some("{{cwd}}".into()));
-        assert_eq!(interpolate("s", Some("{{model}}"), &v, EntryKind::Section).unwrap(), "{{cwd}}");
+        assert_eq!(
+            interpolate("s", Some("{{model}}"), &v, EntryKind::Section).unwrap(),
+            "{{cwd}}"
+        );
     }
 
     #[test]
@@ -231,6 +251,9 @@ mod tests {
     fn undefined_text_fails_like_reading_a_property_of_undefined() {
         let err = interpolate("s", None, &vars(), EntryKind::Section).unwrap_err();
         assert_eq!(err.name, "TypeError");
-        assert_eq!(err.message, "Cannot read properties of undefined (reading 'indexOf')");
+        assert_eq!(
+            err.message,
+            "Cannot read properties of undefined (reading 'indexOf')"
+        );
     }
 }

@@ -57,7 +57,9 @@ impl ScopeTree {
         let mut cursor = Some(parent.clone());
         while let Some(current) = cursor {
             if &current == key {
-                return Err(JsError::error("dsh-scope: scope parent link would form a cycle"));
+                return Err(JsError::error(
+                    "dsh-scope: scope parent link would form a cycle",
+                ));
             }
             cursor = self.parents.get(&current).cloned();
         }
@@ -88,8 +90,23 @@ mod tests {
         tree.bind_parent(&x, &p).unwrap();
         tree.bind_parent(&p, &r).unwrap();
         assert_eq!(tree.chain(Some(&x)), vec![x.clone(), p.clone(), r.clone()]);
-        assert!(tree.bind_parent(&x, &r).unwrap_err().message.contains("already bound"));
-        assert!(tree.bind_parent(&r, &x).unwrap_err().message.contains("cycle"));
-        assert!(tree.bind_parent(&r, &r).unwrap_err().message.contains("cycle"));
+        assert!(
+            tree.bind_parent(&x, &r)
+                .unwrap_err()
+                .message
+                .contains("already bound")
+        );
+        assert!(
+            tree.bind_parent(&r, &x)
+                .unwrap_err()
+                .message
+                .contains("cycle")
+        );
+        assert!(
+            tree.bind_parent(&r, &r)
+                .unwrap_err()
+                .message
+                .contains("cycle")
+        );
     }
 }

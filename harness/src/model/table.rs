@@ -195,7 +195,10 @@ mod tests {
         assert!(!table.contains("a"));
         table.push(3, Some("a".into()), 3);
         table.compact();
-        let names: Vec<_> = table.entries().map(|(n, _)| n.unwrap().to_string()).collect();
+        let names: Vec<_> = table
+            .entries()
+            .map(|(n, _)| n.unwrap().to_string())
+            .collect();
         assert_eq!(names, ["b", "a"]);
         assert!(table.contains("a"));
     }

@@ -21,7 +21,9 @@ pub fn validate_tool_order(tool_order: Option<&[String]>) -> Result<(), JsError>
     let mut seen = BTreeSet::new();
     for name in tool_order {
         if !seen.insert(name.as_str()) {
-            return Err(JsError::error(format!("toolOrder lists \"{name}\" more than once")));
+            return Err(JsError::error(format!(
+                "toolOrder lists \"{name}\" more than once"
+            )));
         }
     }
     if !seen.contains(TOOL_ORDER_REST) {
@@ -88,7 +90,11 @@ pub fn order_tools(
         let plural = if unknown.len() > 1 { "s" } else { "" };
         let listed: Vec<String> = unknown.iter().map(|name| format!("\"{name}\"")).collect();
         let known = known_names.sorted().join(", ");
-        let known = if known.is_empty() { "(none)".to_string() } else { known };
+        let known = if known.is_empty() {
+            "(none)".to_string()
+        } else {
+            known
+        };
         return Err(JsError::error(format!(
             "toolOrder lists unregistered tool{plural} {}; known tools: {known}",
             listed.join(", ")

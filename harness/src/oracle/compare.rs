@@ -7,7 +7,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::protocol::{AssemblyData, CaseResult, Observation, ObservedError, Rendered, RenderedSections};
+use crate::protocol::{
+    AssemblyData, CaseResult, Observation, ObservedError, Rendered, RenderedSections,
+};
 use crate::scenario::format::{AssembleExpect, ExpectedError, RegisterExpect, Scenario, Step};
 
 /// One expectation that did not hold.
@@ -44,7 +46,8 @@ fn error_matches(expected: Option<&ExpectedError>, actual: Option<&ObservedError
     match (expected, actual) {
         (None, None) => true,
         (Some(expected), Some(actual)) => {
-            expected.message() == actual.message && expected.name().is_none_or(|name| name == actual.name)
+            expected.message() == actual.message
+                && expected.name().is_none_or(|name| name == actual.name)
         }
         _ => false,
     }
@@ -56,16 +59,30 @@ struct Collector {
 
 impl Collector {
     fn push(&mut self, path: String, expected: String, actual: String) {
-        self.mismatches.push(Mismatch { path, expected, actual });
+        self.mismatches.push(Mismatch {
+            path,
+            expected,
+            actual,
+        });
     }
 
-    fn error(&mut self, path: String, expected: Option<&ExpectedError>, actual: Option<&ObservedError>) {
+    fn error(
+        &mut self,
+        path: String,
+        expected: Option<&ExpectedError>,
+        actual: Option<&ObservedError>,
+    ) {
         if !error_matches(expected, actual) {
             self.push(path, expected_error_text(expected), error_text(actual));
         }
     }
 
-    fn value<T: Serialize + PartialEq>(&mut self, path: String, expected: &Option<T>, actual: Option<&T>) {
+    fn value<T: Serialize + PartialEq>(
+        &mut self,
+        path: String,
+        expected: &Option<T>,
+        actual: Option<&T>,
+    ) {
         let Some(expected) = expected else { return };
         if actual != Some(expected) {
             let actual = actual.map(json).unwrap_or_else(|| "(not observed)".into());
@@ -78,56 +95,139 @@ impl Collector {
         match actual {
             Some(Rendered::Text(text)) if text == expected => {}
             Some(Rendered::Text(text)) => self.push(path, expected.clone(), text.clone()),
-            Some(Rendered::Error(error)) => self.push(path, expected.clone(), error_text(Some(error))),
+            Some(Rendered::Error(error)) => {
+                self.push(path, expected.clone(), error_text(Some(error)))
+            }
             None => self.push(path, expected.clone(), "(not observed)".into()),
         }
     }
 
-    fn render_error(&mut self, path: String, expected: &Option<ExpectedError>, actual: Option<&Rendered>) {
+    fn render_error(
+        &mut self,
+        path: String,
+        expected: &Option<ExpectedError>,
+        actual: Option<&Rendered>,
+    ) {
         let Some(expected) = expected else { return };
         match actual {
             Some(Rendered::Error(error)) => self.error(path, Some(expected), Some(error)),
-            Some(Rendered::Text(text)) => self.push(path, expected_error_text(Some(expected)), format!("(rendered) {text}")),
-            None => self.push(path, expected_error_text(Some(expected)), "(not observed)".into()),
+            Some(Rendered::Text(text)) => self.push(
+                path,
+                expected_error_text(Some(expected)),
+                format!("(rendered) {text}"),
+            ),
+            None => self.push(
+                path,
+                expected_error_text(Some(expected)),
+                "(not observed)".into(),
+            ),
         }
     }
 
     fn register(&mut self, path: &str, expect: Option<&RegisterExpect>, observation: &Observation) {
         let default = RegisterExpect::default();
         let expect = expect.unwrap_or(&default);
-        self.error(format!("{path}.error"), expect.error.as_ref(), observation.error.as_ref());
-        self.value(format!("{path}.changes"), &expect.changes, Some(&observation.changes));
+        self.error(
+            format!("{path}.error"),
+            expect.error.as_ref(),
+            observation.error.as_ref(),
+        );
+        self.value(
+            format!("{path}.changes"),
+            &expect.changes,
+            Some(&observation.changes),
+        );
     }
 
     fn assemble(&mut self, path: &str, expect: Option<&AssembleExpect>, observation: &Observation) {
         let default = AssembleExpect::default();
         let expect = expect.unwrap_or(&default);
-        self.error(format!("{path}.error"), expect.error.as_ref(), observation.error.as_ref());
-        self.value(format!("{path}.journal"), &expect.journal, Some(&observation.journal));
-        self.value(format!("{path}.changes"), &expect.changes, Some(&observation.changes));
+        self.error(
+            format!("{path}.error"),
+            expect.error.as_ref(),
+            observation.error.as_ref(),
+        );
+        self.value(
+            format!("{path}.journal"),
+            &expect.journal,
+            Some(&observation.journal),
+        );
+        self.value(
+            format!("{path}.changes"),
+            &expect.changes,
+            Some(&observation.changes),
+        );
         let assembly: Option<&AssemblyData> = observation.assembly.as_ref();
-        self.value(format!("{path}.sections"), &expect.sections, assembly.map(|a| &a.sections));
-        self.value(format!("{path}.contexts"), &expect.contexts, assembly.map(|a| &a.contexts));
-        self.value(format!("{path}.tools"), &expect.tools, assembly.map(|a| &a.tools));
+        self.value(
+            format!("{path}.sections"),
+            &expect.sections,
+            assembly.map(|a| &a.sections),
+        );
+        self.value(
+            format!("{path}.contexts"),
+            &expect.contexts,
+            assembly.map(|a| &a.contexts),
+        );
+        self.value(
+            format!("{path}.tools"),
+            &expect.tools,
+            assembly.map(|a| &a.tools),
+        );
         let tool_names: Option<Vec<String>> =
             assembly.map(|a| a.tools.iter().map(|t| t.name.clone()).collect());
-        self.value(format!("{path}.tool_names"), &expect.tool_names, tool_names.as_ref());
-        self.value(format!("{path}.variables"), &expect.variables, assembly.map(|a| &a.variables));
-        self.value(format!("{path}.extra"), &expect.extra, assembly.map(|a| &a.extra));
-        self.text(format!("{path}.prompt"), &expect.prompt, observation.prompt.as_ref());
-        self.render_error(format!("{path}.prompt_error"), &expect.prompt_error, observation.prompt.as_ref());
-        self.text(format!("{path}.snapshot"), &expect.snapshot, observation.snapshot.as_ref());
-        self.render_error(format!("{path}.snapshot_error"), &expect.snapshot_error, observation.snapshot.as_ref());
+        self.value(
+            format!("{path}.tool_names"),
+            &expect.tool_names,
+            tool_names.as_ref(),
+        );
+        self.value(
+            format!("{path}.variables"),
+            &expect.variables,
+            assembly.map(|a| &a.variables),
+        );
+        self.value(
+            format!("{path}.extra"),
+            &expect.extra,
+            assembly.map(|a| &a.extra),
+        );
+        self.text(
+            format!("{path}.prompt"),
+            &expect.prompt,
+            observation.prompt.as_ref(),
+        );
+        self.render_error(
+            format!("{path}.prompt_error"),
+            &expect.prompt_error,
+            observation.prompt.as_ref(),
+        );
+        self.text(
+            format!("{path}.snapshot"),
+            &expect.snapshot,
+            observation.snapshot.as_ref(),
+        );
+        self.render_error(
+            format!("{path}.snapshot_error"),
+            &expect.snapshot_error,
+            observation.snapshot.as_ref(),
+        );
         if let Some(expected) = &expect.snapshot_sections {
             match &observation.snapshot_sections {
                 Some(RenderedSections::Sections(sections)) if sections == expected => {}
-                Some(RenderedSections::Sections(sections)) => {
-                    self.push(format!("{path}.snapshot_sections"), json(expected), json(sections))
-                }
-                Some(RenderedSections::Error(error)) => {
-                    self.push(format!("{path}.snapshot_sections"), json(expected), error_text(Some(error)))
-                }
-                None => self.push(format!("{path}.snapshot_sections"), json(expected), "(not observed)".into()),
+                Some(RenderedSections::Sections(sections)) => self.push(
+                    format!("{path}.snapshot_sections"),
+                    json(expected),
+                    json(sections),
+                ),
+                Some(RenderedSections::Error(error)) => self.push(
+                    format!("{path}.snapshot_sections"),
+                    json(expected),
+                    error_text(Some(error)),
+                ),
+                None => self.push(
+                    format!("{path}.snapshot_sections"),
+                    json(expected),
+                    "(not observed)".into(),
+                ),
             }
         }
     }
@@ -135,15 +235,25 @@ impl Collector {
 
 /// Compare a scenario's expectations with a case result.
 pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
-    let mut collector = Collector { mismatches: Vec::new() };
-    collector.error("config_error".into(), scenario.config_error.as_ref(), result.config_error.as_ref());
+    let mut collector = Collector {
+        mismatches: Vec::new(),
+    };
+    collector.error(
+        "config_error".into(),
+        scenario.config_error.as_ref(),
+        result.config_error.as_ref(),
+    );
     if result.config_error.is_some() {
         return collector.mismatches;
     }
     let offset = scenario.scopes.len();
     for (index, binding) in scenario.scopes.iter().enumerate() {
         if let Some(observation) = result.observations.get(index) {
-            collector.error(format!("scopes[{index}] ({} -> {})", binding.name, binding.parent), None, observation.error.as_ref());
+            collector.error(
+                format!("scopes[{index}] ({} -> {})", binding.name, binding.parent),
+                None,
+                observation.error.as_ref(),
+            );
         }
     }
     if result.observations.len() != offset + scenario.steps.len() {

@@ -38,7 +38,10 @@ fn expected(error: &ObservedError) -> ExpectedError {
     }
 }
 
-fn blessed_register(old: Option<&RegisterExpect>, observation: &Observation) -> Option<RegisterExpect> {
+fn blessed_register(
+    old: Option<&RegisterExpect>,
+    observation: &Observation,
+) -> Option<RegisterExpect> {
     let old = old.cloned().unwrap_or_default();
     let new = RegisterExpect {
         error: observation.error.as_ref().map(expected),
@@ -92,7 +95,9 @@ fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, String> {
         expect: &'a T,
     }
     let text = toml::to_string_pretty(&Wrapper { expect: value }).map_err(|e| e.to_string())?;
-    let document: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
+    let document: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
     document
         .get("expect")
         .cloned()
@@ -126,25 +131,45 @@ pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<
         }
     }
     let offset = scenario.scenario.scopes.len();
-    let Some(steps) = document.get_mut("steps").and_then(|s| s.as_array_of_tables_mut()) else {
+    let Some(steps) = document
+        .get_mut("steps")
+        .and_then(|s| s.as_array_of_tables_mut())
+    else {
         return Ok(document.to_string());
     };
     for (index, step) in scenario.scenario.steps.iter().enumerate() {
-        let Some(observation) = result.observations.get(offset + index) else { break };
-        let Some(table) = steps.get_mut(index) else { break };
+        let Some(observation) = result.observations.get(offset + index) else {
+            break;
+        };
+        let Some(table) = steps.get_mut(index) else {
+            break;
+        };
         let item = match step {
             Step::Assemble(s) => Some(to_item(&blessed_assemble(s.expect.as_ref(), observation))?),
             Step::Listen(_) => None,
-            Step::Section(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Context(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Suppress(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Tools(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Variable(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Dispose(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
-            Step::Bind(s) => blessed_register(s.expect.as_ref(), observation).map(|e| to_item(&e)).transpose()?,
+            Step::Section(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Context(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Suppress(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Tools(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Variable(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Dispose(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
+            Step::Bind(s) => blessed_register(s.expect.as_ref(), observation)
+                .map(|e| to_item(&e))
+                .transpose()?,
         };
         set_expect(table, item);
     }
     Ok(document.to_string())
 }
-

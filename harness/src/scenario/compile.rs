@@ -6,9 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::format::{
-    Effect, FORMAT_VERSION, ListenerOp, ProviderSpec, Scenario, Step, TextSpec,
-};
+use super::format::{Effect, FORMAT_VERSION, ListenerOp, ProviderSpec, Scenario, Step, TextSpec};
 use crate::protocol::Case;
 
 /// A scenario that parses but does not make sense.
@@ -43,7 +41,11 @@ fn default_named_id(name: &str, scope: &Option<String>) -> String {
 }
 
 impl Compiler {
-    fn check_provider<T>(&mut self, path: &str, spec: &mut ProviderSpec<T>) -> Result<(), CompileError> {
+    fn check_provider<T>(
+        &mut self,
+        path: &str,
+        spec: &mut ProviderSpec<T>,
+    ) -> Result<(), CompileError> {
         let outcomes = usize::from(spec.returns.is_some())
             + usize::from(spec.sequence.is_some())
             + usize::from(spec.returns_undefined)
@@ -73,10 +75,14 @@ impl Compiler {
         match (&mut effect.register, &effect.dispose) {
             (Some(step), None) => self.nested_registration(&format!("{path}.register"), step),
             (None, Some(target)) => {
-                self.dispose_targets.push((path.to_string(), target.clone()));
+                self.dispose_targets
+                    .push((path.to_string(), target.clone()));
                 Ok(())
             }
-            _ => fail(path, "an effect sets exactly one of `register` and `dispose`"),
+            _ => fail(
+                path,
+                "an effect sets exactly one of `register` and `dispose`",
+            ),
         }
     }
 
@@ -87,10 +93,18 @@ impl Compiler {
             Step::Suppress(s) => s.expect.is_some(),
             Step::Tools(s) => s.expect.is_some(),
             Step::Variable(s) => s.expect.is_some(),
-            _ => return fail(path, "only section, context, suppress, tools and variable can be registered here"),
+            _ => {
+                return fail(
+                    path,
+                    "only section, context, suppress, tools and variable can be registered here",
+                );
+            }
         };
         if has_expect {
-            return fail(path, "a nested registration has no `expect`; its error makes the caller throw");
+            return fail(
+                path,
+                "a nested registration has no `expect`; its error makes the caller throw",
+            );
         }
         self.step(path, step)
     }
@@ -110,19 +124,25 @@ impl Compiler {
     fn step(&mut self, path: &str, step: &mut Step) -> Result<(), CompileError> {
         match step {
             Step::Section(s) => {
-                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                let id =
+                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
+                        .clone();
                 self.define(&id);
                 s.expect = None;
                 self.text(&format!("{path}.text"), &mut s.text)
             }
             Step::Context(s) => {
-                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                let id =
+                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
+                        .clone();
                 self.define(&id);
                 s.expect = None;
                 self.text(&format!("{path}.text"), &mut s.text)
             }
             Step::Variable(s) => {
-                let id = s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope)).clone();
+                let id =
+                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
+                        .clone();
                 self.define(&id);
                 s.expect = None;
                 self.text(&format!("{path}.value"), &mut s.value)
@@ -156,7 +176,10 @@ impl Compiler {
                             if ["sections", "contexts", "tools", "variables"]
                                 .contains(&field.name.as_str()) =>
                         {
-                            return fail(&op_path, "`set_field` cannot set an assembly list; use the list ops");
+                            return fail(
+                                &op_path,
+                                "`set_field` cannot set an assembly list; use the list ops",
+                            );
                         }
                         _ => {}
                     }
@@ -164,7 +187,8 @@ impl Compiler {
                 Ok(())
             }
             Step::Dispose(s) => {
-                self.dispose_targets.push((path.to_string(), s.target.clone()));
+                self.dispose_targets
+                    .push((path.to_string(), s.target.clone()));
                 s.expect = None;
                 Ok(())
             }
@@ -185,14 +209,20 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
     if scenario.format != FORMAT_VERSION {
         return fail(
             "format",
-            format!("unsupported scenario format {} (this dshc reads {FORMAT_VERSION})", scenario.format),
+            format!(
+                "unsupported scenario format {} (this dshc reads {FORMAT_VERSION})",
+                scenario.format
+            ),
         );
     }
     if scenario.covers.is_empty() {
         return fail("covers", "name at least one spec clause");
     }
     if scenario.config_error.is_some() && !scenario.steps.is_empty() {
-        return fail("config_error", "a scenario whose config fails to load has no steps");
+        return fail(
+            "config_error",
+            "a scenario whose config fails to load has no steps",
+        );
     }
     let mut compiler = Compiler {
         tools_count: 0,

@@ -55,6 +55,9 @@ pub enum Level {
     /// Registry, `assemble()`, rendering and tool order (spec 01–04).
     #[default]
     Assembly,
+    /// The agent loop around the assembly: turns, steps, requests and the
+    /// session log (spec 05–10).
+    Loop,
 }
 
 /// `SystemPrompt` config (spec 01 §1). Absent keys take upstream defaults.

@@ -104,17 +104,22 @@ fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usi
         return span.start;
     };
     // The span may cover only the table header; search to the next header.
-    let body_start = source[span.start..].find('\n').map_or(source.len(), |i| span.start + i + 1);
+    let body_start = source[span.start..]
+        .find('\n')
+        .map_or(source.len(), |i| span.start + i + 1);
     let next_header = source[body_start..]
         .match_indices('\n')
         .map(|(i, _)| body_start + i + 1)
         .find(|&line| source[line..].trim_start().starts_with('['));
-    let end = next_header.unwrap_or(source.len()).max(span.end.min(source.len()));
+    let end = next_header
+        .unwrap_or(source.len())
+        .max(span.end.min(source.len()));
     let table = &source[span.start..end];
     let mut offset = 0;
     while let Some(found) = table[offset..].find(field) {
         let at = offset + found;
-        let before_ok = at == 0 || !table[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let before_ok =
+            at == 0 || !table[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
         let after = table[at + field.len()..].trim_start_matches([' ', '\t']);
         if before_ok && (after.starts_with('=') || after.starts_with('.')) {
             return span.start + at;
@@ -144,7 +149,8 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
     })?;
     let id = scenario_id(path);
     let case = compile(&id, &scenario).map_err(|error| {
-        let position = span_of_path(source, &error.path).map(|span| line_column(source, span.start));
+        let position =
+            span_of_path(source, &error.path).map(|span| line_column(source, span.start));
         LoadError {
             path: path.to_path_buf(),
             line: position.map(|p| p.0),
@@ -217,7 +223,10 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if path.is_dir() {
             if !SKIPPED_DIRS.contains(&name.as_str()) {
                 walk(&path, files, errors);
@@ -251,13 +260,19 @@ mod tests {
     fn compile_error_points_at_the_step() {
         let source = "format = 1\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\n\n[[steps]]\ndo = \"dispose\"\ntarget = \"nope\"\n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
-        assert!(error.message.contains("no registration has id \"nope\""), "{error}");
+        assert!(
+            error.message.contains("no registration has id \"nope\""),
+            "{error}"
+        );
         assert_eq!(error.line, Some(8), "{error}");
     }
 
     #[test]
     fn ids_are_paths_below_the_scenarios_folder() {
-        assert_eq!(scenario_id(Path::new("/a/scenarios/assembly/x/y.toml")), "assembly/x/y");
+        assert_eq!(
+            scenario_id(Path::new("/a/scenarios/assembly/x/y.toml")),
+            "assembly/x/y"
+        );
         assert_eq!(scenario_id(Path::new("loose.toml")), "loose");
     }
 }

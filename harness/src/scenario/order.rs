@@ -75,9 +75,14 @@ mod tests {
     fn non_finite_orders_round_trip_through_json() {
         for value in [1.5, -0.0, f64::INFINITY, f64::NEG_INFINITY] {
             let json = serde_json::to_string(&Order(value)).unwrap();
-            assert_eq!(serde_json::from_str::<Order>(&json).unwrap(), Order(value), "{json}");
+            assert_eq!(
+                serde_json::from_str::<Order>(&json).unwrap(),
+                Order(value),
+                "{json}"
+            );
         }
-        let nan: Order = serde_json::from_str(&serde_json::to_string(&Order(f64::NAN)).unwrap()).unwrap();
+        let nan: Order =
+            serde_json::from_str(&serde_json::to_string(&Order(f64::NAN)).unwrap()).unwrap();
         assert!(nan.0.is_nan());
         assert!(serde_json::from_str::<Order>("\"soon\"").is_err());
     }
