@@ -44,7 +44,10 @@ pub fn canonical_prompt(body: &Value) -> String {
         .get("messages")
         .and_then(Value::as_array)
         .unwrap_or(&empty);
-    let tools = body.get("tools").and_then(Value::as_array).unwrap_or(&empty);
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
     let leading_system_count = messages
         .iter()
         .take_while(|message| message.get("role").and_then(Value::as_str) == Some("system"))
@@ -204,7 +207,10 @@ mod tests {
         assert_eq!(accounting.prompt_tokens, count_tokens(&prompt));
         assert_eq!(accounting.shared_prefix_tokens, 0);
         assert_eq!(accounting.prompt_cache_hit_tokens, 0);
-        assert_eq!(accounting.prompt_cache_miss_tokens, accounting.prompt_tokens);
+        assert_eq!(
+            accounting.prompt_cache_miss_tokens,
+            accounting.prompt_tokens
+        );
     }
 
     #[test]
@@ -222,7 +228,10 @@ mod tests {
         ));
         assert!(second.starts_with(&first));
         let shared = count_tokens(&first);
-        assert!(shared > CACHE_UNIT_TOKENS, "test prompt must exceed one unit");
+        assert!(
+            shared > CACHE_UNIT_TOKENS,
+            "test prompt must exceed one unit"
+        );
         let accounting = cache.account("deepseek-v4-flash", &second);
         assert_eq!(accounting.shared_prefix_tokens, shared);
         assert_eq!(accounting.prompt_cache_hit_tokens, shared / 64 * 64);
@@ -261,7 +270,10 @@ mod tests {
         // Only `{"role":"system","content":"` is shared: far below one unit.
         assert!(accounting.shared_prefix_tokens < CACHE_UNIT_TOKENS);
         assert_eq!(accounting.prompt_cache_hit_tokens, 0);
-        assert_eq!(accounting.prompt_cache_miss_tokens, accounting.prompt_tokens);
+        assert_eq!(
+            accounting.prompt_cache_miss_tokens,
+            accounting.prompt_tokens
+        );
     }
 
     #[test]

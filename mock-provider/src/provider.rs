@@ -30,8 +30,12 @@ pub struct ServerLimits {
     pub max_headers: usize,
     /// Largest request head (request line + headers) in bytes; more gets 431. Default 64 KiB.
     pub max_header_bytes: usize,
-    /// Close connections whose request head does not arrive within this many
-    /// milliseconds of tokio time; `None` disables it. Default 30 000.
+    /// Close a connection whose next request head does not arrive within this many
+    /// milliseconds of tokio time. hyper starts this timer whenever the connection waits
+    /// for a head, *including while an idle keep-alive connection waits for the next
+    /// request*, so it also models a server closing idle connections. Default `None`
+    /// (off): a simulated client that backs off for minutes between retries keeps its
+    /// connection. Set e.g. `Some(30_000)` to model slow-head / idle-close behavior.
     pub header_read_timeout_ms: Option<u64>,
 }
 
@@ -41,7 +45,7 @@ impl Default for ServerLimits {
             max_body_bytes: 16 * 1024 * 1024,
             max_headers: 100,
             max_header_bytes: 64 * 1024,
-            header_read_timeout_ms: Some(30_000),
+            header_read_timeout_ms: None,
         }
     }
 }
@@ -443,7 +447,9 @@ impl ChatRequest {
             return Err("The request body must be a JSON object".into());
         };
         let missing = |field: &str| {
-            format!("Failed to deserialize the JSON body into the target type: missing field `{field}`")
+            format!(
+                "Failed to deserialize the JSON body into the target type: missing field `{field}`"
+            )
         };
         let model = match object.get("model") {
             None => return Err(missing("model")),
@@ -455,7 +461,10 @@ impl ChatRequest {
             Some(Value::Array(_)) => {}
             Some(_) => return Err("`messages` must be an array".into()),
         }
-        if !matches!(object.get("tools"), None | Some(Value::Null | Value::Array(_))) {
+        if !matches!(
+            object.get("tools"),
+            None | Some(Value::Null | Value::Array(_))
+        ) {
             return Err("`tools` must be an array".into());
         }
         let stream = match object.get("stream") {
@@ -524,20 +533,30 @@ mod tests {
         );
         let log = provider.requests();
         assert_eq!(log.len(), 3);
-        assert_eq!(log[2].outcome, RequestOutcome::ScriptExhausted { served: 2 });
+        assert_eq!(
+            log[2].outcome,
+            RequestOutcome::ScriptExhausted { served: 2 }
+        );
         assert_eq!(provider.responses_remaining(), 0);
     }
 
     #[test]
     fn ids_and_created_are_deterministic() {
-        let provider = MockProvider::new(Script::new(vec![ScriptEntry::content(["x"]); 2])).unwrap();
+        let provider =
+            MockProvider::new(Script::new(vec![ScriptEntry::content(["x"]); 2])).unwrap();
         let messages = json!([{"role": "user", "content": "hi"}]);
         let first = data_payloads(&provider.handle(chat(messages.clone())).body_bytes());
         let second = data_payloads(&provider.handle(chat(messages)).body_bytes());
         let first: Value = serde_json::from_str(&first[0]).unwrap();
         let second: Value = serde_json::from_str(&second[0]).unwrap();
-        assert_eq!((first["id"].as_str(), first["created"].as_u64()), (Some("chatcmpl-1"), Some(1_735_689_600)));
-        assert_eq!((second["id"].as_str(), second["created"].as_u64()), (Some("chatcmpl-2"), Some(1_735_689_601)));
+        assert_eq!(
+            (first["id"].as_str(), first["created"].as_u64()),
+            (Some("chatcmpl-1"), Some(1_735_689_600))
+        );
+        assert_eq!(
+            (second["id"].as_str(), second["created"].as_u64()),
+            (Some("chatcmpl-2"), Some(1_735_689_601))
+        );
     }
 
     #[test]
@@ -560,13 +579,15 @@ mod tests {
         second_messages.push(json!({"role": "assistant", "content": "Hello"}));
         second_messages.push(json!({"role": "user", "content": "thanks"}));
         let second = usage_of(&provider.handle(chat(Value::Array(second_messages))));
-        let shared = crate::tokenizer::count_tokens(&canonical_prompt(
-            &json!({"messages": first_messages}),
-        ));
+        let shared =
+            crate::tokenizer::count_tokens(&canonical_prompt(&json!({"messages": first_messages})));
         let expected_hit = shared / CACHE_UNIT_TOKENS * CACHE_UNIT_TOKENS;
         assert!(expected_hit > 0);
         assert_eq!(second["prompt_cache_hit_tokens"], expected_hit);
-        assert_eq!(second["prompt_tokens_details"]["cached_tokens"], expected_hit);
+        assert_eq!(
+            second["prompt_tokens_details"]["cached_tokens"],
+            expected_hit
+        );
         assert_eq!(
             second["prompt_cache_miss_tokens"].as_u64().unwrap(),
             second["prompt_tokens"].as_u64().unwrap() - expected_hit
@@ -592,7 +613,8 @@ mod tests {
             ScriptEntry::content(["x"]),
         ]))
         .unwrap();
-        let messages = json!([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}]);
+        let messages =
+            json!([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}]);
         for _ in 0..4 {
             provider.handle(chat(messages.clone()));
         }
@@ -605,11 +627,24 @@ mod tests {
         assert!(hits[3] > 0);
         let recorded: Vec<bool> = log
             .iter()
-            .map(|request| matches!(request.outcome, RequestOutcome::Scripted { prompt_recorded: true, .. }))
+            .map(|request| {
+                matches!(
+                    request.outcome,
+                    RequestOutcome::Scripted {
+                        prompt_recorded: true,
+                        ..
+                    }
+                )
+            })
             .collect();
         assert_eq!(recorded, [false, false, true, true]);
         assert_eq!(log[0].usage, None);
-        assert_eq!(provider.prompt_cache().recorded_prompt_count("deepseek-v4-flash"), 2);
+        assert_eq!(
+            provider
+                .prompt_cache()
+                .recorded_prompt_count("deepseek-v4-flash"),
+            2
+        );
     }
 
     #[test]
@@ -635,16 +670,57 @@ mod tests {
             body: Bytes::from(body.to_owned()),
         };
         let cases = [
-            (post("/chat/completions", "{not json"), 400, "Failed to parse the request body as JSON"),
-            (post("/chat/completions", "[1]"), 400, "must be a JSON object"),
-            (post("/chat/completions", r#"{"messages": []}"#), 400, "missing field `model`"),
-            (post("/chat/completions", r#"{"model": "m"}"#), 400, "missing field `messages`"),
-            (post("/chat/completions", r#"{"model": 1, "messages": []}"#), 400, "`model` must be a string"),
-            (post("/chat/completions", r#"{"model": "m", "messages": [], "stream": "yes"}"#), 400, "`stream` must be a boolean"),
-            (post("/chat/completions", r#"{"model": "m", "messages": [], "tools": {}}"#), 400, "`tools` must be an array"),
-            (post("/completions", "{}"), 404, "No route for POST /completions"),
             (
-                IncomingRequest { method: "GET".into(), ..post("/v1/chat/completions", "") },
+                post("/chat/completions", "{not json"),
+                400,
+                "Failed to parse the request body as JSON",
+            ),
+            (
+                post("/chat/completions", "[1]"),
+                400,
+                "must be a JSON object",
+            ),
+            (
+                post("/chat/completions", r#"{"messages": []}"#),
+                400,
+                "missing field `model`",
+            ),
+            (
+                post("/chat/completions", r#"{"model": "m"}"#),
+                400,
+                "missing field `messages`",
+            ),
+            (
+                post("/chat/completions", r#"{"model": 1, "messages": []}"#),
+                400,
+                "`model` must be a string",
+            ),
+            (
+                post(
+                    "/chat/completions",
+                    r#"{"model": "m", "messages": [], "stream": "yes"}"#,
+                ),
+                400,
+                "`stream` must be a boolean",
+            ),
+            (
+                post(
+                    "/chat/completions",
+                    r#"{"model": "m", "messages": [], "tools": {}}"#,
+                ),
+                400,
+                "`tools` must be an array",
+            ),
+            (
+                post("/completions", "{}"),
+                404,
+                "No route for POST /completions",
+            ),
+            (
+                IncomingRequest {
+                    method: "GET".into(),
+                    ..post("/v1/chat/completions", "")
+                },
                 405,
                 "Method GET is not allowed",
             ),
@@ -660,9 +736,14 @@ mod tests {
         assert_eq!(provider.responses_served(), 0);
         let log = provider.requests();
         assert_eq!(log.len(), 9);
-        assert!(log.iter().all(|request| matches!(request.outcome, RequestOutcome::Rejected { .. })));
+        assert!(
+            log.iter()
+                .all(|request| matches!(request.outcome, RequestOutcome::Rejected { .. }))
+        );
         assert_eq!(
-            log.iter().map(|request| request.request_number).collect::<Vec<_>>(),
+            log.iter()
+                .map(|request| request.request_number)
+                .collect::<Vec<_>>(),
             (1..=9).collect::<Vec<_>>()
         );
         let plan = provider.handle(chat(json!([])));
@@ -676,7 +757,8 @@ mod tests {
             ..ServerLimits::default()
         };
         let provider =
-            MockProvider::with_limits(Script::new(vec![ScriptEntry::content(["x"])]), limits).unwrap();
+            MockProvider::with_limits(Script::new(vec![ScriptEntry::content(["x"])]), limits)
+                .unwrap();
         let plan = provider.handle(chat(json!([{"role": "user", "content": "far too long"}])));
         assert_eq!(plan.status, 413);
         let plan = provider.handle_oversized("POST".into(), "/chat/completions".into(), Vec::new());

@@ -266,13 +266,16 @@ fn render_stream(entry: &ScriptEntry, context: &RenderContext) -> ResponsePlan {
         Some(FaultKind::MissingDone) => {
             let without_done = event_count - 1;
             (
-                entry.after_events.map_or(without_done, |n| n.min(without_done)),
+                entry
+                    .after_events
+                    .map_or(without_done, |n| n.min(without_done)),
                 None,
             )
         }
-        Some(kind @ (FaultKind::DropConnection | FaultKind::Stall | FaultKind::MalformedJson)) => {
-            (event_count, Some((kind, entry.after_events.unwrap_or(0).min(event_count))))
-        }
+        Some(kind @ (FaultKind::DropConnection | FaultKind::Stall | FaultKind::MalformedJson)) => (
+            event_count,
+            Some((kind, entry.after_events.unwrap_or(0).min(event_count))),
+        ),
         _ => (event_count, None),
     };
     let mut body = Vec::new();
@@ -336,7 +339,10 @@ fn apply_stream_fault(
 
 fn stream_plan(entry: &ScriptEntry, body: Vec<BodyAction>) -> ResponsePlan {
     let mut headers = vec![
-        ("content-type".to_owned(), "text/event-stream; charset=utf-8".to_owned()),
+        (
+            "content-type".to_owned(),
+            "text/event-stream; charset=utf-8".to_owned(),
+        ),
         ("cache-control".to_owned(), "no-cache".to_owned()),
     ];
     push_request_id(entry, &mut headers);
@@ -425,7 +431,7 @@ fn render_http_error(entry: &ScriptEntry, context: &RenderContext) -> ResponsePl
                     "This model's maximum context length is {CONTEXT_OVERFLOW_LIMIT_TOKENS} tokens. \
                      However, you requested {} tokens ({prompt} in the messages, {completion} in the \
                      completion). Please reduce the length of the messages or completion.",
-                    prompt + completion
+                    prompt.saturating_add(completion)
                 ),
                 "invalid_request_error",
                 Some("context_length_exceeded"),
@@ -481,10 +487,7 @@ fn push_request_id(entry: &ScriptEntry, headers: &mut Vec<(String, String)>) {
 }
 
 fn tool_call_id(scripted: Option<&str>, response_number: u64, index: usize) -> String {
-    scripted.map_or_else(
-        || format!("call_{response_number}_{index}"),
-        str::to_owned,
-    )
+    scripted.map_or_else(|| format!("call_{response_number}_{index}"), str::to_owned)
 }
 
 fn keep_alive() -> BodyAction {
@@ -577,8 +580,15 @@ mod tests {
     fn stream_has_the_official_event_order_and_exact_bytes() {
         let plan = render_response(&full_entry(), &context());
         assert_eq!(plan.status, 200);
-        assert_eq!(plan.header("content-type"), Some("text/event-stream; charset=utf-8"));
-        assert!(plan.body.iter().all(|action| matches!(action, BodyAction::Send(_))));
+        assert_eq!(
+            plan.header("content-type"),
+            Some("text/event-stream; charset=utf-8")
+        );
+        assert!(
+            plan.body
+                .iter()
+                .all(|action| matches!(action, BodyAction::Send(_)))
+        );
         let frames = plan.frames();
         assert_eq!(frames.len(), 11);
         assert_eq!(
@@ -601,7 +611,10 @@ mod tests {
         assert_eq!(frames[10], &Bytes::from_static(b"data: [DONE]\n\n"));
 
         let chunks = json_payloads(&plan);
-        let deltas: Vec<&Value> = chunks.iter().map(|chunk| &chunk["choices"][0]["delta"]).collect();
+        let deltas: Vec<&Value> = chunks
+            .iter()
+            .map(|chunk| &chunk["choices"][0]["delta"])
+            .collect();
         assert_eq!(deltas[1], &json!({"reasoning_content": "Thin"}));
         assert_eq!(deltas[2], &json!({"reasoning_content": "king"}));
         assert_eq!(deltas[3], &json!({"content": "Hel"}));
@@ -756,7 +769,10 @@ mod tests {
             malformed_payload: Some("not json".into()),
             ..entry
         };
-        assert_eq!(payloads(&render_response(&custom, &context()))[1], "not json");
+        assert_eq!(
+            payloads(&render_response(&custom, &context()))[1],
+            "not json"
+        );
     }
 
     #[test]
@@ -814,8 +830,13 @@ mod tests {
         assert_eq!(plan.status, 400);
         let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
         let message = body["error"]["message"].as_str().unwrap();
-        assert!(message.contains("maximum context length is 131072 tokens"), "{message}");
-        assert!(message.contains("you requested 256100 tokens (100 in the messages, 256000 in the completion)"));
+        assert!(
+            message.contains("maximum context length is 131072 tokens"),
+            "{message}"
+        );
+        assert!(message.contains(
+            "you requested 256100 tokens (100 in the messages, 256000 in the completion)"
+        ));
         assert_eq!(body["error"]["type"], "invalid_request_error");
 
         let custom = ScriptEntry {

@@ -81,7 +81,7 @@ impl Script {
         self.responses
             .get(index)
             .and_then(|entry| entry.created_s)
-            .unwrap_or(self.created_start_s + index as u64)
+            .unwrap_or(self.created_start_s.saturating_add(index as u64))
     }
 }
 
@@ -276,7 +276,9 @@ pub enum UsagePlacement {
 }
 
 /// A scriptable failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FaultKind {
     /// HTTP 429 `rate_limit_error`, with `Retry-After` when `retry_after_s` is set.
@@ -443,7 +445,9 @@ impl ScriptEntry {
         if needs_after_events && self.after_events.is_none() {
             return Err(format!("fault `{fault_name}` needs `after_events`"));
         }
-        if self.after_events.is_some() && !needs_after_events && fault != Some(FaultKind::MissingDone)
+        if self.after_events.is_some()
+            && !needs_after_events
+            && fault != Some(FaultKind::MissingDone)
         {
             return Err(format!(
                 "`after_events` only applies to stream faults (fault is `{fault_name}`)"
@@ -470,6 +474,13 @@ impl ScriptEntry {
             if call.id.as_deref() == Some("") {
                 return Err(format!("tool_calls[{position}].id is empty"));
             }
+        }
+        if let Some(request_id) = &self.request_id
+            && (request_id.is_empty() || !request_id.bytes().all(|byte| byte.is_ascii_graphic()))
+        {
+            return Err(format!(
+                "`request_id` {request_id:?} must be non-empty visible ASCII (it is sent as a header)"
+            ));
         }
         Ok(())
     }
@@ -585,10 +596,15 @@ mod tests {
     #[test]
     fn unknown_fields_are_rejected() {
         let error = serde_json::from_str::<ScriptEntry>(r#"{"contnet": ["x"]}"#).unwrap_err();
-        assert!(error.to_string().contains("unknown field `contnet`"), "{error}");
-        let error =
-            serde_json::from_str::<Script>(r#"{"responses": [], "seed": 1}"#).unwrap_err();
-        assert!(error.to_string().contains("unknown field `seed`"), "{error}");
+        assert!(
+            error.to_string().contains("unknown field `contnet`"),
+            "{error}"
+        );
+        let error = serde_json::from_str::<Script>(r#"{"responses": [], "seed": 1}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown field `seed`"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -616,14 +632,27 @@ mod tests {
             (r#"{"fault": "rate_limit", "content": "x"}"#, "`content`"),
             (r#"{"content": "x", "retry_after_s": 1}"#, "`retry_after_s`"),
             (r#"{"fault": "http_error"}"#, "needs `status`"),
-            (r#"{"fault": "http_error", "status": 200}"#, "not an error status"),
-            (r#"{"fault": "rate_limit", "status": 429}"#, "`status` only applies"),
+            (
+                r#"{"fault": "http_error", "status": 200}"#,
+                "not an error status",
+            ),
+            (
+                r#"{"fault": "rate_limit", "status": 429}"#,
+                "`status` only applies",
+            ),
             (r#"{"fault": "drop_connection"}"#, "needs `after_events`"),
             (r#"{"after_events": 2}"#, "`after_events` only applies"),
-            (r#"{"fault": "stall", "after_events": 1}"#, "needs `stall_ms`"),
+            (
+                r#"{"fault": "stall", "after_events": 1}"#,
+                "needs `stall_ms`",
+            ),
             (r#"{"stall_ms": 5}"#, "`stall_ms` only applies"),
-            (r#"{"malformed_payload": "x"}"#, "`malformed_payload` only applies"),
+            (
+                r#"{"malformed_payload": "x"}"#,
+                "`malformed_payload` only applies",
+            ),
             (r#"{"tool_calls": [{"name": ""}]}"#, "name is empty"),
+            (r#"{"request_id": "a b"}"#, "visible ASCII"),
         ];
         for (json, expected) in cases {
             let error = parse(json).validate().unwrap_err();

@@ -46,9 +46,21 @@ where
     let service = service_fn(move |request| respond(service_provider.clone(), request));
     let result = builder.serve_connection(TokioIo::new(io), service).await;
     if let Err(error) = &result {
-        provider.record_connection_error(error.to_string());
+        provider.record_connection_error(error_chain(error));
     }
     result
+}
+
+/// `error` and its sources, joined with `": "`.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }
 
 /// Accept connections on a real tokio listener forever, serving each on its own task.
@@ -122,7 +134,10 @@ async fn respond(
             }
             Err(error) => {
                 // The client went away mid-body; nobody will read this answer.
-                provider.record_connection_error(format!("reading request body: {error}"));
+                provider.record_connection_error(format!(
+                    "reading request body: {}",
+                    error_chain(error.as_ref())
+                ));
                 ResponsePlan::error(
                     400,
                     &crate::ErrorBody::new(
@@ -142,7 +157,8 @@ async fn into_response(plan: ResponsePlan) -> Response<PlanBody> {
         tokio::time::sleep(Duration::from_millis(plan.head_delay_ms)).await;
     }
     let mut response = Response::new(PlanBody::new(plan.body));
-    *response.status_mut() = StatusCode::from_u16(plan.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(plan.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
     for (name, value) in plan.headers {
         if let (Ok(name), Ok(value)) = (
@@ -168,26 +184,30 @@ impl fmt::Display for ConnectionDropped {
 
 impl std::error::Error for ConnectionDropped {}
 
+/// How many times a body yields (pending, immediately re-woken) before a scripted drop,
+/// so hyper can flush the frames already written; a flush that needs more turns than
+/// this (a client not reading) may lose those frames.
+const FLUSH_YIELDS_BEFORE_DROP: u8 = 3;
+
 /// A response body that executes body actions lazily as hyper polls it: each `Send` is
 /// one frame, each `Sleep` a tokio sleep, `DropConnection` an error.
 pub struct PlanBody {
     actions: VecDeque<BodyAction>,
     sleeping: Option<Pin<Box<Sleep>>>,
     has_exact_length: bool,
+    flush_yields_before_drop: u8,
 }
 
 impl PlanBody {
     fn new(actions: Vec<BodyAction>) -> Self {
         // A single frame (a JSON answer) gets a Content-Length; anything paced, streamed
         // or aborted is sent chunked.
-        let has_exact_length = match actions.as_slice() {
-            [] | [BodyAction::Send(_)] => true,
-            _ => false,
-        };
+        let has_exact_length = matches!(actions.as_slice(), [] | [BodyAction::Send(_)]);
         Self {
             actions: actions.into(),
             sleeping: None,
             has_exact_length,
+            flush_yields_before_drop: FLUSH_YIELDS_BEFORE_DROP,
         }
     }
 }
@@ -211,9 +231,19 @@ impl Body for PlanBody {
                 None => return Poll::Ready(None),
                 Some(BodyAction::Send(bytes)) => return Poll::Ready(Some(Ok(Frame::data(bytes)))),
                 Some(BodyAction::Sleep { delay_ms }) => {
-                    self.sleeping = Some(Box::pin(tokio::time::sleep(Duration::from_millis(delay_ms))));
+                    self.sleeping = Some(Box::pin(tokio::time::sleep(Duration::from_millis(
+                        delay_ms,
+                    ))));
                 }
                 Some(BodyAction::DropConnection) => {
+                    if self.flush_yields_before_drop > 0 {
+                        // hyper flushes its write buffer when the body is pending; give it
+                        // that chance so the events before the drop reach the client.
+                        self.flush_yields_before_drop -= 1;
+                        self.actions.push_front(BodyAction::DropConnection);
+                        context.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     self.actions.clear();
                     return Poll::Ready(Some(Err(ConnectionDropped)));
                 }

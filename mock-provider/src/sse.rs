@@ -170,8 +170,10 @@ mod tests {
             assert_eq!(items, whole, "split at {split}");
         }
         let mut parser = SseParser::new();
-        let byte_by_byte: Vec<SseItem> =
-            stream.iter().flat_map(|byte| parser.push(&[*byte])).collect();
+        let byte_by_byte: Vec<SseItem> = stream
+            .iter()
+            .flat_map(|byte| parser.push(&[*byte]))
+            .collect();
         assert_eq!(byte_by_byte, whole);
         assert_eq!(
             data_payloads(stream),

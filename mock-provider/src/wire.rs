@@ -53,7 +53,9 @@ impl Usage {
         Self {
             prompt_tokens: prompt.prompt_tokens,
             completion_tokens: completion.completion_tokens,
-            total_tokens: prompt.prompt_tokens + completion.completion_tokens,
+            total_tokens: prompt
+                .prompt_tokens
+                .saturating_add(completion.completion_tokens),
             prompt_cache_hit_tokens: prompt.prompt_cache_hit_tokens,
             prompt_cache_miss_tokens: prompt.prompt_cache_miss_tokens,
             prompt_tokens_details: include_prompt_details.then_some(PromptTokensDetails {
@@ -183,7 +185,11 @@ pub struct ErrorDetail {
 
 impl ErrorBody {
     /// Build an error body.
-    pub fn new(message: impl Into<String>, error_type: impl Into<String>, code: Option<&str>) -> Self {
+    pub fn new(
+        message: impl Into<String>,
+        error_type: impl Into<String>,
+        code: Option<&str>,
+    ) -> Self {
         Self {
             error: ErrorDetail {
                 message: message.into(),

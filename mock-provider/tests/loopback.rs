@@ -45,7 +45,9 @@ async fn start(script: Script) -> (SocketAddr, MockProvider) {
 
 async fn start_with_limits(script: Script, limits: ServerLimits) -> (SocketAddr, MockProvider) {
     let provider = MockProvider::with_limits(script, limits).expect("valid script");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
     let address = listener.local_addr().unwrap();
     tokio::spawn(serve_tokio(listener, provider.clone()));
     (address, provider)
@@ -80,7 +82,11 @@ impl Client {
             .body(Full::new(body.into()))
             .unwrap();
         self.sender.ready().await.expect("connection ready");
-        let response = self.sender.send_request(request).await.expect("response head");
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .expect("response head");
         let status = response.status();
         let headers = response.headers().clone();
         let mut body = response.into_body();
@@ -109,7 +115,10 @@ impl Client {
 }
 
 async fn post_once(address: SocketAddr, path: &str, body: impl Into<Bytes>) -> Observed {
-    Client::connect(address).await.send("POST", path, body).await
+    Client::connect(address)
+        .await
+        .send("POST", path, body)
+        .await
 }
 
 fn deepseek_body(messages: Value) -> Value {
@@ -189,18 +198,34 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
     let mut client = Client::connect(address).await;
     let body = deepseek_body(first_messages());
     let body_text = body.to_string();
-    let observed = client.send("POST", "/chat/completions", body_text.clone()).await;
+    let observed = client
+        .send("POST", "/chat/completions", body_text.clone())
+        .await;
 
     assert_eq!(observed.status, StatusCode::OK);
-    assert_eq!(observed.headers["content-type"], "text/event-stream; charset=utf-8");
-    assert!(observed.headers.get("date").is_none(), "Date header reads the wall clock");
+    assert_eq!(
+        observed.headers["content-type"],
+        "text/event-stream; charset=utf-8"
+    );
+    assert!(
+        observed.headers.get("date").is_none(),
+        "Date header reads the wall clock"
+    );
     assert!(observed.body_error.is_none());
     let payloads = data_payloads(&observed.body());
     assert_eq!(
         event_kinds(&payloads),
         [
-            "role", "reasoning", "reasoning", "content", "content", "tool_call", "tool_call",
-            "finish", "usage", "done"
+            "role",
+            "reasoning",
+            "reasoning",
+            "content",
+            "content",
+            "tool_call",
+            "tool_call",
+            "finish",
+            "usage",
+            "done"
         ]
     );
     let chunks: Vec<Value> = payloads[..payloads.len() - 1]
@@ -241,14 +266,19 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.txt\"}"}}]}));
     messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "hi"}));
     let second_body = deepseek_body(Value::Array(messages));
-    let second = client.send("POST", "/v1/chat/completions", second_body.to_string()).await;
+    let second = client
+        .send("POST", "/v1/chat/completions", second_body.to_string())
+        .await;
     assert_eq!(second.status, StatusCode::OK);
     let payloads = data_payloads(&second.body());
     let usage: Value = serde_json::from_str(&payloads[payloads.len() - 2]).unwrap();
     let expected_hit = prompt_tokens / CACHE_UNIT_TOKENS * CACHE_UNIT_TOKENS;
     assert!(expected_hit >= CACHE_UNIT_TOKENS);
     assert_eq!(usage["usage"]["prompt_cache_hit_tokens"], expected_hit);
-    assert_eq!(usage["usage"]["prompt_tokens_details"]["cached_tokens"], expected_hit);
+    assert_eq!(
+        usage["usage"]["prompt_tokens_details"]["cached_tokens"],
+        expected_hit
+    );
     assert_eq!(
         usage["usage"]["prompt_tokens"],
         count_tokens(&canonical_prompt(&second_body))
@@ -263,15 +293,34 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
     assert_eq!(log[0].body, Bytes::from(body_text));
     assert_eq!(log[0].body_json.as_ref(), Some(&body));
     assert_eq!(log[0].header("authorization"), Some("Bearer sk-test"));
-    assert_eq!(log[0].header("x-deepseek-harness-session-id"), Some("session-1"));
-    let header_names: Vec<&str> = log[0].headers.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        log[0].header("x-deepseek-harness-session-id"),
+        Some("session-1")
+    );
+    let header_names: Vec<&str> = log[0]
+        .headers
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
     assert_eq!(
         &header_names[..5],
-        ["host", "authorization", "content-type", "accept", "x-deepseek-harness-session-id"]
+        [
+            "host",
+            "authorization",
+            "content-type",
+            "accept",
+            "x-deepseek-harness-session-id"
+        ]
     );
     assert!(matches!(
         log[0].outcome,
-        RequestOutcome::Scripted { entry_index: 0, status: 200, fault: None, streamed: true, prompt_recorded: true }
+        RequestOutcome::Scripted {
+            entry_index: 0,
+            status: 200,
+            fault: None,
+            streamed: true,
+            prompt_recorded: true
+        }
     ));
     assert_eq!(log[1].usage.unwrap().prompt_cache_hit_tokens, expected_hit);
 }
@@ -284,13 +333,25 @@ async fn each_sse_event_arrives_as_its_own_frame_when_paced() {
         ..ScriptEntry::content(["a", "b"])
     };
     let (address, _provider) = start(Script::new(vec![entry])).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     // Chunked transfer, one frame per event: the client never sees two events glued.
     let mut parser = SseParser::new();
-    let per_frame: Vec<usize> = observed.frames.iter().map(|frame| parser.push(frame).len()).collect();
+    let per_frame: Vec<usize> = observed
+        .frames
+        .iter()
+        .map(|frame| parser.push(frame).len())
+        .collect();
     assert!(per_frame.iter().all(|&count| count == 1), "{per_frame:?}");
     assert_eq!(observed.frames[1], Bytes::from_static(b": keep-alive\n\n"));
-    assert!(matches!(SseParser::new().push(&observed.frames[1])[0], SseItem::Comment(_)));
+    assert!(matches!(
+        SseParser::new().push(&observed.frames[1])[0],
+        SseItem::Comment(_)
+    ));
     assert_eq!(observed.frames.len(), 7);
 }
 
@@ -322,11 +383,23 @@ async fn garbage_bytes_get_a_4xx_and_the_server_keeps_serving() {
     stream.write_all(&request).await.unwrap();
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await.unwrap();
-    assert!(response.starts_with(b"HTTP/1.1 431"), "{:?}", String::from_utf8_lossy(&response));
+    assert!(
+        response.starts_with(b"HTTP/1.1 431"),
+        "{:?}",
+        String::from_utf8_lossy(&response)
+    );
 
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     assert_eq!(observed.status, StatusCode::OK);
-    assert_eq!(data_payloads(&observed.body()).last().map(String::as_str), Some("[DONE]"));
+    assert_eq!(
+        data_payloads(&observed.body()).last().map(String::as_str),
+        Some("[DONE]")
+    );
     assert!(!provider.connection_errors().is_empty());
     // Parse errors never reach the provider: only the good request is logged.
     assert_eq!(provider.request_count(), 1);
@@ -344,14 +417,23 @@ async fn invalid_requests_get_openai_shaped_4xx() {
     .await;
     let mut client = Client::connect(address).await;
 
-    let not_json = client.send("POST", "/chat/completions", "{\"model\": ").await;
+    let not_json = client
+        .send("POST", "/chat/completions", "{\"model\": ")
+        .await;
     assert_eq!(not_json.status, StatusCode::BAD_REQUEST);
     assert_eq!(not_json.json()["error"]["type"], "invalid_request_error");
     assert!(not_json.headers.get("content-length").is_some());
 
-    let missing = client.send("POST", "/chat/completions", "{\"messages\": []}").await;
+    let missing = client
+        .send("POST", "/chat/completions", "{\"messages\": []}")
+        .await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
-    assert!(missing.json()["error"]["message"].as_str().unwrap().contains("`model`"));
+    assert!(
+        missing.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`model`")
+    );
 
     let unknown = client.send("POST", "/v2/chat/completions?x=1", "{}").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
@@ -366,9 +448,19 @@ async fn invalid_requests_get_openai_shaped_4xx() {
     assert_eq!(too_large.status, StatusCode::PAYLOAD_TOO_LARGE);
 
     // None of these consumed the script.
-    let ok = client.send("POST", "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let ok = client
+        .send(
+            "POST",
+            "/chat/completions",
+            deepseek_body(first_messages()).to_string(),
+        )
+        .await;
     assert_eq!(ok.status, StatusCode::OK);
-    let statuses: Vec<u16> = provider.requests().iter().map(|request| request.outcome.status()).collect();
+    let statuses: Vec<u16> = provider
+        .requests()
+        .iter()
+        .map(|request| request.outcome.status())
+        .collect();
     assert_eq!(statuses, [400, 400, 404, 405, 413, 200]);
     assert_eq!(provider.requests()[2].path, "/v2/chat/completions");
 }
@@ -378,7 +470,13 @@ async fn exhausted_script_answers_500_with_a_clear_message() {
     let (address, _provider) = start(Script::new(vec![ScriptEntry::content(["only"])])).await;
     let mut client = Client::connect(address).await;
     let body = deepseek_body(first_messages()).to_string();
-    assert_eq!(client.send("POST", "/chat/completions", body.clone()).await.status, StatusCode::OK);
+    assert_eq!(
+        client
+            .send("POST", "/chat/completions", body.clone())
+            .await
+            .status,
+        StatusCode::OK
+    );
     let exhausted = client.send("POST", "/chat/completions", body).await;
     assert_eq!(exhausted.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(
@@ -389,10 +487,17 @@ async fn exhausted_script_answers_500_with_a_clear_message() {
 
 #[tokio::test]
 async fn rate_limit_carries_retry_after() {
-    let entry: ScriptEntry =
-        serde_json::from_value(json!({"fault": "rate_limit", "retry_after_s": 2, "request_id": "req-42"})).unwrap();
+    let entry: ScriptEntry = serde_json::from_value(
+        json!({"fault": "rate_limit", "retry_after_s": 2, "request_id": "req-42"}),
+    )
+    .unwrap();
     let (address, provider) = start(Script::new(vec![entry])).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     assert_eq!(observed.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(observed.headers["retry-after"], "2");
     assert_eq!(observed.headers["x-request-id"], "req-42");
@@ -407,18 +512,34 @@ async fn dropped_connection_leaves_an_incomplete_body() {
     }))
     .unwrap();
     let (address, provider) = start(Script::new(vec![entry, ScriptEntry::content(["next"])])).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     assert_eq!(observed.status, StatusCode::OK);
-    let error = observed.body_error.clone().expect("body must fail, not end cleanly");
+    let error = observed
+        .body_error
+        .clone()
+        .expect("body must fail, not end cleanly");
     assert!(!error.is_empty());
     let payloads = data_payloads(&observed.body());
     assert_eq!(event_kinds(&payloads), ["role", "content"]);
     // The server keeps serving new connections.
-    let next = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let next = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     assert_eq!(next.status, StatusCode::OK);
     assert!(next.body_error.is_none());
     assert!(
-        provider.connection_errors().iter().any(|message| message.contains("scripted connection drop")),
+        provider
+            .connection_errors()
+            .iter()
+            .any(|message| message.contains("scripted connection drop")),
         "{:?}",
         provider.connection_errors()
     );
@@ -429,10 +550,18 @@ async fn missing_done_ends_cleanly_without_done() {
     let entry: ScriptEntry =
         serde_json::from_value(json!({"content": ["a"], "fault": "missing_done"})).unwrap();
     let (address, _provider) = start(Script::new(vec![entry])).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     assert!(observed.body_error.is_none(), "{:?}", observed.body_error);
     let payloads = data_payloads(&observed.body());
-    assert_eq!(event_kinds(&payloads), ["role", "content", "finish", "usage"]);
+    assert_eq!(
+        event_kinds(&payloads),
+        ["role", "content", "finish", "usage"]
+    );
 }
 
 #[tokio::test]
@@ -442,7 +571,12 @@ async fn malformed_json_payload_arrives_verbatim() {
     }))
     .unwrap();
     let (address, _provider) = start(Script::new(vec![entry])).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     let payloads = data_payloads(&observed.body());
     assert_eq!(payloads[1], "{\"choices\": [tru");
     assert!(serde_json::from_str::<Value>(&payloads[1]).is_err());
@@ -462,7 +596,10 @@ async fn non_streaming_request_gets_a_completion_object() {
     );
     let completion = observed.json();
     assert_eq!(completion["object"], "chat.completion");
-    assert_eq!(completion["choices"][0]["message"]["content"], "Let me read it.");
+    assert_eq!(
+        completion["choices"][0]["message"]["content"],
+        "Let me read it."
+    );
     assert_eq!(completion["choices"][0]["finish_reason"], "tool_calls");
     assert!(completion["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
 }
@@ -481,14 +618,25 @@ async fn scripts_load_from_toml() {
     let script: Script = toml::from_str(scenario).expect("TOML script parses");
     script.validate().expect("valid");
     assert_eq!(script.responses.len(), 4);
-    assert_eq!(script.responses[1].tool_calls[0].arguments.concat(), "{\"path\":\"a\"}");
+    assert_eq!(
+        script.responses[1].tool_calls[0].arguments.concat(),
+        "{\"path\":\"a\"}"
+    );
     assert_eq!(script.responses[3].content.0, vec!["single fragment"]);
     let (address, _provider) = start(script).await;
-    let observed = post_once(address, "/chat/completions", deepseek_body(first_messages()).to_string()).await;
+    let observed = post_once(
+        address,
+        "/chat/completions",
+        deepseek_body(first_messages()).to_string(),
+    )
+    .await;
     let first: Value = serde_json::from_str(&data_payloads(&observed.body())[0]).unwrap();
     assert_eq!(first["created"], 1_700_000_000);
     assert_eq!(first["id"], "chatcmpl-1");
 
     let typo = toml::from_str::<Script>("responses = [{ contnet = \"x\" }]").unwrap_err();
-    assert!(typo.to_string().contains("unknown field `contnet`"), "{typo}");
+    assert!(
+        typo.to_string().contains("unknown field `contnet`"),
+        "{typo}"
+    );
 }

@@ -1,0 +1,302 @@
+//! The same server inside turmoil's simulated network: faults and pacing happen in
+//! virtual time, so idle timeouts fire at exact, repeatable instants and a seed fully
+//! determines what a client observes.
+#![cfg(feature = "turmoil")]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use mock_provider::sse::data_payloads;
+use mock_provider::{MockProvider, Script, ScriptEntry, serve_turmoil};
+use serde_json::json;
+
+const SERVER: &str = "provider";
+const PORT: u16 = 443;
+
+/// One thing the client saw, stamped with the simulation clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Head { at: Duration, status: u16 },
+    Frame { at: Duration, bytes: Bytes },
+    BodyEnd { at: Duration },
+    BodyError { at: Duration },
+    IdleTimeout { at: Duration },
+}
+
+fn request_body() -> String {
+    json!({
+        "model": "deepseek-v4-flash",
+        "messages": [
+            {"role": "system", "content": "You are dsh."},
+            {"role": "user", "content": "hi"}
+        ],
+        "stream": true,
+        "stream_options": {"include_usage": true}
+    })
+    .to_string()
+}
+
+fn add_server(sim: &mut turmoil::Sim<'_>, provider: &MockProvider) {
+    let provider = provider.clone();
+    // Host closures are `Fn` (turmoil may restart a host), so clone inside.
+    sim.host(SERVER, move || {
+        let provider = provider.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+            serve_turmoil(listener, provider).await?;
+            Ok(())
+        }
+    });
+}
+
+/// Send `requests` POSTs on one keep-alive connection, reading each body frame with an
+/// idle timeout, and record everything seen.
+async fn run_client(
+    requests: usize,
+    idle_timeout: Duration,
+    seen: Arc<Mutex<Vec<Seen>>>,
+) -> turmoil::Result {
+    let stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
+    let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let record = |event: Seen| seen.lock().unwrap().push(event);
+    for _ in 0..requests {
+        let request = Request::post("/chat/completions")
+            .header("host", SERVER)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(request_body())))?;
+        sender.ready().await?;
+        let response = sender.send_request(request).await?;
+        record(Seen::Head {
+            at: turmoil::elapsed(),
+            status: response.status().as_u16(),
+        });
+        let mut body = response.into_body();
+        loop {
+            match tokio::time::timeout(idle_timeout, body.frame()).await {
+                Err(_) => {
+                    record(Seen::IdleTimeout {
+                        at: turmoil::elapsed(),
+                    });
+                    return Ok(());
+                }
+                Ok(None) => {
+                    record(Seen::BodyEnd {
+                        at: turmoil::elapsed(),
+                    });
+                    break;
+                }
+                Ok(Some(Err(_))) => {
+                    record(Seen::BodyError {
+                        at: turmoil::elapsed(),
+                    });
+                    return Ok(());
+                }
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(bytes) = frame.into_data() {
+                        record(Seen::Frame {
+                            at: turmoil::elapsed(),
+                            bytes,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn stall_makes_the_client_idle_timeout_fire_at_the_exact_virtual_time() {
+    const LATENCY: Duration = Duration::from_millis(7);
+    const DELAY_MS: u64 = 100;
+    const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+    let entry: ScriptEntry = serde_json::from_value(json!({
+        "content": ["a", "b", "c"],
+        "delay_ms": DELAY_MS,
+        "fault": "stall",
+        "after_events": 2,
+        "stall_ms": 300_000
+    }))
+    .unwrap();
+    let provider = MockProvider::new(Script::new(vec![entry])).unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(1)
+        .min_message_latency(LATENCY)
+        .max_message_latency(LATENCY)
+        .simulation_duration(Duration::from_secs(120))
+        .build();
+    add_server(&mut sim, &provider);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let client_seen = seen.clone();
+    sim.client("client", run_client(1, IDLE_TIMEOUT, client_seen));
+    sim.run().expect("simulation completes");
+
+    let seen = seen.lock().unwrap().clone();
+    let frames: Vec<(Duration, Bytes)> = seen
+        .iter()
+        .filter_map(|event| match event {
+            Seen::Frame { at, bytes } => Some((*at, bytes.clone())),
+            _ => None,
+        })
+        .collect();
+    // Exactly the two events before the stall arrived: the role chunk and "a".
+    assert_eq!(frames.len(), 2, "{seen:?}");
+    let payloads = data_payloads(
+        &frames
+            .iter()
+            .flat_map(|(_, bytes)| bytes.to_vec())
+            .collect::<Vec<_>>(),
+    );
+    assert!(payloads[0].contains("\"role\":\"assistant\""));
+    assert!(payloads[1].contains("\"content\":\"a\""));
+    // Events are paced by delay_ms in virtual time.
+    assert_eq!(frames[1].0 - frames[0].0, Duration::from_millis(DELAY_MS));
+    let Some(Seen::IdleTimeout { at: fired_at }) = seen.last().cloned() else {
+        panic!("the idle timeout must be the last thing seen: {seen:?}");
+    };
+    // The timer started when the last frame arrived and fired exactly IDLE_TIMEOUT later,
+    // long before the stall (300 s) would have ended.
+    assert_eq!(fired_at, frames[1].0 + IDLE_TIMEOUT);
+    // And in absolute virtual time: three one-way latencies (connect, request, first
+    // response bytes), two paced events, then the idle timeout: 30.221 s, every run.
+    assert_eq!(
+        fired_at,
+        3 * LATENCY + 2 * Duration::from_millis(DELAY_MS) + IDLE_TIMEOUT
+    );
+    assert!(fired_at < Duration::from_secs(300));
+    // The server saw and logged the request once, and its plan stalls 300 s.
+    assert_eq!(provider.request_count(), 1);
+}
+
+/// Run one whole simulation with random latency and return what the client saw.
+fn observe_with_seed(seed: u64) -> Vec<Seen> {
+    let responses = vec![
+        serde_json::from_value(json!({
+            "reasoning": ["Let me ", "think."],
+            "content": ["Hel", "lo", "!"],
+            "delay_ms": 3,
+            "keep_alive_before": [2]
+        }))
+        .unwrap(),
+        serde_json::from_value(json!({
+            "tool_calls": [{"name": "read", "arguments": ["{\"path\":", "\"a\"}"]}],
+            "finish_reason": "tool_calls",
+            "delay_ms": 11
+        }))
+        .unwrap(),
+        serde_json::from_value(
+            json!({"content": ["x", "y"], "fault": "drop_connection", "after_events": 2}),
+        )
+        .unwrap(),
+    ];
+    let provider = MockProvider::new(Script::new(responses)).unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(40))
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    add_server(&mut sim, &provider);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    sim.client(
+        "client",
+        run_client(3, Duration::from_secs(10), seen.clone()),
+    );
+    sim.run().expect("simulation completes");
+    assert_eq!(provider.request_count(), 3);
+    seen.lock().unwrap().clone()
+}
+
+fn bytes_only(seen: &[Seen]) -> Vec<u8> {
+    seen.iter()
+        .flat_map(|event| match event {
+            Seen::Frame { bytes, .. } => bytes.to_vec(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn same_seed_gives_identical_client_observations() {
+    let first = observe_with_seed(42);
+    let second = observe_with_seed(42);
+    assert_eq!(first, second, "same seed, same timed byte stream");
+    // Sanity: the run exercised all three responses, ending with the scripted drop.
+    assert_eq!(
+        first
+            .iter()
+            .filter(|event| matches!(event, Seen::Head { status: 200, .. }))
+            .count(),
+        3
+    );
+    assert!(
+        matches!(first.last(), Some(Seen::BodyError { .. })),
+        "{first:?}"
+    );
+    let payloads = data_payloads(&bytes_only(&first));
+    assert_eq!(
+        payloads
+            .iter()
+            .filter(|payload| *payload == "[DONE]")
+            .count(),
+        2
+    );
+
+    // Another seed changes the timing but never the bytes.
+    let other = observe_with_seed(43);
+    assert_eq!(bytes_only(&other), bytes_only(&first));
+    assert_ne!(
+        other, first,
+        "different latency draws should change arrival times"
+    );
+}
+
+#[test]
+fn header_read_timeout_closes_a_silent_connection_in_virtual_time() {
+    use mock_provider::ServerLimits;
+    use tokio::io::AsyncReadExt;
+
+    const LATENCY: Duration = Duration::from_millis(5);
+    let provider = MockProvider::with_limits(
+        Script::new(vec![ScriptEntry::content(["x"])]),
+        ServerLimits {
+            header_read_timeout_ms: Some(5_000),
+            ..ServerLimits::default()
+        },
+    )
+    .unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(3)
+        .min_message_latency(LATENCY)
+        .max_message_latency(LATENCY)
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    add_server(&mut sim, &provider);
+    let closed_at = Arc::new(Mutex::new(None));
+    let client_closed_at = closed_at.clone();
+    sim.client("client", async move {
+        let mut stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
+        let connected_at = turmoil::elapsed();
+        // Send nothing: the server's head timer (TokioTimer, virtual) must close us.
+        let mut buffer = [0u8; 64];
+        let read = stream.read(&mut buffer).await.unwrap_or(0);
+        assert_eq!(read, 0, "no bytes, just a close");
+        *client_closed_at.lock().unwrap() = Some((connected_at, turmoil::elapsed()));
+        Ok(())
+    });
+    sim.run().expect("simulation completes");
+    let (connected_at, closed_at) = closed_at.lock().unwrap().expect("client finished");
+    let waited = closed_at - connected_at;
+    // The server's timer starts when it accepts (the moment the client's connect
+    // completes) and its close reaches the client one latency later.
+    assert_eq!(waited, Duration::from_secs(5) + LATENCY);
+    assert_eq!(provider.request_count(), 0);
+}
