@@ -17,6 +17,7 @@ pub mod model;
 pub mod oracle;
 pub mod protocol;
 pub mod report;
+pub mod rng;
 pub mod runner;
 pub mod scenario;
 pub mod schema;

@@ -111,7 +111,7 @@ impl Implementation for External {
             Ok(ReplyBody::Skipped { reason }) => Ran::Skipped(reason),
             Ok(ReplyBody::Errored { context }) => Ran::Errored(context),
             Ok(other) => {
-                self.process.kill();
+                let _ = self.process.kill();
                 Ran::Errored(format!("protocol error: `run` answered with {other:?}"))
             }
             Err(error) => fault(error),

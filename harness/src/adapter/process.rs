@@ -62,6 +62,7 @@ struct Running {
     stdin: ChildStdin,
     lines: Receiver<ReaderEvent>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    stderr_reader: thread::JoinHandle<()>,
     next_seq: u64,
 }
 
@@ -181,12 +182,13 @@ impl AdapterProcess {
         thread::spawn(move || read_lines(stdout, max_bytes, sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = stderr_tail.clone();
-        thread::spawn(move || keep_tail(stderr, tail));
+        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail));
         self.running = Some(Running {
             child,
             stdin,
             lines,
             stderr_tail,
+            stderr_reader,
             next_seq: 0,
         });
         let reply = self.exchange(ProtocolCommand::Start {
@@ -199,7 +201,7 @@ impl AdapterProcess {
                 capabilities,
             }) => {
                 if version != PROTOCOL_VERSION {
-                    self.kill();
+                    let _ = self.kill();
                     return Err(AdapterFault::Protocol(format!(
                         "adapter speaks protocol {version}, dshc speaks {PROTOCOL_VERSION}"
                     )));
@@ -209,7 +211,7 @@ impl AdapterProcess {
                 Ok(())
             }
             Ok(other) => {
-                self.kill();
+                let _ = self.kill();
                 Err(AdapterFault::Protocol(format!(
                     "expected `started`, got {other:?}"
                 )))
@@ -235,8 +237,7 @@ impl AdapterProcess {
     pub fn exchange(&mut self, command: ProtocolCommand) -> Result<ReplyBody, AdapterFault> {
         let result = self.exchange_inner(command);
         if result.is_err() {
-            let tail = self.stderr_tail();
-            self.kill();
+            let tail = self.kill();
             return result.map_err(|fault| match fault {
                 AdapterFault::Crashed(context) if !tail.trim().is_empty() => AdapterFault::Crashed(
                     format!("{context}; stderr ends with:\n{}", tail.trim_end()),
@@ -316,9 +317,13 @@ impl AdapterProcess {
         Ok(reply.body)
     }
 
-    /// Kill the process group and forget the process.
-    pub fn kill(&mut self) {
-        if let Some(mut running) = self.running.take() {
+    /// Kill the process group and forget the process. Returns the last few
+    /// KiB it wrote to stderr.
+    pub fn kill(&mut self) -> String {
+        let Some(mut running) = self.running.take() else {
+            return String::new();
+        };
+        {
             let pid = running.child.id();
             // The adapter runs in its own process group (see `ensure_started`);
             // kill the whole group so `sh -c` children die too.
@@ -330,6 +335,20 @@ impl AdapterProcess {
             let _ = running.child.kill();
             let _ = running.child.wait();
         }
+        // The group is dead, so stderr reaches end of file soon; wait a
+        // little for the reader, but never on a process that escaped the group.
+        for _ in 0..50 {
+            if running.stderr_reader.is_finished() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        let tail = running
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().copied().collect::<Vec<u8>>())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&tail).into_owned()
     }
 
     /// Ask the adapter to stop, then make sure it is gone.
@@ -337,12 +356,12 @@ impl AdapterProcess {
         if self.running.is_some() {
             let _ = self.exchange_inner(ProtocolCommand::Stop);
         }
-        self.kill();
+        let _ = self.kill();
     }
 }
 
 impl Drop for AdapterProcess {
     fn drop(&mut self) {
-        self.kill();
+        let _ = self.kill();
     }
 }

@@ -1,0 +1,23 @@
+//! The bench fixture is what the bench says it is.
+
+use dshc_benches::{CopyBound, STANDARD, registry, step};
+
+#[test]
+fn standard_fixture_has_the_documented_shape() {
+    let (registry, scope) = registry(STANDARD);
+    let (assembly, prompt, snapshot) = step(&registry, &scope);
+    // identity + persona + 18 guides, one of them shadowed by the scope
+    assert_eq!(assembly.sections.len(), 20);
+    assert_eq!(assembly.tools.len(), 40);
+    assert_eq!(assembly.variables.keys().len(), 10);
+    assert_eq!(assembly.contexts.len(), 5);
+    assert!(prompt.contains("Scoped guidance replaces the global first guide"));
+    assert!(!prompt.contains("{{"), "every reference was interpolated");
+    assert!(snapshot.starts_with("Current runtime context."));
+    let bound = CopyBound::of(&registry, &scope);
+    assert_eq!(
+        bound.run().0,
+        prompt,
+        "the copy bound produces the same prompt"
+    );
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A misbehaving adapter for harness/tests/adapter_doubles.rs.
+# Usage: adapter.sh MODE. It answers the handshake and every case correctly
+# (a case with no commands has no observations), except cases whose id
+# contains "boom", where it misbehaves according to MODE:
+#   crash     exit 3 after writing to stderr
+#   hang      never answer
+#   garbage   answer with a line that is not JSON
+#   flood     write an endless line without a newline
+#   wrong_seq answer with the wrong seq
+#   schema    answer with valid JSON that breaks the schema
+mode="$1"
+while IFS= read -r line; do
+  seq=$(printf '%s' "$line" | sed -n 's/.*"seq":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"cmd":"start"'*)
+      printf '{"seq":%s,"started":{"version":1,"implementation":{"name":"double-%s","version":"0","language":"bash"},"capabilities":{"levels":["assembly"]}}}\n' "$seq" "$mode"
+      ;;
+    *'"cmd":"stop"'*)
+      printf '{"seq":%s,"stopped":{}}\n' "$seq"
+      exit 0
+      ;;
+    *'"id":"boom'*)
+      case "$mode" in
+        crash) echo "double: crashing on purpose" >&2; exit 3 ;;
+        hang) sleep 600 ;;
+        garbage) echo "this is not json" ;;
+        flood) yes x | tr -d '\n' ;;
+        wrong_seq) printf '{"seq":%s,"result":{"observations":[]}}\n' "$((seq + 7))" ;;
+        schema) printf '{"seq":%s,"result":{"observations":"none"}}\n' "$seq" ;;
+      esac
+      ;;
+    *)
+      printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq"
+      ;;
+  esac
+done
