@@ -13,6 +13,8 @@
 
 pub mod adapter;
 pub mod coverage;
+pub mod diff;
+pub mod generate;
 pub mod model;
 pub mod oracle;
 pub mod protocol;

@@ -12,6 +12,7 @@ use std::rc::{Rc, Weak};
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use crate::model::js::{js_key_order, js_normalize};
 use crate::model::render::{join_context_sections, render_context_sections, render_prompt};
 use crate::model::{
     AssembleContext, Assembly, AssemblyRef, Config, Disposer, JsError, ListenerFn, ListenerOptions,
@@ -432,7 +433,9 @@ fn entry_data(entry: &PromptEntry) -> EntryData {
     }
 }
 
-/// The observable form of an assembly.
+/// The observable form of an assembly. Every object is listed in
+/// JavaScript own-key order (array-index keys first), as upstream's objects
+/// enumerate, whoever created them.
 pub fn assembly_data(assembly: &Assembly) -> AssemblyData {
     let mut variables = IndexMap::new();
     for (name, value) in assembly.variables.entries() {
@@ -451,11 +454,21 @@ pub fn assembly_data(assembly: &Assembly) -> AssemblyData {
             .map(|tool| ToolData {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
-                parameters: tool.parameters.clone(),
+                parameters: tool.parameters.as_ref().map(js_normalize),
             })
             .collect(),
         variables,
-        extra: assembly.extra.iter().cloned().collect(),
+        extra: js_key_order(assembly.extra.iter().map(|(key, _)| key.as_str()))
+            .into_iter()
+            .filter_map(|key| {
+                let value = assembly
+                    .extra
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| js_normalize(v))?;
+                Some((key.to_string(), value))
+            })
+            .collect(),
     }
 }
 

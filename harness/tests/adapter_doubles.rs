@@ -23,6 +23,7 @@ fn run(mode: &str) -> (Vec<Outcome>, u32, Duration) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles/adapter.sh");
     let limits = Limits {
         timeout_ms: TIMEOUT_MS,
+        handshake_timeout_ms: TIMEOUT_MS,
         max_reply_bytes: 1 << 20,
     };
     let mut adapter = External::new(AdapterProcess::new(

@@ -22,8 +22,11 @@ use crate::protocol::{
 /// Limits for one adapter.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// How long a case (or the handshake) may take.
+    /// How long a case may take.
     pub timeout_ms: u64,
+    /// How long the `start` handshake may take: longer, because an adapter
+    /// may install its dependencies on first use.
+    pub handshake_timeout_ms: u64,
     /// The longest reply line accepted.
     pub max_reply_bytes: usize,
 }
@@ -32,6 +35,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             timeout_ms: 10_000,
+            handshake_timeout_ms: 300_000,
             max_reply_bytes: 8 << 20,
         }
     }
@@ -249,7 +253,10 @@ impl AdapterProcess {
     }
 
     fn exchange_inner(&mut self, command: ProtocolCommand) -> Result<ReplyBody, AdapterFault> {
-        let timeout_ms = self.limits.timeout_ms;
+        let timeout_ms = match command {
+            ProtocolCommand::Start { .. } => self.limits.handshake_timeout_ms,
+            _ => self.limits.timeout_ms,
+        };
         let running = self
             .running
             .as_mut()

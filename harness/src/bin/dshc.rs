@@ -77,6 +77,30 @@ enum Command {
         #[arg(long)]
         catalog: Option<PathBuf>,
     },
+    /// Differential run: seeded random cases on the reference and on an adapter.
+    Diff {
+        /// The adapter command line, run with `sh -c`.
+        #[arg(long)]
+        adapter: String,
+        /// The seed; case k of seed s is the same on every machine.
+        #[arg(long)]
+        seed: u64,
+        /// How many cases (0..N).
+        #[arg(long, default_value_t = 1_000, conflicts_with = "case")]
+        cases: u64,
+        /// Run only this case (the replay form).
+        #[arg(long)]
+        case: Option<u64>,
+        /// Where the shrunk disagreement is written.
+        #[arg(long, default_value = "scenarios/regressions")]
+        regressions_dir: PathBuf,
+        /// Per-case timeout.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+        /// Most shrinking attempts.
+        #[arg(long, default_value_t = 2_000)]
+        shrink_attempts: usize,
+    },
     /// Serve the reference implementation over the adapter protocol on stdin/stdout.
     Adapter,
     /// Merge JSON reports of several implementations into one Markdown table.
@@ -269,6 +293,7 @@ fn check(
         Limits {
             timeout_ms,
             max_reply_bytes,
+            ..Limits::default()
         },
     ));
     let mut summary = Summary {
@@ -331,6 +356,102 @@ fn check(
         EXIT_FAILURES
     } else {
         0
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn diff(
+    adapter: String,
+    seed: u64,
+    cases: u64,
+    case: Option<u64>,
+    regressions_dir: PathBuf,
+    timeout_ms: u64,
+    shrink_attempts: usize,
+) -> u8 {
+    use harness::diff::{Comparison, compare_once, shrink, write_regression};
+    let mut implementation = External::new(AdapterProcess::new(
+        &adapter,
+        Limits {
+            timeout_ms,
+            ..Limits::default()
+        },
+    ));
+    let range = match case {
+        Some(case) => case..case + 1,
+        None => 0..cases,
+    };
+    let started = std::time::Instant::now();
+    let (mut agreed, mut not_run) = (0u64, 0u64);
+    let progress = Progress::new(range.end - range.start);
+    for case in range {
+        progress.tick(case);
+        let scenario = harness::generate::generate(seed, case);
+        match compare_once(
+            &scenario,
+            &format!("diff/{seed}/{case}"),
+            &mut implementation,
+        ) {
+            Comparison::Agree => agreed += 1,
+            Comparison::NotRun(reason) => {
+                not_run += 1;
+                println!("case {case}: not run: {reason}");
+            }
+            Comparison::Disagree { .. } => {
+                progress.clear();
+                println!("case {case} of seed {seed}: the implementations disagree; shrinking");
+                let minimal = shrink(&scenario, &mut implementation, shrink_attempts);
+                let other = match compare_once(&minimal, "minimal", &mut implementation) {
+                    Comparison::Disagree { other, .. } => *other,
+                    _ => Default::default(),
+                };
+                match write_regression(&regressions_dir, seed, case, &adapter, &minimal, &other) {
+                    Ok(path) => println!("wrote {}", path.display()),
+                    Err(error) => eprintln!("error: cannot write the regression: {error}"),
+                }
+                println!("seed {seed}, case {case}; replay with:");
+                println!("  dshc diff --adapter '{adapter}' --seed {seed} --case {case}");
+                implementation.stop();
+                return EXIT_FAILURES;
+            }
+        }
+    }
+    progress.clear();
+    implementation.stop();
+    let elapsed = started.elapsed().as_secs_f64();
+    let total = agreed + not_run;
+    println!(
+        "{total} cases: {agreed} agree, 0 disagree, {not_run} not run ({:.0} cases/s)",
+        total as f64 / elapsed.max(1e-9)
+    );
+    if not_run > 0 { EXIT_FAILURES } else { 0 }
+}
+
+/// A progress line on a terminal; silent when stderr is not one (CI, pipes).
+struct Progress {
+    total: u64,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            total,
+            enabled: std::io::stderr().is_terminal() && std::env::var_os("CI").is_none(),
+        }
+    }
+
+    fn tick(&self, done: u64) {
+        if self.enabled && (done % 50 == 0) {
+            eprint!("\r{done}/{}", self.total);
+        }
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[K");
+        }
     }
 }
 
@@ -430,6 +551,23 @@ fn main() -> ExitCode {
             timeout_ms,
             max_reply_bytes,
             catalog,
+        ),
+        Command::Diff {
+            adapter,
+            seed,
+            cases,
+            case,
+            regressions_dir,
+            timeout_ms,
+            shrink_attempts,
+        } => diff(
+            adapter,
+            seed,
+            cases,
+            case,
+            regressions_dir,
+            timeout_ms,
+            shrink_attempts,
         ),
         Command::Adapter => {
             let stdin = std::io::stdin().lock();

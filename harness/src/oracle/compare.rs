@@ -5,7 +5,6 @@
 //! both sides in a form a person can diff.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::protocol::{
     AssemblyData, CaseResult, Observation, ObservedError, Rendered, RenderedSections,
@@ -282,7 +281,7 @@ pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
     collector.mismatches
 }
 
-/// Render a value for a diff; exposed for the bless flow.
-pub fn to_json_value<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+/// Whether two case results are identical, key order included.
+pub fn same_result(a: &CaseResult, b: &CaseResult) -> bool {
+    json(a) == json(b)
 }
