@@ -92,10 +92,10 @@ impl Implementation for PlantedBug {
     fn run(&mut self, case: &Case) -> Ran {
         let mut result = harness::scripted::run_case(case);
         for observation in &mut result.observations {
-            if let Some(harness::protocol::Rendered::Text(text)) = &mut observation.prompt {
-                if text.contains('é') {
-                    text.push('!');
-                }
+            if let Some(harness::protocol::Rendered::Text(text)) = &mut observation.prompt
+                && text.contains('é')
+            {
+                text.push('!');
             }
         }
         Ran::Observed(result)

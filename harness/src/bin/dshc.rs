@@ -343,11 +343,11 @@ fn check(
         summary,
         cases,
     };
-    if let Some(dir) = report_dir {
-        if let Err(message) = write_reports(&dir, &report, &catalog_path) {
-            eprintln!("error: {message}");
-            return EXIT_BAD_INPUT;
-        }
+    if let Some(dir) = report_dir
+        && let Err(message) = write_reports(&dir, &report, &catalog_path)
+    {
+        eprintln!("error: {message}");
+        return EXIT_BAD_INPUT;
     }
     println!("{}", summary.line());
     if bad > 0 {
@@ -443,7 +443,7 @@ impl Progress {
     }
 
     fn tick(&self, done: u64) {
-        if self.enabled && (done % 50 == 0) {
+        if self.enabled && done.is_multiple_of(50) {
             eprint!("\r{done}/{}", self.total);
         }
     }

@@ -214,16 +214,16 @@ impl Disposer {
                     };
                     layer_mut.is_empty()
                 };
-                if let Some(scope) = scope {
-                    if now_empty {
-                        let mut scoped = state.scoped.borrow_mut();
-                        // Only reclaim the map slot if it still holds this layer.
-                        if scoped
-                            .get(scope)
-                            .is_some_and(|current| Rc::ptr_eq(current, layer))
-                        {
-                            scoped.remove(scope);
-                        }
+                // Only reclaim the map slot if it still holds this layer.
+                if let Some(scope) = scope
+                    && now_empty
+                {
+                    let mut scoped = state.scoped.borrow_mut();
+                    if scoped
+                        .get(scope)
+                        .is_some_and(|current| Rc::ptr_eq(current, layer))
+                    {
+                        scoped.remove(scope);
                     }
                 }
                 state.changes.set(state.changes.get() + 1);
@@ -345,10 +345,11 @@ impl Registry {
         let uid = self.mint_uid();
         let result = action(&mut layer.borrow_mut(), uid, scope.is_some());
         if let Err(error) = result {
-            if let Some(scope) = scope {
-                if created && layer.borrow().is_empty() {
-                    state.scoped.borrow_mut().remove(scope);
-                }
+            if let Some(scope) = scope
+                && created
+                && layer.borrow().is_empty()
+            {
+                state.scoped.borrow_mut().remove(scope);
             }
             return Err(error);
         }

@@ -267,7 +267,7 @@ pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
         let observation = &result.observations[offset + index];
         let path = format!("steps[{index}].expect");
         match step {
-            Step::Assemble(s) => collector.assemble(&path, s.expect.as_ref(), observation),
+            Step::Assemble(s) => collector.assemble(&path, s.expect.as_deref(), observation),
             Step::Section(s) => collector.register(&path, s.expect.as_ref(), observation),
             Step::Context(s) => collector.register(&path, s.expect.as_ref(), observation),
             Step::Suppress(s) => collector.register(&path, s.expect.as_ref(), observation),

@@ -81,10 +81,10 @@ fn blessed_assemble(old: Option<&AssembleExpect>, observation: &Observation) -> 
         (Some(Rendered::Error(error)), true) => new.snapshot_error = Some(expected(error)),
         _ => {}
     }
-    if old.snapshot_sections.is_some() {
-        if let Some(RenderedSections::Sections(sections)) = &observation.snapshot_sections {
-            new.snapshot_sections = Some(sections.clone());
-        }
+    if old.snapshot_sections.is_some()
+        && let Some(RenderedSections::Sections(sections)) = &observation.snapshot_sections
+    {
+        new.snapshot_sections = Some(sections.clone());
     }
     new
 }
@@ -145,7 +145,10 @@ pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<
             break;
         };
         let item = match step {
-            Step::Assemble(s) => Some(to_item(&blessed_assemble(s.expect.as_ref(), observation))?),
+            Step::Assemble(s) => Some(to_item(&blessed_assemble(
+                s.expect.as_deref(),
+                observation,
+            ))?),
             Step::Listen(_) => None,
             Step::Section(s) => blessed_register(s.expect.as_ref(), observation)
                 .map(|e| to_item(&e))

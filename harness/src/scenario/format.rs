@@ -295,7 +295,7 @@ pub struct AssembleStep {
     pub scope: Option<String>,
     /// What to compare. Only the keys present are compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expect: Option<AssembleExpect>,
+    pub expect: Option<Box<AssembleExpect>>,
 }
 
 /// Section or context text, or a variable's value provider.
