@@ -451,5 +451,11 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
         config_error: None,
         scopes,
         steps,
+        agent: None,
+        provider: None,
+        adapter: None,
+        simulation: None,
+        tool_results: Vec::new(),
+        expect: None,
     }
 }

@@ -12,6 +12,7 @@
 //! - [`runner`]: `check(scenario) -> Outcome`, shared by tests, CLI and fuzzers.
 
 pub mod adapter;
+pub mod agent;
 pub mod coverage;
 pub mod diff;
 pub mod generate;
@@ -24,3 +25,4 @@ pub mod runner;
 pub mod scenario;
 pub mod schema;
 pub mod scripted;
+pub mod sim;

@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::scenario::format::{ConfigSpec, EntryData, Level, Step, ToolData, VariableValue};
+use crate::scenario::format::{
+    ConfigSpec, EntryData, Level, LoopWorld, Step, ToolData, VariableValue,
+};
 
 /// One compiled scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -28,6 +30,9 @@ pub struct Case {
     /// Commands, run in order: scenario steps with `expect` removed and every
     /// default id filled in. Top-level scope bindings come first as `bind`.
     pub commands: Vec<Step>,
+    /// Loop level only: the agent's world with every default resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<LoopWorld>,
 }
 
 /// An error as observed: class name and message.
@@ -112,6 +117,39 @@ pub struct CaseResult {
     pub config_error: Option<ObservedError>,
     /// One observation per command, in order.
     pub observations: Vec<Observation>,
+    /// Loop level only: what the whole run produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<LoopRun>,
+}
+
+/// What a loop-level run produced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoopRun {
+    /// The session log, one event per element, as upstream serializes events.
+    pub log: Vec<Value>,
+    /// What the provider received, in order.
+    pub requests: Vec<ProviderRequest>,
+    /// The agent's final status.
+    pub status: String,
+    /// Inbox items pending at the end: `[next-turn, next-step]`.
+    pub pending: [usize; 2],
+    /// Live, non-durable events (`agent/error`, `agent/status`), in order.
+    pub live_events: Vec<Value>,
+    /// The run could not finish (virtual-time budget, setup failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One request the provider received.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderRequest {
+    /// The parsed JSON body.
+    pub body: Value,
+    /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_tokens: Option<u64>,
 }
 
 /// The adapter protocol version this harness speaks.

@@ -32,10 +32,12 @@ use crate::scenario::format::{
 #[derive(Default)]
 pub struct World {
     disposers: RefCell<BTreeMap<String, Disposer>>,
+    scopes: RefCell<BTreeMap<String, Option<String>>>,
     journal: RefCell<Vec<String>>,
 }
 
-type WorldRef = Weak<World>;
+/// A weak handle to a [`World`], as closures hold it.
+pub type WorldRef = Weak<World>;
 
 impl World {
     fn record(world: &WorldRef, entry: String) {
@@ -44,7 +46,19 @@ impl World {
         }
     }
 
-    fn take_journal(&self) -> Vec<String> {
+    /// Disposers of registrations made on this scope.
+    pub fn disposers_in(&self, scope: &str) -> Vec<Disposer> {
+        let scopes = self.scopes.borrow();
+        self.disposers
+            .borrow()
+            .iter()
+            .filter(|(id, _)| scopes.get(*id).is_some_and(|s| s.as_deref() == Some(scope)))
+            .map(|(_, disposer)| disposer.clone())
+            .collect()
+    }
+
+    /// Take the journal recorded since the last call.
+    pub fn take_journal(&self) -> Vec<String> {
         std::mem::take(&mut self.journal.borrow_mut())
     }
 }
@@ -137,7 +151,8 @@ fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Resul
     Ok(())
 }
 
-fn dispose(target: &str, world: &WorldRef) -> bool {
+/// Call the disposer remembered under `target`; false if none or already disposed.
+pub fn dispose(target: &str, world: &WorldRef) -> bool {
     let disposer = world
         .upgrade()
         .and_then(|world| world.disposers.borrow().get(target).cloned());
@@ -170,7 +185,7 @@ fn text_of(kind: &'static str, id: &str, text: &TextSpec, world: &WorldRef) -> T
 }
 
 /// Perform one registration step; remember its disposer under its id.
-fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
+pub fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
     let (id, disposer) = match step {
         Step::Section(s) => {
             let id = s.id.clone().unwrap_or_default();
@@ -242,14 +257,28 @@ fn register(step: &Step, world: &WorldRef, registry: &Registry) -> Result<(), Js
             (id, disposer)
         }
         Step::Listen(s) => (s.id.clone(), listen(s, world, registry)),
-        Step::Dispose(_) | Step::Bind(_) | Step::Assemble(_) => {
-            unreachable!("not a registration step")
-        }
+        _ => unreachable!("not a registration step"),
     };
     if let Some(world) = world.upgrade() {
+        world
+            .scopes
+            .borrow_mut()
+            .insert(id.clone(), step_scope(step));
         world.disposers.borrow_mut().insert(id, disposer);
     }
     Ok(())
+}
+
+fn step_scope(step: &Step) -> Option<String> {
+    match step {
+        Step::Section(s) => s.scope.clone(),
+        Step::Context(s) => s.scope.clone(),
+        Step::Variable(s) => s.scope.clone(),
+        Step::Suppress(s) => s.scope.clone(),
+        Step::Tools(s) => s.scope.clone(),
+        Step::Listen(s) => s.scope.clone(),
+        _ => None,
+    }
 }
 
 fn entry(data: &EntryData) -> PromptEntry {
@@ -382,7 +411,9 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
         | ListenerOp::Throw(_)
         | ListenerOp::Replace(_)
         | ListenerOp::Register(_)
-        | ListenerOp::Dispose(_) => unreachable!("control ops are handled by the listener"),
+        | ListenerOp::Dispose(_)
+        | ListenerOp::WaitForAbort
+        | ListenerOp::SleepMs(_) => unreachable!("control ops are handled by the listener"),
     }
 }
 
@@ -392,30 +423,46 @@ fn listen(step: &ListenStep, world: &WorldRef, registry: &Registry) -> Disposer 
     let id = step.id.clone();
     let world = world.clone();
     let weak_registry = registry.downgrade();
-    let callback: ListenerFn = Rc::new(move |argument: AssemblyRef, _context, next| {
-        World::record(&world, format!("listener {id}"));
-        let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
-        Box::pin(async move {
-            let mut current = argument;
-            for op in ops.iter() {
-                match op {
-                    ListenerOp::Next => current = next.call().await?,
-                    ListenerOp::Throw(message) => return Err(JsError::error(message.clone())),
-                    ListenerOp::Replace(spec) => current = Rc::new(RefCell::new(replacement(spec))),
-                    ListenerOp::Register(step) => {
-                        if let Some(registry) = weak_registry.upgrade() {
-                            register(step, &world, &registry)?;
+    let callback: ListenerFn = Rc::new(
+        move |argument: AssemblyRef, context: Rc<AssembleContext>, next| {
+            World::record(&world, format!("listener {id}"));
+            let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
+            Box::pin(async move {
+                let mut current = argument;
+                for op in ops.iter() {
+                    match op {
+                        ListenerOp::Next => current = next.call().await?,
+                        ListenerOp::Throw(message) => return Err(JsError::error(message.clone())),
+                        ListenerOp::Replace(spec) => {
+                            current = Rc::new(RefCell::new(replacement(spec)))
                         }
+                        ListenerOp::Register(step) => {
+                            if let Some(registry) = weak_registry.upgrade() {
+                                register(step, &world, &registry)?;
+                            }
+                        }
+                        ListenerOp::Dispose(target) => {
+                            dispose(target, &world);
+                        }
+                        ListenerOp::WaitForAbort => {
+                            let Some(signal) = context.signal.clone() else {
+                                return Err(JsError::error(
+                                    "wait_for_abort: this assembly has no signal",
+                                ));
+                            };
+                            let reason = signal.aborted().await;
+                            return Err(JsError::error(format!("aborted: {reason}")));
+                        }
+                        ListenerOp::SleepMs(ms) => {
+                            tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
+                        }
+                        edit_op => edit(&mut current.borrow_mut(), edit_op),
                     }
-                    ListenerOp::Dispose(target) => {
-                        dispose(target, &world);
-                    }
-                    edit_op => edit(&mut current.borrow_mut(), edit_op),
                 }
-            }
-            Ok(current)
-        })
-    });
+                Ok(current)
+            })
+        },
+    );
     registry.on_assemble(
         ListenerOptions {
             tag: scope_key(&step.scope),
@@ -492,14 +539,17 @@ pub fn observe_renders(assembly: &Assembly, observation: &mut Observation) {
     }
 }
 
-/// Run one case on the reference model.
+/// Run one case on the reference model (loop cases in the simulator).
 pub fn run_case(case: &Case) -> CaseResult {
+    if case.level == crate::scenario::format::Level::Loop {
+        return crate::sim::run_loop_case(case);
+    }
     let registry = match Registry::new(config_of(&case.config)) {
         Ok(registry) => registry,
         Err(error) => {
             return CaseResult {
                 config_error: Some(observed(&error)),
-                observations: Vec::new(),
+                ..CaseResult::default()
             };
         }
     };
@@ -538,5 +588,6 @@ pub fn run_case(case: &Case) -> CaseResult {
     CaseResult {
         config_error: None,
         observations,
+        run: None,
     }
 }

@@ -111,6 +111,16 @@ enum Command {
         #[arg(long, default_value = "scenarios/clauses.toml")]
         catalog: PathBuf,
     },
+    /// Run one scenario on the reference and print what it observed (for
+    /// scenario authors): the session log as JSON lines for loop scenarios,
+    /// the observations as JSON otherwise.
+    Show {
+        /// The scenario file.
+        path: PathBuf,
+        /// Print the provider's received request bodies instead of the log.
+        #[arg(long)]
+        requests: bool,
+    },
     /// Print the JSON Schema of scenario files.
     Schema {
         /// Print the adapter protocol schema instead.
@@ -515,6 +525,40 @@ fn merge_reports(reports: Vec<PathBuf>, catalog: PathBuf) -> u8 {
     0
 }
 
+fn show(path: &std::path::Path, requests: bool) -> u8 {
+    let scenario = match load_scenario(path) {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let result = harness::scripted::run_case(&scenario.case);
+    match &result.run {
+        Some(run) if requests => {
+            for request in &run.requests {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(request).unwrap_or_default()
+                );
+            }
+        }
+        Some(run) => {
+            for event in &run.log {
+                println!("{event}");
+            }
+            if let Some(failure) = &run.failure {
+                eprintln!("run failed: {failure}");
+            }
+        }
+        None => println!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        ),
+    }
+    0
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -581,6 +625,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Report { reports, catalog } => merge_reports(reports, catalog),
+        Command::Show { path, requests } => show(&path, requests),
         Command::Schema { protocol } => {
             if protocol {
                 print!("{}", harness::schema::protocol_schema());

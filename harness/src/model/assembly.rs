@@ -358,6 +358,9 @@ impl Registry {
             context: Rc::new(context),
         };
         let transformed = next.call().await?;
+        // `await` in JavaScript always yields: the synchronous part of an
+        // assembly ends at the waterfall, which the loop's wake relies on.
+        super::signal::yield_now().await;
         let mut result = transformed.borrow().clone();
 
         // Step 7: hard constraints.

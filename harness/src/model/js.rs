@@ -20,6 +20,9 @@ pub struct JsError {
     pub cause: Option<Box<JsError>>,
     /// A machine code carried by `LlmError`s (`None` for plain errors).
     pub code: Option<String>,
+    /// An `LlmError`'s serializable failure (`{message, code, status?,
+    /// providerRetryAfterMs?, requestId?}`), which `turn/end` logs verbatim.
+    pub failure: Option<serde_json::Value>,
 }
 
 impl JsError {
@@ -30,6 +33,27 @@ impl JsError {
             message: message.into(),
             cause: None,
             code: None,
+            failure: None,
+        }
+    }
+
+    /// An `LlmError` carrying its failure object.
+    pub fn llm(failure: serde_json::Value) -> Self {
+        let message = failure
+            .get("message")
+            .and_then(|m| m.as_str())
+            .unwrap_or_default()
+            .to_string();
+        let code = failure
+            .get("code")
+            .and_then(|c| c.as_str())
+            .map(str::to_string);
+        JsError {
+            name: "LlmError".into(),
+            message,
+            cause: None,
+            code,
+            failure: Some(failure),
         }
     }
 

@@ -6,10 +6,16 @@
 //! and its collections iterate in insertion or key order, never hash order.
 
 pub mod assembly;
+pub mod deepseek;
+pub mod header;
+pub mod inbox;
 pub mod js;
+pub mod llm;
 pub mod registry;
 pub mod render;
+pub mod runtime_context;
 pub mod scope;
+pub mod session;
 pub mod signal;
 pub mod table;
 pub mod tool_order;

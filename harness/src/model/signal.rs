@@ -75,3 +75,26 @@ impl Future for Aborted {
         }
     }
 }
+
+/// Yield to the executor once, like a JavaScript `await` of a settled value:
+/// the caller's synchronous prefix ends here.
+pub fn yield_now() -> YieldNow {
+    YieldNow(false)
+}
+
+/// Future returned by [`yield_now`].
+pub struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}

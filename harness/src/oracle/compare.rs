@@ -6,10 +6,14 @@
 
 use serde::Serialize;
 
+use serde_json::Value;
+
 use crate::protocol::{
-    AssemblyData, CaseResult, Observation, ObservedError, Rendered, RenderedSections,
+    AssemblyData, CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
 };
-use crate::scenario::format::{AssembleExpect, ExpectedError, RegisterExpect, Scenario, Step};
+use crate::scenario::format::{
+    AssembleExpect, EventExpect, ExpectedError, LoopExpect, RegisterExpect, Scenario, Step,
+};
 
 /// One expectation that did not hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -268,17 +272,124 @@ pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
         let path = format!("steps[{index}].expect");
         match step {
             Step::Assemble(s) => collector.assemble(&path, s.expect.as_deref(), observation),
-            Step::Section(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Context(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Suppress(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Tools(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Variable(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Dispose(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Bind(s) => collector.register(&path, s.expect.as_ref(), observation),
-            Step::Listen(_) => collector.register(&path, None, observation),
+            other => collector.register(&path, other.register_expect().flatten(), observation),
         }
     }
+    if let Some(run) = &result.run {
+        collector.run(scenario.expect.as_deref(), run);
+    }
     collector.mismatches
+}
+
+impl Collector {
+    /// Loop-level expectations over a whole run.
+    fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
+        if let Some(failure) = &run.failure {
+            self.push("run".into(), "(the run finishes)".into(), failure.clone());
+        }
+        let Some(expect) = expect else { return };
+        let types: Vec<String> = run
+            .log
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .collect();
+        self.value(
+            "expect.event_types".into(),
+            &expect.event_types,
+            Some(&types),
+        );
+        if let Some(absent) = &expect.absent {
+            let present: Vec<&String> = absent.iter().filter(|kind| types.contains(kind)).collect();
+            if !present.is_empty() {
+                self.push(
+                    "expect.absent".into(),
+                    json(absent),
+                    format!("present: {}", json(&present)),
+                );
+            }
+        }
+        if let Some(events) = &expect.events {
+            let mut cursor = 0;
+            for (index, wanted) in events.iter().enumerate() {
+                match run.log[cursor..]
+                    .iter()
+                    .position(|event| event_matches(wanted, event))
+                {
+                    Some(found) => cursor += found + 1,
+                    None => {
+                        let nearest: Vec<&Value> = run
+                            .log
+                            .iter()
+                            .filter(|e| e["type"] == wanted.kind.as_str())
+                            .collect();
+                        self.push(
+                            format!("expect.events[{index}] ({})", wanted.kind),
+                            json(wanted),
+                            format!(
+                                "no match after seq {cursor}; events of that type:\n{}",
+                                json(&nearest)
+                            ),
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(log) = &expect.log {
+            let actual: String = run.log.iter().map(|e| format!("{e}\n")).collect();
+            if &actual != log {
+                self.push("expect.log".into(), log.clone(), actual);
+            }
+        }
+        let bodies: Vec<Value> = run.requests.iter().map(|r| r.body.clone()).collect();
+        self.value("expect.requests".into(), &expect.requests, Some(&bodies));
+        self.value(
+            "expect.request_count".into(),
+            &expect.request_count,
+            Some(&run.requests.len()),
+        );
+        let hits: Vec<u64> = run
+            .requests
+            .iter()
+            .map(|r| r.cache_hit_tokens.unwrap_or(0))
+            .collect();
+        self.value(
+            "expect.cache_hit_tokens".into(),
+            &expect.cache_hit_tokens,
+            Some(&hits),
+        );
+        self.value("expect.status".into(), &expect.status, Some(&run.status));
+        self.value("expect.pending".into(), &expect.pending, Some(&run.pending));
+        let errors: Vec<String> = run
+            .live_events
+            .iter()
+            .filter(|e| e["type"] == "agent/error")
+            .map(|e| e["data"]["error"].as_str().unwrap_or_default().to_string())
+            .collect();
+        self.value(
+            "expect.agent_errors".into(),
+            &expect.agent_errors,
+            Some(&errors),
+        );
+    }
+}
+
+/// Whether a logged event has every field the expectation states.
+fn event_matches(wanted: &EventExpect, event: &Value) -> bool {
+    event["type"] == wanted.kind.as_str()
+        && wanted.seq.is_none_or(|seq| event["seq"] == seq)
+        && wanted
+            .data
+            .as_ref()
+            .is_none_or(|data| json(data) == json(&event["data"]))
+        && wanted
+            .surface_op
+            .as_ref()
+            .is_none_or(|op| Some(op) == event.get("surfaceOp"))
+        && wanted
+            .source_event_seqs
+            .as_ref()
+            .is_none_or(|seqs| event.get("sourceEventSeqs") == Some(&serde_json::json!(seqs)))
 }
 
 /// Whether two case results are identical, key order included.

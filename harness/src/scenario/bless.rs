@@ -149,28 +149,12 @@ pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<
                 s.expect.as_deref(),
                 observation,
             ))?),
-            Step::Listen(_) => None,
-            Step::Section(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Context(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Suppress(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Tools(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Variable(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Dispose(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
-            Step::Bind(s) => blessed_register(s.expect.as_ref(), observation)
-                .map(|e| to_item(&e))
-                .transpose()?,
+            other => match other.register_expect() {
+                Some(expect) => blessed_register(expect, observation)
+                    .map(|e| to_item(&e))
+                    .transpose()?,
+                None => None,
+            },
         };
         set_expect(table, item);
     }

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use super::format::{Effect, FORMAT_VERSION, ListenerOp, ProviderSpec, Scenario, Step, TextSpec};
+use super::format::{
+    Effect, FORMAT_VERSION, Level, ListenerOp, LoopWorld, ProviderSpec, Scenario, Step, TextSpec,
+};
 use crate::protocol::Case;
 
 /// A scenario that parses but does not make sense.
@@ -200,7 +202,56 @@ impl Compiler {
                 s.expect = None;
                 Ok(())
             }
+            Step::OnPreStep(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Step::OnRequest(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Step::OnRequestError(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Step::OnTurnStopping(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Step::Followup(_)
+            | Step::Steer(_)
+            | Step::Inject(_)
+            | Step::Cancel(_)
+            | Step::Wait(_)
+            | Step::WaitIdle(_)
+            | Step::Compact(_)
+            | Step::Resume(_)
+            | Step::DisposeAgent(_) => Ok(()),
         }
+    }
+}
+
+/// Steps and listener ops that only make sense around an agent.
+fn is_loop_step(step: &Step) -> bool {
+    match step {
+        Step::Listen(listen) => listen
+            .ops
+            .iter()
+            .any(|op| matches!(op, ListenerOp::WaitForAbort | ListenerOp::SleepMs(_))),
+        Step::Followup(_)
+        | Step::Steer(_)
+        | Step::Inject(_)
+        | Step::Cancel(_)
+        | Step::Wait(_)
+        | Step::WaitIdle(_)
+        | Step::Compact(_)
+        | Step::Resume(_)
+        | Step::DisposeAgent(_)
+        | Step::OnPreStep(_)
+        | Step::OnRequest(_)
+        | Step::OnRequestError(_)
+        | Step::OnTurnStopping(_) => true,
+        _ => false,
     }
 }
 
@@ -251,10 +302,47 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
             return fail(path, format!("no registration has id {target:?}"));
         }
     }
+    let loop_parts = scenario.agent.is_some()
+        || scenario.provider.is_some()
+        || scenario.adapter.is_some()
+        || scenario.simulation.is_some()
+        || !scenario.tool_results.is_empty()
+        || scenario.expect.is_some();
+    let world = match scenario.level {
+        Level::Assembly => {
+            if loop_parts {
+                return fail(
+                    "level",
+                    "agent, provider, adapter, simulation, tool_results and expect need `level = \"loop\"`",
+                );
+            }
+            if let Some(index) = scenario.steps.iter().position(is_loop_step) {
+                return fail(
+                    &format!("steps[{index}]"),
+                    "this step needs `level = \"loop\"`",
+                );
+            }
+            None
+        }
+        Level::Loop => {
+            let world = LoopWorld {
+                agent: scenario.agent.clone().unwrap_or_default(),
+                provider: scenario.provider.clone().unwrap_or_default(),
+                adapter: scenario.adapter.clone().unwrap_or_default(),
+                simulation: scenario.simulation.clone().unwrap_or_default(),
+                tool_results: scenario.tool_results.clone(),
+            };
+            if let Err(error) = world.provider.validate() {
+                return fail("provider", error.to_string());
+            }
+            Some(world)
+        }
+    };
     Ok(Case {
         id: id.to_string(),
         level: scenario.level,
         config: scenario.config.clone(),
         commands,
+        world,
     })
 }

@@ -46,6 +46,281 @@ pub struct Scenario {
     /// Steps, run in order in one fresh registry.
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// Loop level: the agent under test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentSpec>,
+    /// Loop level: the mock provider's script, one response per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<mock_provider::Script>,
+    /// Loop level: the DeepSeek adapter registration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<AdapterSpec>,
+    /// Loop level: simulated time and network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<SimulationSpec>,
+    /// Loop level: scripted tool results, by tool name in order (the last repeats).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResultSpec>,
+    /// Loop level: expectations on the whole run, checked after the last step
+    /// (and after the agent went idle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Box<LoopExpect>>,
+}
+
+/// The loop-level world of a case: everything with its defaults resolved.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoopWorld {
+    /// The agent under test.
+    pub agent: AgentSpec,
+    /// The mock provider's script.
+    pub provider: mock_provider::Script,
+    /// The DeepSeek adapter registration.
+    pub adapter: AdapterSpec,
+    /// Simulated time and network.
+    pub simulation: SimulationSpec,
+    /// Scripted tool results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResultSpec>,
+}
+
+/// The agent: `AgentOptions` and its session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Agent id; also the name of its scope (`scope = "<id>"` registers on it).
+    #[serde(default = "default_agent_id")]
+    pub id: String,
+    /// `AgentOptions.provider`; absent = none.
+    #[serde(default = "default_provider", skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// `AgentOptions.model`; absent = none.
+    #[serde(default = "default_model", skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `AgentOptions.maxTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// `session.header.cwd`.
+    #[serde(default = "default_cwd", skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+fn default_agent_id() -> String {
+    "agent".into()
+}
+
+fn default_provider() -> Option<String> {
+    Some("deepseek-official".into())
+}
+
+fn default_model() -> Option<String> {
+    Some("deepseek-v4-flash".into())
+}
+
+fn default_cwd() -> Option<String> {
+    Some("/work".into())
+}
+
+impl Default for AgentSpec {
+    fn default() -> Self {
+        AgentSpec {
+            id: default_agent_id(),
+            provider: default_provider(),
+            model: default_model(),
+            max_tokens: None,
+            cwd: default_cwd(),
+        }
+    }
+}
+
+/// The DeepSeek adapter registration (spec 09 W5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterSpec {
+    /// Whether the route is registered at all (false: `NO_ADAPTER`).
+    #[serde(default = "yes")]
+    pub registered: bool,
+    /// The provider route name.
+    #[serde(default = "default_route")]
+    pub provider: String,
+    /// Catalog models; others use the defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelSpec>,
+    /// Context window of models not in the catalog (default 1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_context_window: Option<u64>,
+    /// Output cap of models not in the catalog (default 256000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Deployment default effort: `off`, `low`, `high` (default) or `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Deployment thinking: `enabled` or `disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// Idle watchdog between stream reads (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_idle_timeout_ms: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_route() -> String {
+    "deepseek-official".into()
+}
+
+impl Default for AdapterSpec {
+    fn default() -> Self {
+        AdapterSpec {
+            registered: true,
+            provider: default_route(),
+            models: Vec::new(),
+            default_context_window: None,
+            max_tokens: None,
+            reasoning_effort: None,
+            thinking: None,
+            stream_idle_timeout_ms: None,
+        }
+    }
+}
+
+/// One catalog model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Model id.
+    pub id: String,
+    /// Its context window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Its output cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// Simulated time and network (turmoil).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationSpec {
+    /// The seed of the simulated network.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// One-way message latency.
+    #[serde(default = "default_latency_ms")]
+    pub latency_ms: u64,
+    /// Epoch milliseconds at the start (default 1767225600000, 2026-01-01T00:00:00Z).
+    #[serde(default = "default_start_ms")]
+    pub start_ms: u64,
+    /// Virtual-time budget; a run still busy after it is an error.
+    #[serde(default = "default_budget_ms")]
+    pub budget_ms: u64,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_latency_ms() -> u64 {
+    1
+}
+
+fn default_start_ms() -> u64 {
+    1_767_225_600_000
+}
+
+fn default_budget_ms() -> u64 {
+    3_600_000
+}
+
+impl Default for SimulationSpec {
+    fn default() -> Self {
+        SimulationSpec {
+            seed: default_seed(),
+            latency_ms: default_latency_ms(),
+            start_ms: default_start_ms(),
+            budget_ms: default_budget_ms(),
+        }
+    }
+}
+
+/// A scripted tool result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResultSpec {
+    /// Tool name the result answers.
+    pub name: String,
+    /// Result text.
+    #[serde(default)]
+    pub text: String,
+    /// `isError`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Context messages spliced into the next-step inbox.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_contexts: Vec<String>,
+    /// `concludesTurn`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub concludes_turn: bool,
+}
+
+/// Expectations on a loop run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoopExpect {
+    /// The event types of the whole log, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_types: Option<Vec<String>>,
+    /// Events that appear in this order (others may come between); each
+    /// compares the fields it states, `data` exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<EventExpect>>,
+    /// Event types that must not appear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absent: Option<Vec<String>>,
+    /// The whole session log as JSON lines, byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// The request bodies the provider received, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Vec<Value>>,
+    /// How many requests the provider received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_count: Option<usize>,
+    /// `prompt_cache_hit_tokens` the provider reported per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_tokens: Option<Vec<u64>>,
+    /// The agent's final status (`idle` or `running`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Inbox items still pending at the end: `[next-turn, next-step]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<[usize; 2]>,
+    /// Messages of live `agent/error` events, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_errors: Option<Vec<String>>,
+}
+
+/// One expected event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventExpect {
+    /// Event type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its seq.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// Its data, exactly (key order included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// `surfaceOp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface_op: Option<Value>,
+    /// `sourceEventSeqs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_event_seqs: Option<Vec<u64>>,
 }
 
 /// The contract level a scenario exercises.
@@ -142,6 +417,195 @@ pub enum Step {
     Bind(BindStep),
     /// `assemble({scope})`, then render the prompt and the context snapshot.
     Assemble(AssembleStep),
+    /// Loop: `agent.followup(message)`.
+    Followup(MessageStep),
+    /// Loop: `agent.steer(message)`.
+    Steer(MessageStep),
+    /// Loop: `agent.inject(message)`.
+    Inject(MessageStep),
+    /// Loop: `agent.cancel(reason, {keepInbox})`.
+    Cancel(CancelStep),
+    /// Loop: let virtual time pass.
+    Wait(WaitStep),
+    /// Loop: wait until the agent is idle.
+    WaitIdle(WaitIdleStep),
+    /// Loop: append a compaction summary replacing a surface range.
+    Compact(CompactStep),
+    /// Loop: a new agent over a session rebuilt from this log (a new process).
+    Resume(ResumeStep),
+    /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
+    DisposeAgent(DisposeAgentStep),
+    /// Loop: an `agent/pre-step` listener.
+    OnPreStep(LoopListenerStep<PreStepOp>),
+    /// Loop: an `agent/request` listener.
+    OnRequest(LoopListenerStep<RequestOp>),
+    /// Loop: an `agent/request-error` listener.
+    OnRequestError(LoopListenerStep<RequestErrorOp>),
+    /// Loop: an `agent/turn-stopping` listener.
+    OnTurnStopping(LoopListenerStep<TurnStoppingOp>),
+}
+
+/// A message sent to the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageStep {
+    /// Text of a user prompt.
+    pub text: String,
+    /// The message's `source` (default `{kind = "user"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
+}
+
+/// Cancel the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelStep {
+    /// The abort cause (default `{kind = "user"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Value>,
+    /// `{keepInbox: true}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_inbox: bool,
+}
+
+/// Let virtual time pass.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitStep {
+    /// Milliseconds.
+    pub ms: u64,
+}
+
+/// Wait for idle.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitIdleStep {}
+
+/// Compact the surface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactStep {
+    /// Summary text.
+    pub text: String,
+    /// First replaced surface node (seq); default the first node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    /// Last replaced surface node (seq); default the last node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<u64>,
+}
+
+/// Resume.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeStep {}
+
+/// Dispose the agent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisposeAgentStep {}
+
+/// A scripted loop listener.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = "Op: Deserialize<'de>"))]
+pub struct LoopListenerStep<Op> {
+    /// Listener id (for `dispose`).
+    pub id: String,
+    /// Register outermost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepend: bool,
+    /// Act only on these invocations (1-based); on others just pass through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Vec<u32>>,
+    /// What it does, in order.
+    pub ops: Vec<Op>,
+}
+
+/// A pre-step listener op. `current` starts as `enter` with the claimed
+/// messages (no runtime-context candidate); `next` replaces it with the inner
+/// decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PreStepOp {
+    /// `current = await next()`.
+    Next,
+    /// `current = {kind: 'reject'}`.
+    Reject,
+    /// `current = {kind: 'enter', messages: []}`.
+    EnterEmpty,
+    /// Remove the runtime-context snapshot message(s) from `current`.
+    DropRuntimeContext,
+    /// Rewrite the text of the runtime-context message (same source).
+    RewriteRuntimeContext(String),
+    /// Reverse `current`'s messages.
+    Reverse,
+    /// Append a user message with this text.
+    AppendMessage(String),
+    /// Insert a user message with this text first.
+    PrependMessage(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+    /// Wait until the turn's signal aborts, then throw its abort error.
+    WaitForAbort,
+    /// Wait this many virtual milliseconds (ignoring the signal).
+    SleepMs(u64),
+    /// `agent.steer(text)` from inside the listener.
+    Steer(String),
+}
+
+/// An `agent/request` op. `current` starts as `{}`; `next` gives the seed config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RequestOp {
+    /// `current = await next()`.
+    Next,
+    /// A new object: `{...current, ...set}`.
+    Set(serde_json::Map<String, Value>),
+    /// A new object without this key.
+    Remove(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+/// An `agent/request-error` op. `current` starts as `undefined` (give up).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RequestErrorOp {
+    /// `current = await next()`.
+    Next,
+    /// `current = {kind: 'retry'}`.
+    Retry,
+    /// `current = undefined`.
+    GiveUp,
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+/// An `agent/turn-stopping` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnStoppingOp {
+    /// `agent.steer(text)`.
+    Steer(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+impl Step {
+    /// For a step that registers, disposes or binds: its expectation
+    /// (`Some(None)` when it states none). `None` for other steps.
+    pub fn register_expect(&self) -> Option<Option<&RegisterExpect>> {
+        match self {
+            Step::Section(s) => Some(s.expect.as_ref()),
+            Step::Context(s) => Some(s.expect.as_ref()),
+            Step::Suppress(s) => Some(s.expect.as_ref()),
+            Step::Tools(s) => Some(s.expect.as_ref()),
+            Step::Variable(s) => Some(s.expect.as_ref()),
+            Step::Dispose(s) => Some(s.expect.as_ref()),
+            Step::Bind(s) => Some(s.expect.as_ref()),
+            _ => None,
+        }
+    }
 }
 
 /// Registers a prompt section.
@@ -436,6 +900,11 @@ pub enum ListenerOp {
     Register(Box<Step>),
     /// Dispose the registration with this id.
     Dispose(String),
+    /// Loop level: wait until the assembly's signal aborts, then throw its
+    /// abort error (a cooperative blocked assembly).
+    WaitForAbort,
+    /// Loop level: wait this many virtual milliseconds, ignoring the signal.
+    SleepMs(u64),
 }
 
 /// A new assembly object built by a listener.

@@ -1,0 +1,314 @@
+//! The LLM runtime's parts the loop observes (spec 07 H5–H6, 05 §4): model
+//! info and call preparation with adapter defaults, LLM failures, and the
+//! block assembler that turns stream chunks into an assistant message.
+//!
+//! Chunks and messages are JSON values in upstream's shapes, because they are
+//! logged verbatim (`assistant/chunk`, `assistant/message`).
+
+use serde_json::{Map, Value, json};
+
+use super::js::JsError;
+
+/// A failure object: `{message, code, status?, providerRetryAfterMs?, requestId?}`.
+pub fn failure(message: &str, code: &str) -> Value {
+    json!({"message": message, "code": code})
+}
+
+/// What an adapter says about one model (`resolveModel`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelInfo {
+    /// `context.contextWindow`, when known.
+    pub context_window: Option<u64>,
+    /// Filled into `maxTokens` when the proposal has none.
+    pub default_max_tokens: Option<u64>,
+    /// Supported reasoning efforts and the default; `None` = no reasoning info.
+    pub reasoning: Option<Reasoning>,
+}
+
+/// A model's reasoning efforts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reasoning {
+    /// Effort ids, e.g. `off`, `low`, `high`, `max`.
+    pub efforts: Vec<String>,
+    /// The default effort.
+    pub default_effort: Option<String>,
+}
+
+/// A prepared call (`prepareCall`'s result, minus the stream handle).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PreparedCall {
+    /// The resolved config.
+    pub config: Value,
+    /// `{reasoningEffort?: true, maxTokens?: true}`.
+    pub adapter_defaults: Value,
+    /// `contextWindow`, if the model info has one.
+    pub context_window: Option<u64>,
+}
+
+/// Resolve a proposed config against model info (`resolveCallFor` +
+/// `prepareCall`): fill defaults, validate the effort, mark what was filled.
+pub fn prepare_call(proposed: &Value, info: &ModelInfo) -> Result<PreparedCall, JsError> {
+    let provider = proposed["provider"].as_str().unwrap_or_default();
+    let model = proposed["model"].as_str().unwrap_or_default();
+    let mut config = proposed.as_object().cloned().unwrap_or_default();
+    if !config.contains_key("maxTokens")
+        && let Some(default) = info.default_max_tokens
+    {
+        config.insert("maxTokens".into(), json!(default));
+    }
+    let requested = config
+        .get("reasoningEffort")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let unsupported = |effort: &str| {
+        JsError::llm(failure(
+            &format!(
+                "provider \"{provider}\" model \"{model}\" does not support reasoning effort \"{effort}\""
+            ),
+            "UNSUPPORTED_REASONING_EFFORT",
+        ))
+    };
+    match &info.reasoning {
+        None => {
+            if let Some(requested) = &requested {
+                return Err(unsupported(requested));
+            }
+        }
+        Some(reasoning) => {
+            let effective = requested
+                .clone()
+                .or_else(|| reasoning.default_effort.clone());
+            if let Some(effective) = effective {
+                if !reasoning.efforts.contains(&effective) {
+                    return Err(unsupported(&effective));
+                }
+                if requested.as_deref() != Some(effective.as_str()) {
+                    config.insert("reasoningEffort".into(), json!(effective));
+                }
+            }
+        }
+    }
+    let mut adapter_defaults = Map::new();
+    if proposed.get("reasoningEffort").is_none() && config.contains_key("reasoningEffort") {
+        adapter_defaults.insert("reasoningEffort".into(), json!(true));
+    }
+    if proposed.get("maxTokens").is_none() && config.contains_key("maxTokens") {
+        adapter_defaults.insert("maxTokens".into(), json!(true));
+    }
+    Ok(PreparedCall {
+        config: Value::Object(config),
+        adapter_defaults: Value::Object(adapter_defaults),
+        context_window: info.context_window,
+    })
+}
+
+#[derive(Clone, Debug, Default)]
+struct Partial {
+    block_type: String,
+    text: String,
+    tool_call_id: Option<String>,
+    tool_call_name: Option<String>,
+    tool_call_arguments: String,
+    block: Option<Value>,
+}
+
+/// `BlockAssembler`: folds stream chunks into blocks, usage and finish.
+#[derive(Clone, Debug, Default)]
+pub struct BlockAssembler {
+    partials: Vec<(u64, Partial)>,
+    usage: Option<Value>,
+    finish: Option<Value>,
+}
+
+impl BlockAssembler {
+    fn ensure(&mut self, index: u64, block_type: &str) -> &mut Partial {
+        let position = match self.partials.iter().position(|(i, _)| *i == index) {
+            Some(position) => position,
+            None => {
+                self.partials.push((
+                    index,
+                    Partial {
+                        block_type: block_type.into(),
+                        ..Partial::default()
+                    },
+                ));
+                self.partials.len() - 1
+            }
+        };
+        &mut self.partials[position].1
+    }
+
+    /// Feed one chunk.
+    pub fn push(&mut self, chunk: &Value) {
+        let index = chunk["index"].as_u64().unwrap_or(0);
+        match chunk["type"].as_str().unwrap_or_default() {
+            "block-start" => {
+                let block_type = chunk["blockType"].as_str().unwrap_or_default().to_string();
+                self.ensure(index, &block_type);
+            }
+            kind @ ("text-delta" | "reasoning-delta") => {
+                let partial = self.ensure(
+                    index,
+                    if kind == "text-delta" {
+                        "text"
+                    } else {
+                        "reasoning"
+                    },
+                );
+                if partial.block.is_none() {
+                    partial
+                        .text
+                        .push_str(chunk["text"].as_str().unwrap_or_default());
+                }
+            }
+            "tool-call-delta" => {
+                let partial = self.ensure(index, "tool-call");
+                if partial.block.is_none() {
+                    partial.tool_call_id = chunk["id"].as_str().map(str::to_string);
+                    if let Some(name) = chunk["name"].as_str().filter(|n| !n.is_empty()) {
+                        partial.tool_call_name = Some(name.to_string());
+                    }
+                    partial
+                        .tool_call_arguments
+                        .push_str(chunk["argumentsDelta"].as_str().unwrap_or_default());
+                }
+            }
+            "block-end" => {
+                let block = chunk["block"].clone();
+                let block_type = block["type"].as_str().unwrap_or_default().to_string();
+                let partial = self.ensure(index, &block_type);
+                if partial.block.is_none() {
+                    partial.block = Some(block);
+                }
+            }
+            "usage" => self.usage = Some(chunk["usage"].clone()),
+            "finish" => self.finish = Some(chunk["reason"].clone()),
+            _ => {}
+        }
+    }
+
+    fn assemble(index: u64, partial: &Partial) -> Value {
+        if let Some(block) = &partial.block {
+            return block.clone();
+        }
+        match partial.block_type.as_str() {
+            "tool-call" => json!({
+                "type": "tool-call",
+                "id": partial.tool_call_id.clone().unwrap_or_else(|| format!("call-{index}")),
+                "name": partial.tool_call_name.clone().unwrap_or_default(),
+                "arguments": partial.tool_call_arguments,
+            }),
+            block_type => json!({"type": block_type, "text": partial.text}),
+        }
+    }
+
+    /// All blocks in stream order; a `max-tokens` finish drops tool calls.
+    pub fn blocks(&self) -> Vec<Value> {
+        let truncated = self.finish()["kind"] == "max-tokens";
+        self.partials
+            .iter()
+            .map(|(index, partial)| Self::assemble(*index, partial))
+            .filter(|block| !(truncated && block["type"] == "tool-call"))
+            .collect()
+    }
+
+    /// The prefix an interrupted stream keeps: text and reasoning blocks with
+    /// non-blank text, in stream order.
+    pub fn interrupted_blocks(&self) -> Vec<Value> {
+        self.partials
+            .iter()
+            .filter(|(_, partial)| {
+                let kind = partial
+                    .block
+                    .as_ref()
+                    .and_then(|b| b["type"].as_str())
+                    .unwrap_or(&partial.block_type);
+                kind == "text" || kind == "reasoning"
+            })
+            .map(|(index, partial)| Self::assemble(*index, partial))
+            .filter(|block| !block["text"].as_str().unwrap_or_default().trim().is_empty())
+            .collect()
+    }
+
+    /// The usage chunk's usage, if one arrived.
+    pub fn usage(&self) -> Option<&Value> {
+        self.usage.as_ref()
+    }
+
+    /// The finish reason; `{kind: 'stop'}` when the stream had none.
+    pub fn finish(&self) -> Value {
+        self.finish
+            .clone()
+            .unwrap_or_else(|| json!({"kind": "stop"}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deepseek_info() -> ModelInfo {
+        ModelInfo {
+            context_window: Some(1_000_000),
+            default_max_tokens: Some(256_000),
+            reasoning: Some(Reasoning {
+                efforts: ["off", "low", "high", "max"].map(String::from).to_vec(),
+                default_effort: Some("high".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn defaults_are_filled_and_marked() {
+        let prepared =
+            prepare_call(&json!({"provider": "p", "model": "m"}), &deepseek_info()).unwrap();
+        assert_eq!(
+            prepared.config,
+            json!({"provider": "p", "model": "m", "maxTokens": 256000, "reasoningEffort": "high"})
+        );
+        assert_eq!(
+            prepared.adapter_defaults,
+            json!({"reasoningEffort": true, "maxTokens": true})
+        );
+        let explicit = prepare_call(
+            &json!({"provider": "p", "model": "m", "maxTokens": 1000}),
+            &deepseek_info(),
+        )
+        .unwrap();
+        assert_eq!(explicit.adapter_defaults, json!({"reasoningEffort": true}));
+    }
+
+    #[test]
+    fn unsupported_effort_is_an_llm_error() {
+        let error = prepare_call(
+            &json!({"provider": "p", "model": "m", "reasoningEffort": "extreme"}),
+            &deepseek_info(),
+        )
+        .unwrap_err();
+        assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_REASONING_EFFORT"));
+        assert_eq!(
+            error.message,
+            "provider \"p\" model \"m\" does not support reasoning effort \"extreme\""
+        );
+    }
+
+    #[test]
+    fn interrupted_blocks_keep_only_non_blank_text_and_reasoning() {
+        let mut assembler = BlockAssembler::default();
+        for chunk in [
+            json!({"type": "block-start", "index": 0, "blockType": "text"}),
+            json!({"type": "text-delta", "index": 0, "text": "Hel"}),
+            json!({"type": "text-delta", "index": 0, "text": "lo"}),
+            json!({"type": "block-start", "index": 1, "blockType": "tool-call"}),
+            json!({"type": "tool-call-delta", "index": 1, "id": "c1", "name": "read", "argumentsDelta": "{"}),
+        ] {
+            assembler.push(&chunk);
+        }
+        assert_eq!(
+            assembler.interrupted_blocks(),
+            vec![json!({"type": "text", "text": "Hello"})]
+        );
+        assert_eq!(assembler.blocks().len(), 2);
+        assert_eq!(assembler.finish(), json!({"kind": "stop"}));
+    }
+}

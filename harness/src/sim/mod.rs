@@ -1,0 +1,422 @@
+//! The loop simulator: one loop-level case run inside turmoil, the agent on
+//! one simulated host and the mock provider on another, all time virtual and
+//! all randomness from the scenario's seed.
+//!
+//! [`run_loop_case`] is the loop-level half of the reference implementation:
+//! it executes a case's commands against a real [`crate::agent::Agent`] and
+//! reports the session log, the requests the provider received and the
+//! agent's final state.
+
+pub mod scripted;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mock_provider::MockProvider;
+use serde_json::{Value, json};
+
+use crate::agent::transport::{Connection, Endpoint};
+use crate::agent::{
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, ToolOutcome, ToolRunner, user_message,
+};
+use crate::model::deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
+use crate::model::session::{Session, SurfaceMeta, SurfaceOp};
+use crate::model::{AssembleContext, JsError, Registry, ScopeKey};
+use crate::protocol::{Case, CaseResult, LoopRun, Observation, ProviderRequest};
+use crate::scenario::format::{LoopWorld, Step, ToolResultSpec};
+use crate::scripted::{
+    World, assembly_data, config_of, dispose, observe_renders, observed, register,
+};
+
+/// The provider host name and port inside the simulation.
+pub const PROVIDER_HOST: &str = "provider";
+/// The provider port.
+pub const PROVIDER_PORT: u16 = 443;
+
+fn adapters(world: &LoopWorld) -> BTreeMap<String, AdapterRoute> {
+    let spec = &world.adapter;
+    let mut routes = BTreeMap::new();
+    if !spec.registered {
+        return routes;
+    }
+    let mut deepseek = DeepSeekConnection::default();
+    deepseek.defaults = DeepSeekDefaults {
+        thinking: spec.thinking.clone(),
+        reasoning_effort: spec.reasoning_effort.clone(),
+    };
+    if !spec.models.is_empty() {
+        deepseek.models = spec
+            .models
+            .iter()
+            .map(|m| DeepSeekModel {
+                id: m.id.clone(),
+                context_window: m.context_window,
+                max_tokens: m.max_tokens,
+            })
+            .collect();
+    }
+    if let Some(window) = spec.default_context_window {
+        deepseek.default_context_window = window;
+    }
+    if let Some(max_tokens) = spec.max_tokens {
+        deepseek.max_tokens = max_tokens;
+    }
+    if let Some(timeout_ms) = spec.stream_idle_timeout_ms {
+        deepseek.stream_idle_timeout_ms = timeout_ms;
+    }
+    let models = deepseek
+        .models
+        .iter()
+        .map(|m| (m.id.clone(), resolve_model(&deepseek, &m.id)))
+        .collect();
+    let connection = Rc::new(Connection {
+        endpoint: Endpoint::Simulated {
+            host: PROVIDER_HOST.into(),
+            port: PROVIDER_PORT,
+        },
+        defaults: deepseek.defaults.clone(),
+        stream_idle_timeout_ms: deepseek.stream_idle_timeout_ms,
+        api_key: "sk-dshc-simulated".into(),
+        user_id: "dshc-user".into(),
+    });
+    let default_model = resolve_model(&deepseek, "");
+    routes.insert(
+        spec.provider.clone(),
+        AdapterRoute {
+            models,
+            default_model,
+            connection,
+        },
+    );
+    routes
+}
+
+/// Scripted tool results: by name, in order, the last one repeating.
+fn tool_runner(results: &[ToolResultSpec]) -> ToolRunner {
+    let results = results.to_vec();
+    let used: RefCell<BTreeMap<String, usize>> = RefCell::new(BTreeMap::new());
+    Rc::new(move |name: &str, _arguments: &str| {
+        let matching: Vec<&ToolResultSpec> = results.iter().filter(|r| r.name == name).collect();
+        let Some(last) = matching.last() else {
+            return ToolOutcome {
+                text: format!("Error: no scripted result for tool \"{name}\""),
+                is_error: true,
+                ..ToolOutcome::default()
+            };
+        };
+        let mut used = used.borrow_mut();
+        let count = used.entry(name.to_string()).or_default();
+        let spec = matching.get(*count).unwrap_or(last);
+        *count += 1;
+        ToolOutcome {
+            text: spec.text.clone(),
+            is_error: spec.is_error,
+            additional_contexts: spec.additional_contexts.clone(),
+            concludes_turn: spec.concludes_turn,
+        }
+    })
+}
+
+struct Runner {
+    context: LoopContext,
+    world: LoopWorld,
+    agent: Agent,
+    scripted: Rc<World>,
+    clock: crate::model::session::Clock,
+}
+
+impl Runner {
+    fn new_agent(
+        context: &LoopContext,
+        world: &LoopWorld,
+        session: Session,
+    ) -> Result<Agent, JsError> {
+        let spec = &world.agent;
+        let options = AgentOptions {
+            provider: spec.provider.clone(),
+            model: spec.model.clone(),
+            max_tokens: spec.max_tokens,
+        };
+        Agent::new(
+            context.clone(),
+            &spec.id,
+            ScopeKey::new(&spec.id),
+            options,
+            session,
+        )
+    }
+
+    fn message(&self, text: &str, source: &Option<Value>) -> Value {
+        let source = source.clone().unwrap_or_else(|| json!({"kind": "user"}));
+        user_message(
+            &self.context.ids,
+            json!([{"type": "text", "text": text}]),
+            source,
+        )
+    }
+
+    /// Dispose every registration made on the agent's scope.
+    fn drop_agent_scope(&self) {
+        for disposer in self.scripted.disposers_in(&self.world.agent.id) {
+            disposer.dispose();
+        }
+    }
+
+    async fn command(
+        &mut self,
+        command: &Step,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        let world_ref = Rc::downgrade(&self.scripted);
+        let registry = self.context.registry.clone();
+        match command {
+            Step::Bind(bind) => registry
+                .bind_scope_parent(&ScopeKey::new(&bind.scope), &ScopeKey::new(&bind.parent)),
+            Step::Dispose(step) => {
+                if !dispose(&step.target, &world_ref) {
+                    self.remove_loop_listener(&step.target);
+                }
+                Ok(())
+            }
+            Step::Assemble(step) => {
+                let context = AssembleContext {
+                    scope: step.scope.as_deref().map(ScopeKey::new),
+                    ..AssembleContext::default()
+                };
+                let assembly = registry.assemble(context).await?;
+                observation.assembly = Some(assembly_data(&assembly));
+                observe_renders(&assembly, observation);
+                Ok(())
+            }
+            Step::Followup(m) => self.agent.followup(self.message(&m.text, &m.source)),
+            Step::Steer(m) => self.agent.steer(self.message(&m.text, &m.source)),
+            Step::Inject(m) => self.agent.inject(self.message(&m.text, &m.source)),
+            Step::Cancel(c) => self.agent.cancel(
+                c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
+                c.keep_inbox,
+            ),
+            Step::Wait(w) => {
+                tokio::time::sleep(Duration::from_millis(w.ms)).await;
+                Ok(())
+            }
+            Step::WaitIdle(_) => {
+                self.agent.when_idle().await;
+                Ok(())
+            }
+            Step::Compact(c) => {
+                let session = self.agent.session();
+                let nodes = session.surface_nodes();
+                let start = c
+                    .start
+                    .or(nodes.first().copied())
+                    .ok_or_else(|| JsError::error("compact: the surface is empty"))?;
+                let end = c.end.or(nodes.last().copied()).unwrap_or(start);
+                let from = nodes.iter().position(|n| *n == start).unwrap_or(0);
+                let to = nodes
+                    .iter()
+                    .position(|n| *n == end)
+                    .map_or(nodes.len(), |i| i + 1);
+                let shadowed = nodes.get(from..to).unwrap_or_default().to_vec();
+                let message = user_message(
+                    &self.context.ids,
+                    json!([{"type": "text", "text": c.text}]),
+                    json!({"kind": "compaction"}),
+                );
+                session.append(
+                    "user/message",
+                    message,
+                    SurfaceMeta {
+                        surface_op: Some(SurfaceOp::Replace { start, end }),
+                        source_event_seqs: Some(shadowed),
+                    },
+                )?;
+                Ok(())
+            }
+            Step::Resume(_) => {
+                self.agent.when_idle().await;
+                self.drop_agent_scope();
+                let old = self.agent.session();
+                let session =
+                    Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
+                self.agent = Self::new_agent(&self.context, &self.world, session)?;
+                Ok(())
+            }
+            Step::DisposeAgent(_) => {
+                self.agent.cancel(json!({"kind": "disposed"}), false)?;
+                self.agent.when_idle().await;
+                self.drop_agent_scope();
+                Ok(())
+            }
+            Step::OnPreStep(s) => {
+                scripted::on_pre_step(&self.agent, s);
+                Ok(())
+            }
+            Step::OnRequest(s) => {
+                scripted::on_request(&self.agent, s);
+                Ok(())
+            }
+            Step::OnRequestError(s) => {
+                scripted::on_request_error(&self.agent, s);
+                Ok(())
+            }
+            Step::OnTurnStopping(s) => {
+                scripted::on_turn_stopping(&self.agent, s);
+                Ok(())
+            }
+            registration => register(registration, &world_ref, &registry),
+        }
+    }
+
+    fn remove_loop_listener(&self, id: &str) {
+        let listener = scripted::listener_id(id);
+        let listeners = self.agent.listeners();
+        listeners.pre_step.remove(listener);
+        listeners.request.remove(listener);
+        listeners.request_error.remove(listener);
+        listeners.turn_stopping.remove(listener);
+    }
+}
+
+/// Run a loop-level case in a fresh simulation.
+pub fn run_loop_case(case: &Case) -> CaseResult {
+    let Some(world) = case.world.clone() else {
+        return failed_run("a loop case needs its world");
+    };
+    let provider = match MockProvider::new(world.provider.clone()) {
+        Ok(provider) => provider,
+        Err(error) => return failed_run(&error.to_string()),
+    };
+    let simulation = world.simulation.clone();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(simulation.seed)
+        .min_message_latency(Duration::from_millis(simulation.latency_ms))
+        .max_message_latency(Duration::from_millis(simulation.latency_ms))
+        .simulation_duration(Duration::from_millis(simulation.budget_ms))
+        .tick_duration(Duration::from_millis(1))
+        .build();
+    let host_provider = provider.clone();
+    sim.host(PROVIDER_HOST, move || {
+        let provider = host_provider.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
+            mock_provider::serve_turmoil(listener, provider).await?;
+            Ok(())
+        }
+    });
+    let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
+    let sink = output.clone();
+    let case = case.clone();
+    let client_provider = provider.clone();
+    sim.client("agent-host", async move {
+        let result = drive(&case, world, &client_provider).await;
+        *sink.borrow_mut() = Some(result);
+        Ok(())
+    });
+    let finished = sim.run();
+    let mut result = output.borrow_mut().take().unwrap_or_default();
+    if let Err(error) = finished {
+        let run = result.run.get_or_insert_with(LoopRun::default);
+        run.failure = Some(format!("the simulation did not finish: {error}"));
+        run.requests = provider_requests(&provider);
+    }
+    result
+}
+
+fn failed_run(message: &str) -> CaseResult {
+    CaseResult {
+        run: Some(LoopRun {
+            failure: Some(message.to_string()),
+            ..LoopRun::default()
+        }),
+        ..CaseResult::default()
+    }
+}
+
+fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
+    provider
+        .requests()
+        .into_iter()
+        .filter(|r| r.body_json.is_some())
+        .map(|r| ProviderRequest {
+            body: r.body_json.clone().unwrap_or(Value::Null),
+            cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+        })
+        .collect()
+}
+
+async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseResult {
+    let registry = match Registry::new(config_of(&case.config)) {
+        Ok(registry) => registry,
+        Err(error) => {
+            return CaseResult {
+                config_error: Some(observed(&error)),
+                ..CaseResult::default()
+            };
+        }
+    };
+    let start = tokio::time::Instant::now();
+    let start_ms = world.simulation.start_ms;
+    let clock: crate::model::session::Clock = Rc::new(move || {
+        start_ms
+            + tokio::time::Instant::now()
+                .duration_since(start)
+                .as_millis() as u64
+    });
+    let context = LoopContext {
+        registry: registry.clone(),
+        adapters: Rc::new(adapters(&world)),
+        tools: tool_runner(&world.tool_results),
+        ids: Ids::default(),
+        live_events: Rc::new(RefCell::new(Vec::new())),
+        dispatches: Rc::new(RefCell::new(Vec::new())),
+    };
+    let session = Session::new("session-1", world.agent.cwd.clone(), clock.clone());
+    let setup = context
+        .register_loop_variables()
+        .and_then(|()| Runner::new_agent(&context, &world, session));
+    let agent = match setup {
+        Ok(agent) => agent,
+        Err(error) => return failed_run(&format!("setup failed: {}", error.message)),
+    };
+    let mut runner = Runner {
+        context,
+        world,
+        agent,
+        scripted: Rc::new(World::default()),
+        clock,
+    };
+    let mut observations = Vec::with_capacity(case.commands.len());
+    for command in &case.commands {
+        let changes_before = registry.change_count();
+        let mut observation = Observation::default();
+        if let Err(error) = runner.command(command, &mut observation).await {
+            observation.error = Some(observed(&error));
+        }
+        observation.changes = registry.change_count() - changes_before;
+        observation.journal = runner.scripted.take_journal();
+        observations.push(observation);
+    }
+    runner.agent.when_idle().await;
+    let agent = &runner.agent;
+    let (next_turn, next_step) = agent.pending();
+    let run = LoopRun {
+        log: agent
+            .session()
+            .events()
+            .iter()
+            .map(|e| e.to_json())
+            .collect(),
+        requests: provider_requests(provider),
+        status: agent.status().to_string(),
+        pending: [next_turn, next_step],
+        live_events: runner.context.live_events.borrow().clone(),
+        failure: None,
+    };
+    CaseResult {
+        config_error: None,
+        observations,
+        run: Some(run),
+    }
+}
