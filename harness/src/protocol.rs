@@ -139,6 +139,9 @@ pub struct LoopRun {
     /// The run could not finish (virtual-time budget, setup failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Violated run invariants (replay equality, change-only logging, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
 }
 
 /// One request the provider received.

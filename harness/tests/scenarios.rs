@@ -29,8 +29,26 @@ fn trial(path: PathBuf) -> Trial {
     Trial::test(name, move || {
         let scenario = load_scenario(&path).map_err(|e| Failed::from(e.to_string()))?;
         match check(&scenario) {
-            Outcome::Pass => Ok(()),
-            outcome => Err(Failed::from(harness::runner::describe(&scenario, &outcome))),
+            Outcome::Pass => {}
+            outcome => return Err(Failed::from(harness::runner::describe(&scenario, &outcome))),
         }
+        // Loop scenarios: the same scenario twice gives byte-identical results.
+        if scenario.case.level == harness::scenario::format::Level::Loop {
+            let first = serde_json::to_string(&harness::scripted::run_case(&scenario.case))
+                .unwrap_or_default();
+            let second = serde_json::to_string(&harness::scripted::run_case(&scenario.case))
+                .unwrap_or_default();
+            if first != second {
+                return Err(Failed::from(format!(
+                    "{}: two runs differ\n{}",
+                    scenario.id,
+                    harness::runner::diff_text(
+                        &first.replace("},{", "},\n{"),
+                        &second.replace("},{", "},\n{")
+                    )
+                )));
+            }
+        }
+        Ok(())
     })
 }

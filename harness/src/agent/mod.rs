@@ -780,11 +780,6 @@ impl Agent {
         turn: u64,
         step: u64,
     ) -> Result<(), JsError> {
-        self.0
-            .context
-            .dispatches
-            .borrow_mut()
-            .push((self.0.session.id(), self.0.session.len()));
         let Some(connection) = route else {
             // No adapter and no `llm/stream` middleware: dispatch fails terminally.
             let provider = request["provider"].as_str().unwrap_or_default();
@@ -801,11 +796,16 @@ impl Agent {
             return check(signal);
         };
         let probe = signal.clone();
+        let (dispatches, session) = (self.0.context.dispatches.clone(), self.0.session.clone());
+        let on_dispatch =
+            Box::new(move || dispatches.borrow_mut().push((session.id(), session.len())));
         let mut chunks = ChunkStream::new(
             connection,
             request.clone(),
             Box::new(move || probe.is_aborted()),
+            on_dispatch,
         );
+
         check(signal)?;
         loop {
             let next = tokio::select! {

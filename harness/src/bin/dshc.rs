@@ -121,6 +121,12 @@ enum Command {
         #[arg(long)]
         requests: bool,
     },
+    /// Fold a session log (JSON lines) and print, one per line, the wire body
+    /// of every request reconstructed from it.
+    Replay {
+        /// The session log.
+        log: PathBuf,
+    },
     /// Print the JSON Schema of scenario files.
     Schema {
         /// Print the adapter protocol schema instead.
@@ -525,6 +531,44 @@ fn merge_reports(reports: Vec<PathBuf>, catalog: PathBuf) -> u8 {
     0
 }
 
+fn replay(path: &std::path::Path) -> u8 {
+    use harness::sim::replay::{dispatch_points, read_log, wire_body_at};
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let events = match read_log(&text) {
+        Ok(events) => events,
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if let Err(error) = harness::model::session::fold_surface(&events) {
+        eprintln!(
+            "error: {}: the log's surface does not fold: {}",
+            path.display(),
+            error.message
+        );
+        return EXIT_BAD_INPUT;
+    }
+    // The session id travels in an HTTP header, not in the body.
+    let defaults = harness::model::deepseek::DeepSeekDefaults::default();
+    for point in dispatch_points(&events) {
+        match wire_body_at(&events[..point], "replayed", &defaults) {
+            Ok(body) => println!("{body}"),
+            Err(error) => {
+                eprintln!("error: the request before seq {point} cannot be rebuilt: {error}");
+                return EXIT_FAILURES;
+            }
+        }
+    }
+    0
+}
+
 fn show(path: &std::path::Path, requests: bool) -> u8 {
     let scenario = match load_scenario(path) {
         Ok(scenario) => scenario,
@@ -626,6 +670,7 @@ fn main() -> ExitCode {
         }
         Command::Report { reports, catalog } => merge_reports(reports, catalog),
         Command::Show { path, requests } => show(&path, requests),
+        Command::Replay { log } => replay(&log),
         Command::Schema { protocol } => {
             if protocol {
                 print!("{}", harness::schema::protocol_schema());

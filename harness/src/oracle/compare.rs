@@ -287,6 +287,9 @@ impl Collector {
         if let Some(failure) = &run.failure {
             self.push("run".into(), "(the run finishes)".into(), failure.clone());
         }
+        for violation in &run.violations {
+            self.push("invariant".into(), "(holds)".into(), violation.clone());
+        }
         let Some(expect) = expect else { return };
         let types: Vec<String> = run
             .log

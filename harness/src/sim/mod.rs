@@ -7,6 +7,8 @@
 //! reports the session log, the requests the provider received and the
 //! agent's final state.
 
+pub mod invariants;
+pub mod replay;
 pub mod scripted;
 
 use std::cell::RefCell;
@@ -401,19 +403,38 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
     runner.agent.when_idle().await;
     let agent = &runner.agent;
     let (next_turn, next_step) = agent.pending();
+    let events = agent.session().events();
+    let requests = provider_requests(provider);
+    let session_id = agent.session().id();
+    let dispatches: Vec<usize> = runner
+        .context
+        .dispatches
+        .borrow()
+        .iter()
+        .filter(|(session, _)| *session == session_id)
+        .map(|(_, at)| *at)
+        .collect();
+    let bodies: Vec<Value> = requests.iter().map(|r| r.body.clone()).collect();
+    let adapter = &runner.world.adapter;
+    let defaults = DeepSeekDefaults {
+        thinking: adapter.thinking.clone(),
+        reasoning_effort: adapter.reasoning_effort.clone(),
+    };
+    let mut violations =
+        replay::check_replay(&events, &session_id, &dispatches, &bodies, &defaults);
+    violations.extend(invariants::headers_change_only_when_different(&events));
+    violations.extend(invariants::snapshots_change_only_when_different(&events));
+    violations.extend(invariants::cache_hits_monotonic(&requests));
     let run = LoopRun {
-        log: agent
-            .session()
-            .events()
-            .iter()
-            .map(|e| e.to_json())
-            .collect(),
-        requests: provider_requests(provider),
+        log: events.iter().map(|e| e.to_json()).collect(),
+        requests,
         status: agent.status().to_string(),
         pending: [next_turn, next_step],
         live_events: runner.context.live_events.borrow().clone(),
         failure: None,
+        violations,
     };
+
     CaseResult {
         config_error: None,
         observations,

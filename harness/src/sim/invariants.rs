@@ -1,0 +1,130 @@
+//! Invariants every loop run must satisfy, whatever the scenario: checked
+//! after each loop scenario and each seeded session.
+//!
+//! They are properties of the log and the provider traffic alone, so they
+//! hold for any correct implementation.
+
+use serde_json::Value;
+
+use crate::model::header::header_equals;
+use crate::model::js::cmp_utf16;
+use crate::model::runtime_context::{CLEARED, is_owned};
+use crate::model::session::{Event, SurfaceOp};
+use crate::protocol::ProviderRequest;
+
+/// A `change` header is logged only when it differs from the header in force.
+pub fn headers_change_only_when_different(events: &[Event]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut current: Option<Value> = None;
+    for event in events.iter().filter(|e| e.kind == "request/header") {
+        let header = crate::model::header::canonical_header(&event.data["header"]);
+        if event.data["reason"] == "change"
+            && let Some(previous) = &current
+            && header_equals(previous, &header)
+        {
+            problems.push(format!(
+                "seq {}: request/header{{change}} repeats the header in force",
+                event.seq
+            ));
+        }
+        current = Some(header);
+    }
+    problems
+}
+
+/// A runtime-context snapshot is logged only when it differs from the one
+/// retained on the surface (a compaction that shadows it clears it).
+pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut retained: Option<(u64, String)> = None;
+    let mut ever = false;
+    for event in events {
+        if matches!(event.surface_op, Some(SurfaceOp::Replace { .. }))
+            && let Some((seq, _)) = &retained
+            && event
+                .source_event_seqs
+                .as_ref()
+                .is_some_and(|s| s.contains(seq))
+        {
+            retained = None;
+        }
+        if event.kind != "user/message" || !is_owned(&event.data) {
+            continue;
+        }
+        let text = event.data["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        match &retained {
+            Some((_, previous)) if *previous == text => problems.push(format!(
+                "seq {}: runtime-context snapshot repeats the retained one",
+                event.seq
+            )),
+            None if !ever && text == CLEARED => problems.push(format!(
+                "seq {}: tombstone logged although no snapshot ever existed",
+                event.seq
+            )),
+            _ => {}
+        }
+        ever = true;
+        retained = Some((event.seq, text));
+    }
+    problems
+}
+
+/// Without a configured `toolOrder` or listener edits, the tools of every
+/// request are sorted by UTF-16 code units.
+pub fn tools_sorted(requests: &[ProviderRequest]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (index, request) in requests.iter().enumerate() {
+        let names: Vec<&str> = request.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if names
+            .windows(2)
+            .any(|pair| cmp_utf16(pair[0], pair[1]).is_gt())
+        {
+            problems.push(format!(
+                "request {index}: tools are not in canonical order: {names:?}"
+            ));
+        }
+    }
+    problems
+}
+
+/// While a request only extends the previous one (same model, tools and
+/// leading messages), its cache hits do not shrink.
+pub fn cache_hits_monotonic(requests: &[ProviderRequest]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (index, pair) in requests.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let (Some(hits_before), Some(hits_after)) =
+            (before.cache_hit_tokens, after.cache_hit_tokens)
+        else {
+            continue;
+        };
+        let same = |key: &str| before.body[key] == after.body[key];
+        let old = before.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let new = after.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let extends = new.len() >= old.len() && new[..old.len()] == old[..];
+        if same("model") && same("tools") && extends && hits_after < hits_before {
+            problems.push(format!(
+                "request {}: cache hits fell from {hits_before} to {hits_after} although the prompt only grew",
+                index + 1
+            ));
+        }
+    }
+    problems
+}
