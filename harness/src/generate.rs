@@ -456,6 +456,7 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
         adapter: None,
         simulation: None,
         tool_results: Vec::new(),
+        plugins: None,
         expect: None,
     }
 }

@@ -9,6 +9,8 @@
 //! seed determine every byte of the session log.
 
 pub mod listeners;
+pub mod plugins;
+
 pub mod transport;
 
 use std::cell::{Cell, RefCell};

@@ -226,7 +226,8 @@ impl Compiler {
             | Step::WaitIdle(_)
             | Step::Compact(_)
             | Step::Resume(_)
-            | Step::DisposeAgent(_) => Ok(()),
+            | Step::DisposeAgent(_)
+            | Step::Plugin(_) => Ok(()),
         }
     }
 }
@@ -250,7 +251,8 @@ fn is_loop_step(step: &Step) -> bool {
         | Step::OnPreStep(_)
         | Step::OnRequest(_)
         | Step::OnRequestError(_)
-        | Step::OnTurnStopping(_) => true,
+        | Step::OnTurnStopping(_)
+        | Step::Plugin(_) => true,
         _ => false,
     }
 }
@@ -307,6 +309,7 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         || scenario.adapter.is_some()
         || scenario.simulation.is_some()
         || !scenario.tool_results.is_empty()
+        || scenario.plugins.is_some()
         || scenario.expect.is_some();
     let world = match scenario.level {
         Level::Assembly => {
@@ -331,6 +334,7 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
                 adapter: scenario.adapter.clone().unwrap_or_default(),
                 simulation: scenario.simulation.clone().unwrap_or_default(),
                 tool_results: scenario.tool_results.clone(),
+                plugins: scenario.plugins.clone().unwrap_or_default(),
             };
             if let Err(error) = world.provider.validate() {
                 return fail("provider", error.to_string());

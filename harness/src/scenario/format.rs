@@ -61,6 +61,9 @@ pub struct Scenario {
     /// Loop level: scripted tool results, by tool name in order (the last repeats).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolResultSpec>,
+    /// Loop level: context plugins (spec 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<super::plugins::PluginsSpec>,
     /// Loop level: expectations on the whole run, checked after the last step
     /// (and after the agent went idle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,6 +85,9 @@ pub struct LoopWorld {
     /// Scripted tool results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolResultSpec>,
+    /// Context plugins.
+    #[serde(default)]
+    pub plugins: super::plugins::PluginsSpec,
 }
 
 /// The agent: `AgentOptions` and its session.
@@ -443,6 +449,8 @@ pub enum Step {
     OnRequestError(LoopListenerStep<RequestErrorOp>),
     /// Loop: an `agent/turn-stopping` listener.
     OnTurnStopping(LoopListenerStep<TurnStoppingOp>),
+    /// Loop: act on a context plugin's inputs (spec 10).
+    Plugin(super::plugins::PluginAction),
 }
 
 /// A message sent to the agent.

@@ -6,3 +6,4 @@ pub mod compile;
 pub mod format;
 pub mod load;
 pub mod order;
+pub mod plugins;

@@ -130,10 +130,12 @@ struct Runner {
 }
 
 impl Runner {
+    /// A new agent with the world's plugins installed.
     fn new_agent(
         context: &LoopContext,
         world: &LoopWorld,
         session: Session,
+        clock: &crate::model::session::Clock,
     ) -> Result<Agent, JsError> {
         let spec = &world.agent;
         let options = AgentOptions {
@@ -141,13 +143,15 @@ impl Runner {
             model: spec.model.clone(),
             max_tokens: spec.max_tokens,
         };
-        Agent::new(
+        let agent = Agent::new(
             context.clone(),
             &spec.id,
             ScopeKey::new(&spec.id),
             options,
             session,
-        )
+        )?;
+        crate::agent::plugins::install(&agent, &world.plugins, clock)?;
+        Ok(agent)
     }
 
     fn message(&self, text: &str, source: &Option<Value>) -> Value {
@@ -242,7 +246,7 @@ impl Runner {
                 let old = self.agent.session();
                 let session =
                     Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
-                self.agent = Self::new_agent(&self.context, &self.world, session)?;
+                self.agent = Self::new_agent(&self.context, &self.world, session, &self.clock)?;
                 Ok(())
             }
             Step::DisposeAgent(_) => {
@@ -267,6 +271,8 @@ impl Runner {
                 scripted::on_turn_stopping(&self.agent, s);
                 Ok(())
             }
+            Step::Plugin(action) => crate::agent::plugins::act(&self.agent, action),
+
             registration => register(registration, &world_ref, &registry),
         }
     }
@@ -377,7 +383,7 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
     let session = Session::new("session-1", world.agent.cwd.clone(), clock.clone());
     let setup = context
         .register_loop_variables()
-        .and_then(|()| Runner::new_agent(&context, &world, session));
+        .and_then(|()| Runner::new_agent(&context, &world, session, &clock));
     let agent = match setup {
         Ok(agent) => agent,
         Err(error) => return failed_run(&format!("setup failed: {}", error.message)),
