@@ -121,6 +121,16 @@ enum Command {
         #[arg(long)]
         requests: bool,
     },
+    /// Serve the scripted mock provider on a real loopback socket, for any
+    /// OpenAI- or DeepSeek-compatible client. Runs until killed.
+    Serve {
+        /// The script: TOML or JSON with `responses = [...]`.
+        #[arg(long)]
+        script: PathBuf,
+        /// Port on 127.0.0.1 (0 picks a free one; the address is printed).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// Fold a session log (JSON lines) and print, one per line, the wire body
     /// of every request reconstructed from it.
     Replay {
@@ -531,6 +541,64 @@ fn merge_reports(reports: Vec<PathBuf>, catalog: PathBuf) -> u8 {
     0
 }
 
+fn serve(path: &std::path::Path, port: u16) -> u8 {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let script: Result<mock_provider::Script, String> =
+        if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            toml::from_str(&text).map_err(|e| e.to_string())
+        };
+    let provider = match script
+        .map_err(|e| e.to_string())
+        .and_then(|s| mock_provider::MockProvider::new(s).map_err(|e| e.to_string()))
+    {
+        Ok(provider) => provider,
+        Err(error) => {
+            eprintln!("error: {}: {error}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start a runtime: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(listener) => listener,
+            Err(error) => {
+                eprintln!("error: cannot listen on 127.0.0.1:{port}: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        };
+        match listener.local_addr() {
+            Ok(address) => println!("listening on http://{address}"),
+            Err(error) => eprintln!("warning: {error}"),
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        match mock_provider::serve_tokio(listener, provider).await {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("error: {error}");
+                EXIT_BAD_INPUT
+            }
+        }
+    })
+}
+
 fn replay(path: &std::path::Path) -> u8 {
     use harness::sim::replay::{dispatch_points, read_log, wire_body_at};
     let text = match std::fs::read_to_string(path) {
@@ -671,6 +739,7 @@ fn main() -> ExitCode {
         Command::Report { reports, catalog } => merge_reports(reports, catalog),
         Command::Show { path, requests } => show(&path, requests),
         Command::Replay { log } => replay(&log),
+        Command::Serve { script, port } => serve(&script, port),
         Command::Schema { protocol } => {
             if protocol {
                 print!("{}", harness::schema::protocol_schema());
