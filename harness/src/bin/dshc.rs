@@ -121,6 +121,22 @@ enum Command {
         #[arg(long)]
         requests: bool,
     },
+    /// Seeded random loop sessions in simulated time, each checked against
+    /// the loop invariants and run twice for determinism.
+    Sim {
+        /// The seed; session k of seed s is the same on every machine.
+        #[arg(long)]
+        seed: u64,
+        /// How many sessions (0..N).
+        #[arg(long, default_value_t = 100, conflicts_with = "session")]
+        sessions: u64,
+        /// Run only this session (the replay form).
+        #[arg(long)]
+        session: Option<u64>,
+        /// Where a shrunk failing session is written.
+        #[arg(long, default_value = "scenarios/regressions")]
+        regressions_dir: PathBuf,
+    },
     /// Serve the scripted mock provider on a real loopback socket, for any
     /// OpenAI- or DeepSeek-compatible client. Runs until killed.
     Serve {
@@ -541,6 +557,52 @@ fn merge_reports(reports: Vec<PathBuf>, catalog: PathBuf) -> u8 {
     0
 }
 
+fn sim(seed: u64, sessions: u64, session: Option<u64>, regressions_dir: &std::path::Path) -> u8 {
+    use harness::sim::check::{check_session, shrink, steps_of, write_session};
+    use harness::sim::generate::generate_session;
+    let range = match session {
+        Some(session) => session..session + 1,
+        None => 0..sessions,
+    };
+    let started = std::time::Instant::now();
+    let progress = Progress::new(range.end - range.start);
+    let (mut checked, mut steps) = (0u64, 0usize);
+    for index in range {
+        progress.tick(index);
+        let scenario = generate_session(seed, index);
+        let (violations, run) = check_session(&scenario);
+        checked += 1;
+        steps += run.as_ref().map_or(0, steps_of);
+        let Some(first) = violations.first() else {
+            continue;
+        };
+        progress.clear();
+        println!(
+            "session {index} of seed {seed} violates {} invariant(s):",
+            violations.len()
+        );
+        for violation in &violations {
+            println!("  [{}] {}", violation.tag, violation.detail);
+        }
+        let minimal = shrink(&scenario, &first.tag, 400);
+        let remaining = check_session(&minimal).0;
+
+        match write_session(regressions_dir, seed, index, &minimal, &remaining) {
+            Ok(path) => println!("wrote the shrunk session to {}", path.display()),
+            Err(error) => eprintln!("error: cannot write the session: {error}"),
+        }
+        println!("replay with:\n  dshc sim --seed {seed} --session {index}");
+        return EXIT_FAILURES;
+    }
+    progress.clear();
+    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "{checked} sessions, {steps} steps, 0 violations ({:.0} sessions/s, each run twice)",
+        checked as f64 / elapsed
+    );
+    0
+}
+
 fn serve(path: &std::path::Path, port: u16) -> u8 {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -740,6 +802,12 @@ fn main() -> ExitCode {
         Command::Show { path, requests } => show(&path, requests),
         Command::Replay { log } => replay(&log),
         Command::Serve { script, port } => serve(&script, port),
+        Command::Sim {
+            seed,
+            sessions,
+            session,
+            regressions_dir,
+        } => sim(seed, sessions, session, &regressions_dir),
         Command::Schema { protocol } => {
             if protocol {
                 print!("{}", harness::schema::protocol_schema());

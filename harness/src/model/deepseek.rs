@@ -25,6 +25,20 @@
 //!   are reported as `MALFORMED_RESPONSE`.
 //! - Malformed *harness* requests (non-array `content`, `null` messages or
 //!   blocks) are serialized leniently instead of throwing `TypeError`s.
+//! - The 120-unit prefix in `malformed SSE payload: …` may end inside a
+//!   surrogate pair; JavaScript keeps the lone surrogate, a Rust `String`
+//!   holds U+FFFD instead.
+//! - `TypeError` texts for odd wire JSON are V8's interpreter messages; once
+//!   V8 optimizes `translate` it may say `undefined is not a function`
+//!   instead. They only ever appear as the cause of a `TRANSPORT` error.
+//!
+//! Differentially checked against the rc.8 package under Node 20 (random SSE
+//! streams with random read splits, HTTP errors and request bodies).
+
+// `JsError` is the crate-wide error type (it mirrors a thrown JavaScript
+// value); every fallible function here returns it unboxed like the rest of
+// the model does.
+#![allow(clippy::result_large_err)]
 
 use serde_json::{Map, Value, json};
 
@@ -363,8 +377,11 @@ pub fn resolve_model(connection: &DeepSeekConnection, model: &str) -> ModelInfo 
             default_effort: Some("off".into()),
         }
     } else {
+        // Anything but off/low/max (including an unvalidated value) is high.
         let default = match connection.defaults.reasoning_effort.as_deref() {
-            Some(effort @ ("off" | "low" | "max")) => effort,
+            Some("off") => "off",
+            Some("low") => "low",
+            Some("max") => "max",
             _ => "high",
         };
         Reasoning {
@@ -1757,4 +1774,1472 @@ pub fn is_context_window_exceeded_error(detail: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use super::*;
+
+    fn user(texts: &[&str]) -> Value {
+        let content: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        json!({"content": content, "source": {"kind": "user"}, "role": "user", "id": "u1"})
+    }
+
+    fn assistant(content: Value) -> Value {
+        json!({
+            "role": "assistant",
+            "content": content,
+            "source": {"kind": "model", "provider": PROVIDER, "model": "deepseek-v4-flash"},
+            "id": "a1",
+        })
+    }
+
+    fn tool_result(call_id: &str, texts: &[&str]) -> Value {
+        let content: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        json!({
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [{"type": "tool-result", "toolCallId": call_id, "content": content, "isError": false}],
+            "role": "user",
+            "id": "t1",
+        })
+    }
+
+    fn request(messages: Vec<Value>) -> Value {
+        json!({
+            "provider": PROVIDER,
+            "model": "deepseek-v4-flash",
+            "messages": messages,
+            "sessionId": "s1",
+        })
+    }
+
+    fn body(request: &Value) -> Value {
+        serialize_request(request, &DeepSeekDefaults::default()).unwrap()
+    }
+
+    fn body_of(messages: Vec<Value>) -> Value {
+        body(&request(messages))
+    }
+
+    fn thinking(request: &Value, defaults: &DeepSeekDefaults) -> Result<Thinking, JsError> {
+        resolve_thinking(request, defaults)
+    }
+
+    fn thinking_of(thinking: Option<&str>, effort: Option<&str>) -> Thinking {
+        Thinking {
+            thinking: thinking.map(String::from),
+            reasoning_effort: effort.map(String::from),
+        }
+    }
+
+    fn defaults(thinking: Option<&str>, effort: Option<&str>) -> DeepSeekDefaults {
+        DeepSeekDefaults {
+            thinking: thinking.map(String::from),
+            reasoning_effort: effort.map(String::from),
+        }
+    }
+
+    fn translate_all(payloads: &[&str]) -> Vec<Value> {
+        let mut translator = Translator::new();
+        let mut chunks = Vec::new();
+        for payload in payloads {
+            chunks.extend(translator.push_payload(payload).unwrap());
+        }
+        assert!(translator.is_done());
+        chunks
+    }
+
+    fn texts(chunks: &[Value]) -> Vec<String> {
+        chunks
+            .iter()
+            .map(|c| serde_json::to_string(c).unwrap())
+            .collect()
+    }
+
+    fn sse(payloads: &[&str]) -> String {
+        payloads.iter().map(|p| format!("data: {p}\n\n")).collect()
+    }
+
+    fn data(text: &str) -> SseItem {
+        SseItem::Data(text.into())
+    }
+
+    fn comment(text: &str) -> SseItem {
+        SseItem::Comment(text.into())
+    }
+
+    fn decode_reads(reads: &[&[u8]]) -> Vec<SseItem> {
+        let mut decoder = SseDecoder::new();
+        reads.iter().flat_map(|read| decoder.push(read)).collect()
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    // ---- W1–W3: request body --------------------------------------------
+
+    #[test]
+    fn scenario_system_first_then_history_with_streaming_usage() {
+        let mut req = request(vec![user(&["u"])]);
+        req["system"] = json!("S");
+        let body = body(&req);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}])
+        );
+        assert_eq!(body["stream"], json!(true));
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            r#"{"model":"deepseek-v4-flash","messages":[{"role":"system","content":"S"},{"role":"user","content":"u"}],"stream":true,"stream_options":{"include_usage":true}}"#
+        );
+    }
+
+    #[test]
+    fn scenario_absent_system_adds_no_system_message() {
+        let body = body(&request(vec![user(&["u"])]));
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "u"}]));
+        // The adapter itself only tests for presence: a present "" is sent
+        // (the loop is what omits an empty rendered prompt).
+        let mut req = request(vec![user(&["u"])]);
+        req["system"] = json!("");
+        assert_eq!(
+            serialize_request(&req, &DeepSeekDefaults::default()).unwrap()["messages"][0],
+            json!({"role": "system", "content": ""})
+        );
+    }
+
+    #[test]
+    fn scenario_user_text_blocks_join_without_separator() {
+        let body = body_of(vec![user(&["a", "b"])]);
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "ab"}]));
+    }
+
+    #[test]
+    fn scenario_empty_tool_result_is_no_output_and_no_user_message() {
+        let body = body_of(vec![tool_result("c1", &[])]);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "tool", "tool_call_id": "c1", "content": "(no output)"}])
+        );
+        let body = body_of(vec![tool_result("c2", &["", ""])]);
+        assert_eq!(body["messages"][0]["content"], json!("(no output)"));
+        let body = body_of(vec![tool_result("c3", &["x", "y"])]);
+        assert_eq!(body["messages"][0]["content"], json!("xy"));
+    }
+
+    #[test]
+    fn user_text_precedes_its_tool_results() {
+        let message = json!({
+            "content": [
+                {"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": "r1"}], "isError": false},
+                {"type": "text", "text": "note"},
+                {"type": "tool-result", "toolCallId": "c2", "content": [], "isError": true},
+            ],
+            "source": {"kind": "user"},
+            "role": "user",
+            "id": "m",
+        });
+        assert_eq!(
+            body_of(vec![message])["messages"],
+            json!([
+                {"role": "user", "content": "note"},
+                {"role": "tool", "tool_call_id": "c1", "content": "r1"},
+                {"role": "tool", "tool_call_id": "c2", "content": "(no output)"},
+            ])
+        );
+        // A user message with neither text nor tool results still goes out.
+        assert_eq!(
+            body_of(vec![user(&[])])["messages"],
+            json!([{"role": "user", "content": ""}])
+        );
+    }
+
+    #[test]
+    fn scenario_assistant_tool_call_only_turn_has_empty_string_content() {
+        let turn = assistant(json!([
+            {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{\"path\":\"a\"}"}
+        ]));
+        assert_eq!(
+            serde_json::to_string(&body_of(vec![turn])["messages"][0]).unwrap(),
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]}"#
+        );
+    }
+
+    #[test]
+    fn assistant_reasoning_is_sent_back_only_when_non_empty() {
+        let turn = assistant(json!([
+            {"type": "reasoning", "text": "th"},
+            {"type": "text", "text": "A"},
+            {"type": "reasoning", "text": "ink"},
+            {"type": "text", "text": "B"},
+        ]));
+        assert_eq!(
+            serde_json::to_string(&body_of(vec![turn])["messages"][0]).unwrap(),
+            r#"{"role":"assistant","content":"AB","reasoning_content":"think"}"#
+        );
+        let plain =
+            assistant(json!([{"type": "reasoning", "text": ""}, {"type": "text", "text": "A"}]));
+        assert_eq!(
+            body_of(vec![plain])["messages"][0],
+            json!({"role": "assistant", "content": "A"})
+        );
+    }
+
+    #[test]
+    fn system_role_history_message_flattens_text() {
+        let message = json!({"role": "system", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]});
+        assert_eq!(
+            body_of(vec![message])["messages"],
+            json!([{"role": "system", "content": "xy"}])
+        );
+    }
+
+    #[test]
+    fn images_are_unsupported_content_even_nested_in_tool_results() {
+        let expected = "The DeepSeek chat-completions adapter does not support image content.";
+        let image = json!({"content": [{"type": "image", "attachment": {"id": "i"}}], "role": "user", "id": "m"});
+        let error =
+            serialize_request(&request(vec![image]), &DeepSeekDefaults::default()).unwrap_err();
+        assert_eq!(error.name, "LlmError");
+        assert_eq!(error.message, expected);
+        assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_CONTENT"));
+        assert_eq!(
+            error.failure,
+            Some(json!({"message": expected, "code": "UNSUPPORTED_CONTENT"}))
+        );
+        let nested = json!({"content": [{"type": "tool-result", "toolCallId": "c", "content": [{"type": "image"}], "isError": false}], "role": "user", "id": "m"});
+        let nested_request = request(vec![nested]);
+        assert!(request_has_image(&nested_request));
+        let error = serialize_request(&nested_request, &DeepSeekDefaults::default()).unwrap_err();
+        assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_CONTENT"));
+        // The image check runs before effort validation.
+        let mut both = request(vec![
+            json!({"content": [{"type": "image"}], "role": "assistant"}),
+        ]);
+        both["reasoningEffort"] = json!("medium");
+        assert_eq!(
+            serialize_request(&both, &DeepSeekDefaults::default())
+                .unwrap_err()
+                .code
+                .as_deref(),
+            Some("UNSUPPORTED_CONTENT")
+        );
+        assert!(!request_has_image(&request(vec![user(&["u"])])));
+        let gate = image_input_error("deepseek-v4-flash");
+        assert_eq!(
+            gate.message,
+            "DeepSeek model \"deepseek-v4-flash\" does not accept image input."
+        );
+        assert_eq!(gate.code.as_deref(), Some("UNSUPPORTED_CONTENT"));
+    }
+
+    #[test]
+    fn top_level_key_order_with_every_optional_field() {
+        let mut req = request(vec![user(&["u"])]);
+        req["system"] = json!("S");
+        req["reasoningEffort"] = json!("high");
+        req["temperature"] = json!(0.5);
+        req["maxTokens"] = json!(256000);
+        req["stop"] = json!(["END"]);
+        req["purpose"] = json!("agent");
+        req["tools"] = json!([
+            {"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"b": {}, "1": {}}}},
+            {"name": "bash", "description": "Run", "parameters": {"type": "object"}},
+        ]);
+        let text = serde_json::to_string(&body(&req)).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"model":"deepseek-v4-flash","messages":[{"role":"system","content":"S"},{"role":"user","content":"u"}],"#,
+                r#""stream":true,"stream_options":{"include_usage":true},"thinking":{"type":"enabled"},"reasoning_effort":"high","#,
+                r#""tools":[{"type":"function","function":{"name":"read","description":"Read a file","parameters":{"type":"object","properties":{"1":{},"b":{}}}}},"#,
+                r#"{"type":"function","function":{"name":"bash","description":"Run","parameters":{"type":"object"}}}],"#,
+                r#""temperature":0.5,"max_tokens":256000,"stop":["END"]}"#
+            )
+        );
+    }
+
+    #[test]
+    fn empty_tools_and_unset_fields_are_omitted_and_numbers_are_js_numbers() {
+        let mut req = request(vec![user(&["u"])]);
+        req["tools"] = json!([]);
+        req["temperature"] = json!(1.0);
+        let body = body(&req);
+        assert!(body.get("tools").is_none());
+        assert!(body.get("max_tokens").is_none());
+        assert!(body.get("stop").is_none());
+        assert!(body.get("thinking").is_none());
+        assert!(body.get("reasoning_effort").is_none());
+        assert_eq!(serde_json::to_string(&body["temperature"]).unwrap(), "1");
+    }
+
+    #[test]
+    fn no_cache_directive_anywhere() {
+        let mut req = request(vec![user(&["u"])]);
+        req["system"] = json!("S");
+        let text = serde_json::to_string(&body(&req)).unwrap();
+        assert!(!text.contains("cache"), "{text}");
+        let headers = request_headers("k", "u", Some("s"), true);
+        assert!(
+            headers
+                .iter()
+                .all(|(n, v)| !n.contains("cache") && !v.contains("cache"))
+        );
+    }
+
+    #[test]
+    fn scenario_two_step_tool_turn_is_prefix_identical() {
+        let mut first = request(vec![user(&["list files"])]);
+        first["system"] = json!("S");
+        first["reasoningEffort"] = json!("high");
+        first["maxTokens"] = json!(256000);
+        first["tools"] =
+            json!([{"name": "ls", "description": "List", "parameters": {"type": "object"}}]);
+        let mut second = first.clone();
+        let messages = second["messages"].as_array_mut().unwrap();
+        messages.push(assistant(json!([
+            {"type": "reasoning", "text": "need ls"},
+            {"type": "tool-call", "id": "c1", "name": "ls", "arguments": "{}"},
+        ])));
+        messages.push(tool_result("c1", &["a.txt"]));
+        let one = body(&first);
+        let two = body(&second);
+        let one_messages = one["messages"].as_array().unwrap();
+        let two_messages = two["messages"].as_array().unwrap();
+        assert_eq!(&two_messages[..one_messages.len()], one_messages.as_slice());
+        assert_eq!(
+            &two_messages[one_messages.len()..],
+            &[
+                json!({"role": "assistant", "content": "", "reasoning_content": "need ls", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}),
+                json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"}),
+            ]
+        );
+        let without_messages = |mut body: Value| {
+            body.as_object_mut().unwrap().remove("messages");
+            body
+        };
+        assert_eq!(without_messages(one.clone()), without_messages(two.clone()));
+        // Byte view: request 1's serialized message list (minus its `]`) is
+        // a prefix of request 2's.
+        let one_text = serde_json::to_string(&one["messages"]).unwrap();
+        let two_text = serde_json::to_string(&two["messages"]).unwrap();
+        assert!(two_text.starts_with(&one_text[..one_text.len() - 1]));
+    }
+
+    // ---- W4: thinking ------------------------------------------------------
+
+    fn with(effort: Option<&str>, purpose: Option<&str>) -> Value {
+        let mut req = request(vec![]);
+        if let Some(effort) = effort {
+            req["reasoningEffort"] = json!(effort);
+        }
+        if let Some(purpose) = purpose {
+            req["purpose"] = json!(purpose);
+        }
+        req
+    }
+
+    #[test]
+    fn thinking_resolution_cases() {
+        let none = DeepSeekDefaults::default();
+        assert_eq!(
+            thinking(&with(None, None), &none).unwrap(),
+            thinking_of(None, None)
+        );
+        assert_eq!(
+            thinking(&with(Some("off"), None), &none).unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        for effort in ["low", "high", "max"] {
+            assert_eq!(
+                thinking(&with(Some(effort), None), &none).unwrap(),
+                thinking_of(Some("enabled"), Some(effort))
+            );
+        }
+        // session-title short-circuits everything, even an invalid effort.
+        assert_eq!(
+            thinking(&with(Some("bogus"), Some("session-title")), &none).unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        assert_eq!(
+            thinking(
+                &with(Some("high"), Some("session-title")),
+                &defaults(Some("enabled"), Some("max"))
+            )
+            .unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        // Other purposes do not.
+        assert_eq!(
+            thinking(&with(Some("high"), Some("compaction")), &none).unwrap(),
+            thinking_of(Some("enabled"), Some("high"))
+        );
+        // Deployment defaults apply only without a request effort.
+        assert_eq!(
+            thinking(&with(None, None), &defaults(None, Some("low"))).unwrap(),
+            thinking_of(Some("enabled"), Some("low"))
+        );
+        assert_eq!(
+            thinking(&with(None, None), &defaults(Some("enabled"), None)).unwrap(),
+            thinking_of(Some("enabled"), None)
+        );
+        assert_eq!(
+            thinking(&with(None, None), &defaults(Some("disabled"), None)).unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        assert_eq!(
+            thinking(&with(Some("off"), None), &defaults(Some("disabled"), None)).unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        assert_eq!(
+            thinking(&with(None, None), &defaults(Some("disabled"), Some("off"))).unwrap(),
+            thinking_of(Some("disabled"), None)
+        );
+        assert_eq!(
+            thinking(
+                &with(Some("max"), None),
+                &defaults(Some("enabled"), Some("low"))
+            )
+            .unwrap(),
+            thinking_of(Some("enabled"), Some("max"))
+        );
+        // Wire: `off` never appears as an effort.
+        let body = body(&with(Some("off"), None));
+        assert_eq!(body["thinking"], json!({"type": "disabled"}));
+        assert!(body.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn thinking_resolution_errors() {
+        let mut req = request(vec![]);
+        req["reasoningEffort"] = json!("medium");
+        let error = thinking(&req, &DeepSeekDefaults::default()).unwrap_err();
+        assert_eq!(error.name, "LlmError");
+        assert_eq!(
+            error.message,
+            "DeepSeek does not support reasoning effort \"medium\""
+        );
+        assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_REASONING_EFFORT"));
+        req["reasoningEffort"] = json!(null);
+        assert_eq!(
+            thinking(&req, &DeepSeekDefaults::default())
+                .unwrap_err()
+                .message,
+            "DeepSeek does not support reasoning effort \"null\""
+        );
+        req["reasoningEffort"] = json!("high");
+        let error = thinking(&req, &defaults(Some("disabled"), None)).unwrap_err();
+        assert_eq!(
+            error.message,
+            "DeepSeek deployment does not support reasoning effort \"high\""
+        );
+        assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_REASONING_EFFORT"));
+        // The same errors surface from serialize_request.
+        assert_eq!(
+            serialize_request(&req, &defaults(Some("disabled"), None))
+                .unwrap_err()
+                .failure,
+            Some(
+                json!({"message": "DeepSeek deployment does not support reasoning effort \"high\"", "code": "UNSUPPORTED_REASONING_EFFORT"})
+            )
+        );
+        // A conflicting deployment default is rejected per request too.
+        assert_eq!(
+            thinking(&request(vec![]), &defaults(Some("disabled"), Some("low")))
+                .unwrap_err()
+                .message,
+            "DeepSeek deployment does not support reasoning effort \"low\""
+        );
+        assert_eq!(
+            defaults(Some("disabled"), Some("low"))
+                .validate()
+                .unwrap_err()
+                .message,
+            "llm-deepseek: only reasoningEffort \"off\" can be configured when thinking is disabled"
+        );
+        assert!(defaults(Some("disabled"), Some("off")).validate().is_ok());
+    }
+
+    // ---- W5: model info ----------------------------------------------------
+
+    #[test]
+    fn model_info_defaults_and_catalog() {
+        let connection = DeepSeekConnection::default();
+        let info = resolve_model(&connection, "deepseek-v4-flash");
+        assert_eq!(info.context_window, Some(1_000_000));
+        assert_eq!(info.default_max_tokens, Some(256_000));
+        let reasoning = info.reasoning.unwrap();
+        assert_eq!(reasoning.efforts, ["off", "low", "high", "max"]);
+        assert_eq!(reasoning.default_effort.as_deref(), Some("high"));
+
+        let custom = DeepSeekConnection {
+            default_context_window: 64_000,
+            max_tokens: 8_000,
+            models: vec![DeepSeekModel {
+                id: "m".into(),
+                context_window: Some(128_000),
+                max_tokens: Some(4_000),
+            }],
+            defaults: defaults(None, Some("low")),
+            ..DeepSeekConnection::default()
+        };
+        let known = resolve_model(&custom, "m");
+        assert_eq!(known.context_window, Some(128_000));
+        assert_eq!(known.default_max_tokens, Some(4_000));
+        assert_eq!(
+            known.reasoning.unwrap().default_effort.as_deref(),
+            Some("low")
+        );
+        let unknown = resolve_model(&custom, "other");
+        assert_eq!(unknown.context_window, Some(64_000));
+        assert_eq!(unknown.default_max_tokens, Some(8_000));
+
+        let off = DeepSeekConnection {
+            defaults: defaults(Some("disabled"), None),
+            ..DeepSeekConnection::default()
+        };
+        let reasoning = resolve_model(&off, "deepseek-v4-pro").reasoning.unwrap();
+        assert_eq!(reasoning.efforts, ["off"]);
+        assert_eq!(reasoning.default_effort.as_deref(), Some("off"));
+        let max = DeepSeekConnection {
+            defaults: defaults(Some("enabled"), Some("max")),
+            ..DeepSeekConnection::default()
+        };
+        assert_eq!(
+            resolve_model(&max, "x")
+                .reasoning
+                .unwrap()
+                .default_effort
+                .as_deref(),
+            Some("max")
+        );
+    }
+
+    #[test]
+    fn model_info_feeds_prepare_call() {
+        let info = resolve_model(&DeepSeekConnection::default(), "deepseek-v4-flash");
+        let prepared = crate::model::llm::prepare_call(
+            &json!({"provider": PROVIDER, "model": "deepseek-v4-flash"}),
+            &info,
+        )
+        .unwrap();
+        assert_eq!(prepared.config["reasoningEffort"], json!("high"));
+        assert_eq!(prepared.config["maxTokens"], json!(256000));
+        let body = serialize_request(&prepared.config, &DeepSeekDefaults::default()).unwrap();
+        assert_eq!(body["reasoning_effort"], json!("high"));
+        assert_eq!(body["max_tokens"], json!(256000));
+    }
+
+    // ---- W6: headers -------------------------------------------------------
+
+    #[test]
+    fn headers_in_upstream_order() {
+        assert_eq!(
+            request_headers("sk-1", "anon", Some("sess"), false),
+            headers(&[
+                ("authorization", "Bearer sk-1"),
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
+                ("user-agent", "dshc/0.1.0 (reference)"),
+                ("x-deepseek-harness-user-id", "anon"),
+                ("x-deepseek-harness-session-id", "sess"),
+            ])
+        );
+        let compact = request_headers("k", "u", None, true);
+        assert_eq!(compact.len(), 6);
+        assert_eq!(
+            compact.last().unwrap(),
+            &("x-deepseek-harness-compact".to_string(), "1".to_string())
+        );
+        assert!(
+            compact
+                .iter()
+                .all(|(n, _)| n != "x-deepseek-harness-session-id")
+        );
+        assert_eq!(
+            chat_completions_url(PUBLIC_BASE_URL),
+            "https://api.deepseek.com/chat/completions"
+        );
+    }
+
+    // ---- W7: SSE framing ---------------------------------------------------
+
+    fn realistic_stream() -> String {
+        let mut text = String::from(": keep-alive\n\n");
+        text.push_str(&sse(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"Pensée: 世界"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"Grüße 🎉 done"}}]}"#,
+        ]));
+        text.push_str(
+            "event: message\nid: 7\nretry: 10\ndata: {\"choices\":[],\ndata:\"usage\":null}\n\n",
+        );
+        text.push_str(":comment without space\n");
+        text.push_str("data: [DONE]\n\n");
+        text
+    }
+
+    fn realistic_items() -> Vec<SseItem> {
+        vec![
+            comment("keep-alive"),
+            data(r#"{"choices":[{"delta":{"reasoning_content":"Pensée: 世界"}}]}"#),
+            data(r#"{"choices":[{"delta":{"content":"Grüße 🎉 done"}}]}"#),
+            data("{\"choices\":[],\n\"usage\":null}"),
+            comment("comment without space"),
+            data("[DONE]"),
+        ]
+    }
+
+    #[test]
+    fn sse_realistic_stream_in_one_read() {
+        let stream = realistic_stream();
+        assert_eq!(decode_reads(&[stream.as_bytes()]), realistic_items());
+    }
+
+    #[test]
+    fn sse_split_at_every_byte_position_gives_the_same_items() {
+        for ending in ["\n", "\r\n", "\r"] {
+            let mut stream = realistic_stream().replace('\n', ending);
+            let mut expected = realistic_items();
+            if ending == "\r" {
+                // A CR-only stream's last blank line needs a later line
+                // terminator before it takes effect.
+                stream.push_str(": tail\r\r");
+                expected.push(comment("tail"));
+            }
+            let bytes = stream.as_bytes();
+            let whole = decode_reads(&[bytes]);
+            assert_eq!(whole, expected, "ending {ending:?}");
+            for split in 0..=bytes.len() {
+                let (a, b) = bytes.split_at(split);
+                assert_eq!(
+                    decode_reads(&[a, b]),
+                    whole,
+                    "ending {ending:?}, split at {split}"
+                );
+            }
+            let byte_by_byte: Vec<&[u8]> = bytes.chunks(1).collect();
+            assert_eq!(
+                decode_reads(&byte_by_byte),
+                whole,
+                "ending {ending:?}, byte by byte"
+            );
+            let threes: Vec<&[u8]> = bytes.chunks(3).collect();
+            assert_eq!(decode_reads(&threes), whole, "ending {ending:?}, threes");
+        }
+    }
+
+    #[test]
+    fn sse_crlf_and_cr_line_endings() {
+        assert_eq!(
+            decode_reads(&[b"data: a\r\n\r\ndata: b\r\rdata: c\n\n"]),
+            vec![data("a"), data("b"), data("c")]
+        );
+        // A CRLF split between reads is one line ending, not two.
+        assert_eq!(
+            decode_reads(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]),
+            vec![data("a\nb")]
+        );
+    }
+
+    #[test]
+    fn sse_trailing_cr_waits_for_more_input() {
+        // "\r" at the end of a read might be half of "\r\n": the blank line is
+        // not seen yet, and a read without any line terminator only buffers.
+        assert_eq!(decode_reads(&[b"data: [DONE]\r\r"]), vec![]);
+        assert_eq!(decode_reads(&[b"data: [DONE]\r\r", b"x"]), vec![]);
+        assert_eq!(
+            decode_reads(&[b"data: [DONE]\r", b"\r", b"\n"]),
+            vec![data("[DONE]")]
+        );
+        assert_eq!(decode_reads(&[b"data: [DONE]\r\rx"]), vec![data("[DONE]")]);
+    }
+
+    #[test]
+    fn sse_comments_and_multi_line_data() {
+        assert_eq!(
+            decode_reads(&[b": ping\n:  two spaces\n:\ndata: x\ndata:y\ndata\ndata:  z\n\n"]),
+            vec![
+                comment("ping"),
+                comment(" two spaces"),
+                comment(""),
+                data("x\ny\n\n z")
+            ]
+        );
+    }
+
+    #[test]
+    fn sse_other_fields_are_ignored_and_blank_events_not_dispatched() {
+        assert_eq!(
+            decode_reads(&[
+                b"event: e\nid: 1\nretry: 5\nfoo: bar\nnocolon\n\n\n\ndata :x\n\ndata: ok\n\n"
+            ]),
+            vec![data("ok")]
+        );
+        // An empty data line still counts as data.
+        assert_eq!(decode_reads(&[b"data:\n\n"]), vec![data("")]);
+    }
+
+    #[test]
+    fn sse_final_event_without_blank_line_is_not_dispatched() {
+        assert_eq!(
+            decode_reads(&[b"data: a\n\ndata: [DONE]\n"]),
+            vec![data("a")]
+        );
+        assert_eq!(decode_reads(&[b"data: [DONE]"]), vec![]);
+    }
+
+    #[test]
+    fn sse_utf8_split_inside_a_sequence_and_bom_handling() {
+        let text = "data: é🎉\n\n".as_bytes();
+        for split in 0..=text.len() {
+            let (a, b) = text.split_at(split);
+            assert_eq!(decode_reads(&[a, b]), vec![data("é🎉")]);
+        }
+        // A UTF-8 BOM is dropped by the decoder, even when split.
+        assert_eq!(
+            decode_reads(&[b"\xEF\xBB", b"\xBFdata: a\n\n"]),
+            vec![data("a")]
+        );
+        // Invalid bytes decode to U+FFFD.
+        assert_eq!(
+            decode_reads(&[b"data: a\xFFb\n\n"]),
+            vec![data("a\u{FFFD}b")]
+        );
+        // The parser's own check strips the characters "ï»¿" from the first
+        // decoded chunk only.
+        assert_eq!(
+            decode_reads(&["ï»¿data: a\n\n".as_bytes()]),
+            vec![data("a")]
+        );
+        assert_eq!(decode_reads(&[b"\n", "ï»¿data: a\n\n".as_bytes()]), vec![]);
+    }
+
+    // ---- W8, W9: translation ------------------------------------------------
+
+    const SCENARIO: [&str; 4] = [
+        r#"{"choices":[{"delta":{"reasoning_content":""}}]}"#,
+        r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_cache_hit_tokens":80,"prompt_cache_miss_tokens":20}}"#,
+        "[DONE]",
+    ];
+
+    const SCENARIO_CHUNKS: [&str; 5] = [
+        r#"{"type":"block-start","index":0,"blockType":"text"}"#,
+        r#"{"type":"text-delta","index":0,"text":"Hi"}"#,
+        r#"{"type":"block-end","index":0,"block":{"type":"text","text":"Hi"}}"#,
+        r#"{"type":"usage","usage":{"inputTokens":20,"outputTokens":5,"cacheReadTokens":80}}"#,
+        r#"{"type":"finish","reason":{"kind":"stop"}}"#,
+    ];
+
+    #[test]
+    fn scenario_empty_reasoning_then_text_with_usage() {
+        assert_eq!(texts(&translate_all(&SCENARIO)), SCENARIO_CHUNKS);
+    }
+
+    #[test]
+    fn scenario_through_sse_bytes_split_everywhere() {
+        let stream = sse(&SCENARIO);
+        let bytes = stream.as_bytes();
+        for split in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(split);
+            let (chunks, error) = translate_reads([a, b]);
+            assert!(error.is_none(), "split at {split}");
+            assert_eq!(texts(&chunks), SCENARIO_CHUNKS, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn scenario_cached_tokens_win_over_cache_hit_tokens() {
+        let chunks = translate_all(&[
+            r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_cache_hit_tokens":80,"prompt_cache_miss_tokens":20,"prompt_tokens_details":{"cached_tokens":64}}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            chunks[3],
+            json!({"type": "usage", "usage": {"inputTokens": 36, "outputTokens": 5, "cacheReadTokens": 64}})
+        );
+    }
+
+    fn finish_for(reason: &str) -> Value {
+        let payload =
+            format!(r#"{{"choices":[{{"delta":{{"content":"x"}},"finish_reason":"{reason}"}}]}}"#);
+        translate_all(&[&payload, "[DONE]"]).pop().unwrap()
+    }
+
+    #[test]
+    fn finish_reason_mappings() {
+        assert_eq!(
+            finish_for("stop"),
+            json!({"type": "finish", "reason": {"kind": "stop"}})
+        );
+        assert_eq!(
+            finish_for("tool_calls"),
+            json!({"type": "finish", "reason": {"kind": "tool-calls"}})
+        );
+        assert_eq!(
+            finish_for("length"),
+            json!({"type": "finish", "reason": {"kind": "max-tokens"}})
+        );
+        assert_eq!(
+            finish_for("insufficient_system_resource")["reason"]["failure"],
+            json!({"message": "model stopped: insufficient_system_resource", "code": "INSUFFICIENT_SYSTEM_RESOURCE"})
+        );
+        // No finish_reason at all is a stop; the latest string one wins.
+        assert_eq!(
+            translate_all(&[r#"{"choices":[{"delta":{"content":"x"}}]}"#, "[DONE]"]).pop(),
+            Some(json!({"type": "finish", "reason": {"kind": "stop"}}))
+        );
+        assert_eq!(
+            translate_all(&[
+                r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"length"}]}"#,
+                r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+                r#"{"choices":[{"delta":{},"finish_reason":null}]}"#,
+                "[DONE]"
+            ])
+            .pop(),
+            Some(json!({"type": "finish", "reason": {"kind": "stop"}}))
+        );
+    }
+
+    #[test]
+    fn scenario_content_filter_is_an_error_finish() {
+        assert_eq!(
+            serde_json::to_string(&finish_for("content_filter")).unwrap(),
+            r#"{"type":"finish","reason":{"kind":"error","failure":{"message":"model stopped: content_filter","code":"CONTENT_FILTER"}}}"#
+        );
+    }
+
+    #[test]
+    fn scenario_done_without_blocks_is_empty_response() {
+        let expected = json!({"type": "finish", "reason": {"kind": "error", "failure": {"message": "model returned a completed response with no content", "code": "EMPTY_RESPONSE"}}});
+        assert_eq!(translate_all(&["[DONE]"]), vec![expected.clone()]);
+        assert_eq!(
+            translate_all(&[
+                r#"{"choices":[{"delta":{"reasoning_content":"","content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":0}}"#,
+                "[DONE]",
+            ]),
+            vec![
+                json!({"type": "usage", "usage": {"inputTokens": 3, "outputTokens": 0}}),
+                expected
+            ]
+        );
+        // Only a stop is degenerate: other finishes keep their meaning.
+        assert_eq!(
+            translate_all(&[
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+                "[DONE]"
+            ]),
+            vec![json!({"type": "finish", "reason": {"kind": "max-tokens"}})]
+        );
+        assert_eq!(
+            translate_all(&[
+                r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+                "[DONE]"
+            ]),
+            vec![json!({"type": "finish", "reason": {"kind": "tool-calls"}})]
+        );
+    }
+
+    #[test]
+    fn reasoning_text_and_tool_calls_open_blocks_in_first_seen_order() {
+        let chunks = translate_all(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"Let me ","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"look."}}]}"#,
+            r#"{"choices":[{"delta":{"content":"Reading.","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"read","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"ls","arguments":"{}"}},{"index":0,"function":{"arguments":"{\"p\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":50,"completion_tokens":9,"prompt_cache_hit_tokens":0,"completion_tokens_details":{"reasoning_tokens":4}}}"#,
+            "[DONE]",
+        ]);
+        let expected = [
+            r#"{"type":"block-start","index":0,"blockType":"reasoning"}"#,
+            r#"{"type":"reasoning-delta","index":0,"text":"Let me "}"#,
+            r#"{"type":"reasoning-delta","index":0,"text":"look."}"#,
+            r#"{"type":"block-start","index":1,"blockType":"text"}"#,
+            r#"{"type":"text-delta","index":1,"text":"Reading."}"#,
+            r#"{"type":"block-start","index":2,"blockType":"tool-call"}"#,
+            r#"{"type":"tool-call-delta","index":2,"id":"call_a","name":"read","argumentsDelta":""}"#,
+            r#"{"type":"block-start","index":3,"blockType":"tool-call"}"#,
+            r#"{"type":"tool-call-delta","index":3,"id":"call_b","name":"ls","argumentsDelta":"{}"}"#,
+            r#"{"type":"tool-call-delta","index":2,"id":"call_a","name":"read","argumentsDelta":"{\"p\":"}"#,
+            r#"{"type":"tool-call-delta","index":2,"id":"call_a","name":"read","argumentsDelta":"1}"}"#,
+            r#"{"type":"block-end","index":0,"block":{"type":"reasoning","text":"Let me look."}}"#,
+            r#"{"type":"block-end","index":1,"block":{"type":"text","text":"Reading."}}"#,
+            r#"{"type":"block-end","index":2,"block":{"type":"tool-call","id":"call_a","name":"read","arguments":"{\"p\":1}"}}"#,
+            r#"{"type":"block-end","index":3,"block":{"type":"tool-call","id":"call_b","name":"ls","arguments":"{}"}}"#,
+            r#"{"type":"usage","usage":{"inputTokens":50,"outputTokens":9,"cacheReadTokens":0,"reasoningTokens":4}}"#,
+            r#"{"type":"finish","reason":{"kind":"tool-calls"}}"#,
+        ];
+        assert_eq!(texts(&chunks), expected);
+    }
+
+    #[test]
+    fn tool_call_delta_omits_unknown_name_and_defaults_id() {
+        let chunks = translate_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c9","function":{"name":"x"}}]}}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            chunks[1],
+            json!({"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": "{"})
+        );
+        assert_eq!(
+            chunks[2],
+            json!({"type": "tool-call-delta", "index": 0, "id": "c9", "name": "x", "argumentsDelta": ""})
+        );
+        assert_eq!(
+            chunks[3],
+            json!({"type": "block-end", "index": 0, "block": {"type": "tool-call", "id": "c9", "name": "x", "arguments": "{"}})
+        );
+        // No finish_reason: a stop, and a tool-call block makes it non-empty.
+        assert_eq!(
+            chunks[4],
+            json!({"type": "finish", "reason": {"kind": "stop"}})
+        );
+    }
+
+    #[test]
+    fn latest_usage_wins_and_usage_only_trailer_is_accepted() {
+        let chunks = translate_all(&[
+            r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":2}}"#,
+            r#"{"choices":[],"usage":null}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            chunks[3],
+            json!({"type": "usage", "usage": {"inputTokens": 12, "outputTokens": 2}})
+        );
+        // No usage at all: no usage chunk.
+        let chunks = translate_all(&[r#"{"choices":[{"delta":{"content":"x"}}]}"#, "[DONE]"]);
+        assert!(chunks.iter().all(|c| c["type"] != "usage"));
+    }
+
+    #[test]
+    fn usage_mapping() {
+        // Both cached fields present: the OpenAI-compatible one wins.
+        assert_eq!(
+            serde_json::to_string(&map_usage(&json!({
+                "prompt_tokens": 1000,
+                "completion_tokens": 20,
+                "prompt_cache_hit_tokens": 900,
+                "prompt_cache_miss_tokens": 100,
+                "prompt_tokens_details": {"cached_tokens": 896},
+                "completion_tokens_details": {"reasoning_tokens": 7},
+            })))
+            .unwrap(),
+            r#"{"inputTokens":104,"outputTokens":20,"cacheReadTokens":896,"reasoningTokens":7}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&map_usage(
+                &json!({"prompt_tokens": 100, "completion_tokens": 5, "prompt_cache_hit_tokens": 80})
+            ))
+            .unwrap(),
+            r#"{"inputTokens":20,"outputTokens":5,"cacheReadTokens":80}"#
+        );
+        // Neither cached field: no cacheReadTokens; miss tokens are ignored.
+        assert_eq!(
+            map_usage(
+                &json!({"prompt_tokens": 100, "completion_tokens": 5, "prompt_cache_miss_tokens": 100})
+            ),
+            json!({"inputTokens": 100, "outputTokens": 5})
+        );
+        // `cached_tokens: null` falls back to the DeepSeek field.
+        assert_eq!(
+            map_usage(&json!({
+                "prompt_tokens": 100,
+                "completion_tokens": 5,
+                "prompt_cache_hit_tokens": 30,
+                "prompt_tokens_details": {"cached_tokens": null},
+            })),
+            json!({"inputTokens": 70, "outputTokens": 5, "cacheReadTokens": 30})
+        );
+        // A wire null is defined in JavaScript: it is kept and subtracts 0.
+        assert_eq!(
+            map_usage(
+                &json!({"prompt_tokens": 100, "completion_tokens": 5, "prompt_cache_hit_tokens": null})
+            ),
+            json!({"inputTokens": 100, "outputTokens": 5, "cacheReadTokens": null})
+        );
+        // Missing prompt_tokens is NaN, which JSON writes as null; a missing
+        // completion_tokens is undefined and vanishes.
+        assert_eq!(
+            map_usage(&json!({"completion_tokens": 5})),
+            json!({"inputTokens": null, "outputTokens": 5})
+        );
+        assert_eq!(
+            map_usage(&json!({"prompt_tokens": 5})),
+            json!({"inputTokens": 5})
+        );
+    }
+
+    #[test]
+    fn malformed_payload_is_malformed_response_with_a_120_unit_prefix() {
+        let error = Translator::new().push_payload("{not json").unwrap_err();
+        assert_eq!(error.name, "LlmError");
+        assert_eq!(
+            error.failure,
+            Some(
+                json!({"message": "malformed SSE payload: {not json", "code": "MALFORMED_RESPONSE"})
+            )
+        );
+        let long = format!("{}{}", "x".repeat(119), "🎉 and more");
+        let error = Translator::new().push_payload(&long).unwrap_err();
+        // 119 units plus the first half of a surrogate pair.
+        assert_eq!(
+            error.message,
+            format!("malformed SSE payload: {}\u{FFFD}", "x".repeat(119))
+        );
+        let long = "y".repeat(500);
+        assert_eq!(
+            Translator::new().push_payload(&long).unwrap_err().message,
+            format!("malformed SSE payload: {}", "y".repeat(120))
+        );
+        let error = Translator::new().push_payload("").unwrap_err();
+        assert_eq!(error.message, "malformed SSE payload: ");
+        // Only the exact sentinel terminates.
+        let error = Translator::new().push_payload("[DONE] ").unwrap_err();
+        assert_eq!(error.code.as_deref(), Some("MALFORMED_RESPONSE"));
+    }
+
+    #[test]
+    fn malformed_payload_after_deltas_keeps_the_deltas() {
+        let stream = sse(&[r#"{"choices":[{"delta":{"content":"Hi"}}]}"#, "oops"]);
+        let (chunks, error) = translate_reads([stream.as_bytes()]);
+        assert_eq!(chunks.len(), 2);
+        let error = error.unwrap();
+        assert_eq!(error.message, "malformed SSE payload: oops");
+        assert_eq!(
+            failure_chunk(&error, false),
+            json!({"type": "finish", "reason": {"kind": "error", "failure": {"message": "malformed SSE payload: oops", "code": "MALFORMED_RESPONSE"}}})
+        );
+    }
+
+    #[test]
+    fn scenario_missing_done_is_stream_closed_after_the_deltas() {
+        let stream = sse(&[
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo"}}]}"#,
+        ]);
+        let (chunks, error) = translate_reads([stream.as_bytes()]);
+        assert_eq!(
+            chunks,
+            vec![
+                json!({"type": "block-start", "index": 0, "blockType": "text"}),
+                json!({"type": "text-delta", "index": 0, "text": "Hel"}),
+                json!({"type": "text-delta", "index": 0, "text": "lo"}),
+            ]
+        );
+        let error = error.unwrap();
+        assert_eq!(error, end_of_stream_error());
+        assert_eq!(error.message, "SSE stream ended without [DONE]");
+        assert_eq!(
+            failure_chunk(&error, false),
+            json!({"type": "finish", "reason": {"kind": "error", "failure": {"message": "SSE stream ended without [DONE]", "code": "STREAM_CLOSED"}}})
+        );
+        // A [DONE] without its blank line is not an event.
+        let (_, error) = translate_reads([b"data: [DONE]\n".as_slice()]);
+        assert_eq!(error.unwrap().code.as_deref(), Some("STREAM_CLOSED"));
+    }
+
+    #[test]
+    fn done_stops_translation() {
+        let mut translator = Translator::new();
+        assert!(!translator.is_done());
+        translator
+            .push_payload(r#"{"choices":[{"delta":{"content":"x"}}]}"#)
+            .unwrap();
+        assert_eq!(translator.push_payload("[DONE]").unwrap().len(), 2);
+        assert!(translator.is_done());
+        assert_eq!(
+            translator.push_payload("garbage").unwrap(),
+            Vec::<Value>::new()
+        );
+        // Events after [DONE] in the same read are never translated.
+        let stream = format!(
+            "{}data: garbage\n\n",
+            sse(&[r#"{"choices":[{"delta":{"content":"x"}}]}"#, "[DONE]"])
+        );
+        let (chunks, error) = translate_reads([stream.as_bytes()]);
+        assert!(error.is_none());
+        // block-start, text-delta, block-end, finish.
+        assert_eq!(chunks.len(), 4);
+    }
+
+    #[test]
+    fn odd_wire_json_throws_type_errors_where_upstream_does() {
+        let mut translator = Translator::new();
+        let mut out = Vec::new();
+        let error = translator
+            .push_payload_into(r#"{"choices":[{"delta":{"content":"a"}},null]}"#, &mut out)
+            .unwrap_err();
+        assert_eq!(error.name, "TypeError");
+        assert_eq!(
+            error.message,
+            "Cannot read properties of null (reading 'delta')"
+        );
+        assert_eq!(out.len(), 2, "chunks before the throw were already yielded");
+        assert_eq!(
+            Translator::new().push_payload("null").unwrap_err().message,
+            "Cannot read properties of null (reading 'choices')"
+        );
+        assert_eq!(
+            Translator::new()
+                .push_payload(r#"{"choices":{}}"#)
+                .unwrap_err()
+                .message,
+            "object is not iterable (cannot read property Symbol(Symbol.iterator))"
+        );
+        // Primitives without the properties are simply empty.
+        assert_eq!(
+            Translator::new().push_payload("5").unwrap(),
+            Vec::<Value>::new()
+        );
+        assert_eq!(
+            Translator::new()
+                .push_payload(r#"{"choices":"ab","usage":0}"#)
+                .unwrap(),
+            Vec::<Value>::new()
+        );
+        // The adapter reports such throws as TRANSPORT with the cause kept.
+        let wrapped = stream_error(error, "http://p", false, None);
+        assert_eq!(wrapped.message, "DeepSeek API stream from http://p failed");
+        assert_eq!(wrapped.code.as_deref(), Some("TRANSPORT"));
+        assert_eq!(
+            wrapped.chain(),
+            "DeepSeek API stream from http://p failed: Cannot read properties of null (reading 'delta')"
+        );
+    }
+
+    // ---- W10: HTTP and other failures ---------------------------------------
+
+    fn error_body(message: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "invalid_request_error"}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn http_401_and_403_are_auth() {
+        for status in [401, 403] {
+            let error = http_error(
+                status,
+                &[],
+                &error_body("Authentication Fails, Your api key is invalid"),
+            );
+            assert_eq!(error.name, "LlmError");
+            assert_eq!(
+                error.failure,
+                Some(
+                    json!({"message": "Authentication Fails, Your api key is invalid", "code": "AUTH", "status": status})
+                )
+            );
+        }
+        // Even quota wording does not override AUTH.
+        assert_eq!(
+            http_error(401, &[], &error_body("insufficient quota"))
+                .code
+                .as_deref(),
+            Some("AUTH")
+        );
+    }
+
+    #[test]
+    fn http_413_is_invalid_request() {
+        let error = http_error(413, &[], b"");
+        assert_eq!(
+            error.failure,
+            Some(
+                json!({"message": "DeepSeek API error (HTTP 413)", "code": "INVALID_REQUEST", "status": 413})
+            )
+        );
+        assert_eq!(
+            http_error(413, &[], &error_body("context length exceeded"))
+                .code
+                .as_deref(),
+            Some("INVALID_REQUEST")
+        );
+    }
+
+    #[test]
+    fn http_429_with_retry_after_and_request_id() {
+        let error = http_error(
+            429,
+            &headers(&[
+                ("Retry-After", "7"),
+                ("X-Request-Id", "req-1"),
+                ("x-deepseek-request-id", "ds-1"),
+            ]),
+            &error_body("Rate limit reached for requests"),
+        );
+        assert_eq!(
+            serde_json::to_string(error.failure.as_ref().unwrap()).unwrap(),
+            r#"{"message":"Rate limit reached for requests","code":"RATE_LIMIT","status":429,"providerRetryAfterMs":7000,"requestId":"req-1"}"#
+        );
+        let fallback = http_error(429, &headers(&[("x-deepseek-request-id", "ds-1")]), b"{}");
+        assert_eq!(
+            fallback.failure,
+            Some(
+                json!({"message": "DeepSeek API error (HTTP 429)", "code": "RATE_LIMIT", "status": 429, "requestId": "ds-1"})
+            )
+        );
+        // An empty x-request-id is not null, so there is no fallback.
+        let empty = http_error(
+            429,
+            &headers(&[("x-request-id", ""), ("x-deepseek-request-id", "ds-1")]),
+            b"",
+        );
+        assert!(empty.failure.unwrap().get("requestId").is_none());
+        // Zero, non-integer, negative and date values give no delay.
+        for value in ["0", "1.5", " ", "Wed, 21 Oct 2099 07:28:00 GMT", "-3"] {
+            let error = http_error(429, &headers(&[("retry-after", value)]), b"");
+            assert!(
+                error.failure.unwrap().get("providerRetryAfterMs").is_none(),
+                "{value}"
+            );
+        }
+        assert_eq!(provider_retry_after_ms(Some("120")), Some(120_000.0));
+        assert_eq!(provider_retry_after_ms(None), None);
+    }
+
+    #[test]
+    fn http_quota_wording_wins_over_status() {
+        let error = http_error(402, &[], &error_body("Insufficient Balance"));
+        assert_eq!(
+            error.failure,
+            Some(json!({"message": "Insufficient Balance", "code": "QUOTA", "status": 402}))
+        );
+        assert_eq!(
+            http_error(
+                429,
+                &[],
+                &error_body("You exceeded your current quota, please check your plan")
+            )
+            .code
+            .as_deref(),
+            Some("QUOTA")
+        );
+        // The provider code alone can carry the wording.
+        let by_code = serde_json::to_vec(
+            &json!({"error": {"code": "insufficient_quota", "message": "nope"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            http_error(429, &[], &by_code).code.as_deref(),
+            Some("QUOTA")
+        );
+        assert_eq!(http_error(402, &[], b"").code.as_deref(), Some("HTTP_402"));
+    }
+
+    #[test]
+    fn http_400_context_window_or_invalid_request() {
+        let context = http_error(
+            400,
+            &[],
+            &error_body(
+                "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens (139000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+            ),
+        );
+        assert_eq!(context.code.as_deref(), Some("CONTEXT_WINDOW_EXCEEDED"));
+        assert_eq!(context.failure.as_ref().unwrap()["status"], json!(400));
+        let plain = http_error(
+            400,
+            &[],
+            &error_body("Invalid request: messages[1].role is invalid"),
+        );
+        assert_eq!(
+            plain.failure,
+            Some(
+                json!({"message": "Invalid request: messages[1].role is invalid", "code": "INVALID_REQUEST", "status": 400})
+            )
+        );
+    }
+
+    #[test]
+    fn http_500_and_other_statuses() {
+        for status in [500, 502, 503, 599] {
+            assert_eq!(http_error(status, &[], b"").code.as_deref(), Some("SERVER"));
+        }
+        let teapot = http_error(418, &[], b"<html>");
+        assert_eq!(
+            teapot.failure,
+            Some(
+                json!({"message": "DeepSeek API error (HTTP 418)", "code": "HTTP_418", "status": 418})
+            )
+        );
+        // Body shapes without a usable message keep the default.
+        for body in [
+            &b"null"[..],
+            b"[]",
+            b"{\"error\":\"bad\"}",
+            b"{\"error\":{\"message\":\"\"}}",
+            b"not json",
+        ] {
+            assert_eq!(
+                http_error(404, &[], body).message,
+                "DeepSeek API error (HTTP 404)"
+            );
+        }
+        // A truthy non-string message breaks the LlmError constructor.
+        let broken = http_error(400, &[], b"{\"error\":{\"message\":42}}");
+        assert_eq!(broken.name, "Error");
+        assert_eq!(
+            broken.message,
+            "LlmError message must be a non-empty string"
+        );
+        assert_eq!(
+            stream_error(broken, "http://p", false, None)
+                .code
+                .as_deref(),
+            Some("TRANSPORT")
+        );
+    }
+
+    #[test]
+    fn wording_classifiers() {
+        for detail in [
+            "context_length_exceeded",
+            "Context window exceeded",
+            "error: context-length-overflow.",
+            "context_window_limit_exceeded",
+            "maximum context length is 8192 tokens",
+            "max supported context window",
+            "Request too large for the model's context window",
+            "messages are too long for this context",
+            "input is too long for this model",
+            "Your prompt of 9000 tokens exceeds the model's context length",
+            "the input overflows the context",
+        ] {
+            assert!(is_context_window_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "",
+            "context length",
+            "xcontext_length_exceeded",
+            "context_length_exceededx",
+            "the request exceeds the maximum allowed size",
+            "input is too long",
+            "maximumcontext length",
+            "prompt\nexceeds the context",
+        ] {
+            assert!(!is_context_window_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "insufficient_quota",
+            "Insufficient Balance",
+            "insufficient credits",
+            "quota exceeded",
+            "usage limit reached",
+            "You exceeded your current quota",
+            "exceeds the quota",
+            "credits depleted",
+            "balance exhausted",
+            "out of budget",
+            "Out-of-credits",
+        ] {
+            assert!(is_quota_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "rate limit reached",
+            "insufficientquota",
+            "quotas exceeded",
+            "outof credits",
+            "too many requests",
+        ] {
+            assert!(!is_quota_exceeded_error(detail), "{detail}");
+        }
+    }
+
+    #[test]
+    fn failure_helpers_and_chunks() {
+        assert_eq!(
+            transport_error("http://h:1").failure,
+            Some(
+                json!({"message": "DeepSeek API stream from http://h:1 failed", "code": "TRANSPORT"})
+            )
+        );
+        assert_eq!(
+            request_transport_error("http://h:1").message,
+            "DeepSeek API request to http://h:1 failed"
+        );
+        assert_eq!(
+            aborted_error().failure,
+            Some(json!({"message": "DeepSeek request aborted by caller", "code": "ABORTED"}))
+        );
+        assert_eq!(
+            idle_timeout_error(300_000).failure,
+            Some(
+                json!({"message": "DeepSeek stream idle timeout after 300000ms", "code": "TIMEOUT"})
+            )
+        );
+        assert_eq!(
+            no_body_error().failure,
+            Some(
+                json!({"message": "DeepSeek API returned no response body", "code": "EMPTY_RESPONSE"})
+            )
+        );
+        // aborted iff the signal fired or the code is ABORTED.
+        assert_eq!(
+            failure_chunk(&aborted_error(), false),
+            json!({"type": "finish", "reason": {"kind": "aborted", "failure": {"message": "DeepSeek request aborted by caller", "code": "ABORTED"}}})
+        );
+        assert_eq!(
+            failure_chunk(&transport_error("u"), true)["reason"]["kind"],
+            json!("aborted")
+        );
+        assert_eq!(
+            failure_chunk(&transport_error("u"), false)["reason"]["kind"],
+            json!("error")
+        );
+        let http = http_error(429, &headers(&[("retry-after", "2")]), b"");
+        assert_eq!(
+            serde_json::to_string(&failure_chunk(&http, false)).unwrap(),
+            r#"{"type":"finish","reason":{"kind":"error","failure":{"message":"DeepSeek API error (HTTP 429)","code":"RATE_LIMIT","status":429,"providerRetryAfterMs":2000}}}"#
+        );
+        // Errors without a carried failure normalize to UNKNOWN.
+        assert_eq!(
+            failure_chunk(&JsError::type_error("boom"), false),
+            json!({"type": "finish", "reason": {"kind": "error", "failure": {"message": "boom", "code": "UNKNOWN"}}})
+        );
+        assert_eq!(
+            normalize_failure(&JsError::error("")),
+            json!({"message": "LLM adapter failed", "code": "UNKNOWN"})
+        );
+    }
+
+    #[test]
+    fn stream_error_precedence() {
+        let malformed = Translator::new().push_payload("x").unwrap_err();
+        let timed_out = stream_error(malformed.clone(), "u", true, Some(5));
+        assert_eq!(timed_out.message, "DeepSeek stream idle timeout after 5ms");
+        assert_eq!(timed_out.cause.as_deref(), Some(&malformed));
+        let aborted = stream_error(malformed.clone(), "u", true, None);
+        assert_eq!(aborted.code.as_deref(), Some("ABORTED"));
+        assert_eq!(stream_error(malformed.clone(), "u", false, None), malformed);
+    }
+
+    #[test]
+    fn js_number_text_matches_javascript() {
+        assert_eq!(number_text(5.0), "5");
+        assert_eq!(number_text(-0.0), "0");
+        assert_eq!(number_text(0.1), "0.1");
+        assert_eq!(number_text(1e21), "1e+21");
+        assert_eq!(number_text(1.5e-7), "1.5e-7");
+        assert_eq!(
+            number_text(123_456_789_012_345_680_000.0),
+            "123456789012345680000"
+        );
+        assert_eq!(
+            js_string(&json!([null, [1, [2]], {}])),
+            ",1,2,[object Object]"
+        );
+    }
+}

@@ -437,7 +437,9 @@ pub enum Step {
     WaitIdle(WaitIdleStep),
     /// Loop: append a compaction summary replacing a surface range.
     Compact(CompactStep),
-    /// Loop: a new agent over a session rebuilt from this log (a new process).
+    /// Loop: a new agent over a session rebuilt from this log, as a new
+    /// process would build it: waits for idle, drops the old agent with its
+    /// scoped registrations and listeners, keeps global registrations.
     Resume(ResumeStep),
     /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
     DisposeAgent(DisposeAgentStep),

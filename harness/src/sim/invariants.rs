@@ -128,3 +128,98 @@ pub fn cache_hits_monotonic(requests: &[ProviderRequest]) -> Vec<String> {
     }
     problems
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::session::SurfaceOp;
+
+    fn event(seq: u64, kind: &str, data: Value) -> Event {
+        let surface = (kind == "user/message").then_some(SurfaceOp::Append);
+        Event {
+            kind: kind.into(),
+            seq,
+            time: 0,
+            data,
+            source_event_seqs: None,
+            surface_op: surface,
+        }
+    }
+
+    fn header(system: &str, reason: &str) -> Value {
+        json!({"header": {"config": {"provider": "p", "model": "m"}, "system": system}, "reason": reason})
+    }
+
+    #[test]
+    fn a_repeated_change_header_is_flagged() {
+        let ok = [
+            event(0, "request/header", header("a", "initial")),
+            event(1, "request/header", header("b", "change")),
+        ];
+        assert!(headers_change_only_when_different(&ok).is_empty());
+        let repeated = [
+            event(0, "request/header", header("a", "initial")),
+            event(1, "request/header", header("a", "change")),
+        ];
+        assert_eq!(headers_change_only_when_different(&repeated).len(), 1);
+    }
+
+    fn snapshot(seq: u64, text: &str) -> Event {
+        event(
+            seq,
+            "user/message",
+            json!({"content": [{"type": "text", "text": text}], "source": {"kind": "plugin", "plugin": crate::model::runtime_context::SOURCE}, "role": "user", "id": format!("m{seq}")}),
+        )
+    }
+
+    #[test]
+    fn a_repeated_snapshot_and_a_first_tombstone_are_flagged() {
+        assert!(
+            snapshots_change_only_when_different(&[
+                snapshot(0, "a"),
+                snapshot(1, "b"),
+                snapshot(2, CLEARED)
+            ])
+            .is_empty()
+        );
+        assert_eq!(
+            snapshots_change_only_when_different(&[snapshot(0, "a"), snapshot(1, "a")]).len(),
+            1
+        );
+        assert_eq!(
+            snapshots_change_only_when_different(&[snapshot(0, CLEARED)]).len(),
+            1
+        );
+    }
+
+    fn request(tools: &[&str], messages: usize, hits: u64) -> ProviderRequest {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|n| json!({"type": "function", "function": {"name": n}}))
+            .collect();
+        let messages: Vec<Value> = (0..messages)
+            .map(|i| json!({"role": "user", "content": i.to_string()}))
+            .collect();
+        ProviderRequest {
+            body: json!({"model": "m", "messages": messages, "tools": tools}),
+            cache_hit_tokens: Some(hits),
+        }
+    }
+
+    #[test]
+    fn unsorted_tools_and_shrinking_cache_hits_are_flagged() {
+        assert!(tools_sorted(&[request(&["B", "a", "ab"], 1, 0)]).is_empty());
+        assert_eq!(tools_sorted(&[request(&["a", "B"], 1, 0)]).len(), 1);
+        assert!(
+            cache_hits_monotonic(&[request(&["a"], 1, 64), request(&["a"], 2, 128)]).is_empty()
+        );
+        assert_eq!(
+            cache_hits_monotonic(&[request(&["a"], 1, 128), request(&["a"], 2, 64)]).len(),
+            1
+        );
+        // A changed tool list is not an extension: hits may fall.
+        assert!(cache_hits_monotonic(&[request(&["a"], 1, 128), request(&["b"], 2, 0)]).is_empty());
+    }
+}

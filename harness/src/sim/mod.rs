@@ -7,7 +7,10 @@
 //! reports the session log, the requests the provider received and the
 //! agent's final state.
 
+pub mod check;
+pub mod generate;
 pub mod invariants;
+
 pub mod replay;
 pub mod scripted;
 

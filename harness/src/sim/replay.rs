@@ -80,8 +80,26 @@ pub fn read_log(text: &str) -> Result<Vec<Event>, String> {
         .collect()
 }
 
+/// Whether the attempt dispatched at log position `at` was the last one of
+/// a turn that ended aborted: the provider may never have received it.
+fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) -> bool {
+    let end = events[at.min(events.len())..]
+        .iter()
+        .position(|e| e.kind == "turn/end")
+        .map(|offset| at + offset);
+    match end {
+        Some(end) => {
+            events[end].data["reason"]["kind"] == "aborted"
+                && next_dispatch.is_none_or(|next| next > end)
+        }
+        None => false,
+    }
+}
+
 /// Compare each received body with its reconstruction from the log prefix at
-/// its recorded dispatch; return one message per disagreement.
+/// its recorded dispatch; return one message per disagreement. A dispatch
+/// whose turn was aborted while the request was in flight may have no
+/// received counterpart.
 pub fn check_replay(
     events: &[Event],
     session_id: &str,
@@ -90,21 +108,89 @@ pub fn check_replay(
     defaults: &DeepSeekDefaults,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    if dispatches.len() != received.len() {
-        problems.push(format!(
-            "{} dispatches were logged but the provider received {} requests",
-            dispatches.len(),
-            received.len()
-        ));
-    }
-    for (index, (dispatch, body)) in dispatches.iter().zip(received).enumerate() {
-        match wire_body_at(&events[..(*dispatch).min(events.len())], session_id, defaults) {
-            Err(error) => problems.push(format!("request {index}: cannot reconstruct: {error}")),
-            Ok(rebuilt) if rebuilt.to_string() != body.to_string() => problems.push(format!(
-                "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {rebuilt}"
+    let mut pending = received.iter().enumerate().peekable();
+    for (position, dispatch) in dispatches.iter().enumerate() {
+        let prefix = &events[..(*dispatch).min(events.len())];
+        let rebuilt = match wire_body_at(prefix, session_id, defaults) {
+            Ok(rebuilt) => rebuilt,
+            Err(error) => {
+                problems.push(format!(
+                    "the request dispatched at log length {dispatch} cannot be reconstructed: {error}"
+                ));
+                continue;
+            }
+        };
+        let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied());
+        match pending.peek() {
+            Some((_, body)) if body.to_string() == rebuilt.to_string() => {
+                pending.next();
+            }
+            _ if skippable => {}
+            Some((index, body)) => {
+                problems.push(format!(
+                    "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {rebuilt}"
+                ));
+                pending.next();
+            }
+            None => problems.push(format!(
+                "the request dispatched at log length {dispatch} never reached the provider"
             )),
-            Ok(_) => {}
         }
     }
+    for (index, _) in pending {
+        problems.push(format!(
+            "request {index} was received but no dispatch in the log accounts for it"
+        ));
+    }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::session::SurfaceOp;
+
+    fn log() -> Vec<Event> {
+        let header = json!({"header": {"config": {"provider": "p", "model": "m"}, "system": "S"}, "reason": "initial"});
+        let prompt = json!({"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "msg-1"});
+        vec![
+            Event {
+                kind: "user/message".into(),
+                seq: 0,
+                time: 0,
+                data: prompt,
+                source_event_seqs: None,
+                surface_op: Some(SurfaceOp::Append),
+            },
+            Event {
+                kind: "request/header".into(),
+                seq: 1,
+                time: 0,
+                data: header,
+                source_event_seqs: None,
+                surface_op: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_request_is_the_folded_header_plus_the_surface_messages() {
+        let body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}])
+        );
+        assert!(check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default()).is_empty());
+    }
+
+    #[test]
+    fn a_request_that_differs_from_its_reconstruction_is_flagged() {
+        let mut body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        body["messages"][0]["content"] = json!("another system");
+        let problems = check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let unaccounted =
+            check_replay(&log(), "s", &[], &[json!({})], &DeepSeekDefaults::default());
+        assert_eq!(unaccounted.len(), 1);
+    }
 }
