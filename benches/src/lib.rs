@@ -205,3 +205,49 @@ impl CopyBound {
         )
     }
 }
+
+/// A loop scenario of one turn with `rounds` tool round trips and a final
+/// answer (`rounds + 1` steps), for the steps-per-second bench.
+pub fn loop_scenario(rounds: usize) -> harness::scenario::load::LoadedScenario {
+    let mut responses = String::new();
+    for round in 0..rounds {
+        responses.push_str(&format!(
+            "  {{ content = [\"Reading file {round}.\"], tool_calls = [{{ name = \"read\", arguments = [\"{{\\\"path\\\":\", \"\\\"{round}.txt\\\"}}\"] }}], finish_reason = \"tool_calls\" }},\n"
+        ));
+    }
+    responses.push_str("  { content = [\"All \", \"done.\"] },\n");
+    let source = format!(
+        r#"format = 1
+title = "bench"
+covers = ["05:ORDER"]
+level = "loop"
+
+[config]
+persona = "You are a careful senior engineer."
+
+[provider]
+responses = [
+{responses}]
+
+[[tool_results]]
+name = "read"
+text = "fn main() {{}}"
+
+[[steps]]
+do = "tools"
+provider = {{ returns = {{ schemas = [{{ name = "read", description = "Read a file.", parameters = {{ type = "object", properties = {{ path = {{ type = "string" }} }} }} }}] }} }}
+
+[[steps]]
+do = "context"
+name = "sandbox"
+order = 0
+text = "sandbox: on"
+
+[[steps]]
+do = "followup"
+text = "Read the files and summarize."
+"#
+    );
+    harness::scenario::load::parse_scenario(std::path::Path::new("bench.toml"), &source)
+        .expect("a valid bench scenario")
+}

@@ -21,3 +21,17 @@ fn standard_fixture_has_the_documented_shape() {
         "the copy bound produces the same prompt"
     );
 }
+
+#[test]
+fn loop_bench_scenario_runs_one_step_per_round_trip_plus_the_answer() {
+    let loaded = dshc_benches::loop_scenario(9);
+    let result = harness::scripted::run_case(&loaded.case);
+    let run = result.run.expect("a loop run");
+    assert_eq!(run.failure, None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    let steps = run.log.iter().filter(|e| e["type"] == "step/start").count();
+    assert_eq!(steps, 10);
+    assert_eq!(run.requests.len(), 10);
+    let last = run.log.last().unwrap();
+    assert_eq!(last["data"]["reason"]["kind"], "completed");
+}

@@ -485,8 +485,15 @@ impl Progress {
     }
 
     fn tick(&self, done: u64) {
-        if self.enabled && done.is_multiple_of(50) {
-            eprint!("\r{done}/{}", self.total);
+        const WIDTH: u64 = 30;
+        if self.enabled && done.is_multiple_of(10) {
+            let filled = (done * WIDTH).checked_div(self.total).unwrap_or(WIDTH) as usize;
+            let bar = format!(
+                "{}{}",
+                "#".repeat(filled),
+                ".".repeat(WIDTH as usize - filled.min(WIDTH as usize))
+            );
+            eprint!("\r[{bar}] {done}/{}", self.total);
         }
     }
 
