@@ -19,9 +19,8 @@ use serde_json::Value;
 
 use crate::model::JsError;
 use crate::model::deepseek::{
-    DeepSeekDefaults, SseDecoder, SseItem, Translator, aborted_error, end_of_stream_error,
-    failure_chunk, http_error, idle_timeout_error, request_headers, serialize_request,
-    transport_error,
+    DeepSeekDefaults, SseDecoder, SseItem, Translator, end_of_stream_error, failure_chunk,
+    http_error, request_headers, request_transport_error, serialize_request, stream_error,
 };
 
 /// Where the provider listens.
@@ -142,9 +141,24 @@ impl ChunkStream {
         }
     }
 
-    fn fail(&mut self, error: JsError) -> Option<Value> {
+    /// End the stream with one failure chunk. Errors go through the
+    /// adapter's catch order first (idle timeout, caller abort, `LlmError`
+    /// as is, anything else TRANSPORT), as `DeepSeekAdapter.stream` does.
+    fn fail(&mut self, error: JsError, idle_timed_out: bool) -> Option<Value> {
         self.state = State::Done;
-        Some(failure_chunk(&error, (self.aborted)()))
+        Some(self.failure(error, idle_timed_out))
+    }
+
+    fn failure(&self, error: JsError, idle_timed_out: bool) -> Value {
+        let aborted = (self.aborted)();
+        let timeout_ms = idle_timed_out.then_some(self.connection.stream_idle_timeout_ms);
+        let error = stream_error(
+            error,
+            &self.connection.endpoint.base_url(),
+            aborted,
+            timeout_ms,
+        );
+        failure_chunk(&error, aborted)
     }
 
     /// The next chunk, or `None` after the last.
@@ -159,7 +173,7 @@ impl ChunkStream {
                 State::Start => {
                     let body = match serialize_request(&self.request, &self.connection.defaults) {
                         Ok(body) => body.to_string(),
-                        Err(error) => return self.fail(error),
+                        Err(error) => return self.fail(error, false),
                     };
                     let session_id = self.request["sessionId"].as_str().map(str::to_string);
                     let compaction = self.request["purpose"] == "compaction";
@@ -171,19 +185,17 @@ impl ChunkStream {
                     );
                     let base_url = self.connection.endpoint.base_url();
                     (self.on_dispatch)();
-
-                    let response =
-                        match tokio::time::timeout(idle, send(&self.connection, body, headers))
-                            .await
-                        {
-                            Err(_) => {
-                                return self.fail(idle_timeout_error(
-                                    self.connection.stream_idle_timeout_ms,
-                                ));
-                            }
-                            Ok(Err(_)) => return self.fail(transport_error(&base_url)),
-                            Ok(Ok(response)) => response,
-                        };
+                    let sent =
+                        tokio::time::timeout(idle, send(&self.connection, body, headers)).await;
+                    let response = match sent {
+                        Err(_) => return self.fail(JsError::error("idle"), true),
+                        Ok(Err(cause)) => {
+                            let error = request_transport_error(&base_url)
+                                .with_cause(JsError::error(cause));
+                            return self.fail(error, false);
+                        }
+                        Ok(Ok(response)) => response,
+                    };
                     let status = response.status().as_u16();
                     if !(200..300).contains(&status) {
                         let headers: Vec<(String, String)> = response
@@ -202,7 +214,7 @@ impl ChunkStream {
                             .await
                             .map(|b| b.to_bytes())
                             .unwrap_or_default();
-                        return self.fail(http_error(status, &headers, &body));
+                        return self.fail(http_error(status, &headers, &body), false);
                     }
                     self.state = State::Streaming {
                         body: response.into_body(),
@@ -216,48 +228,38 @@ impl ChunkStream {
                     translator,
                 } => {
                     let frame = match tokio::time::timeout(idle, body.frame()).await {
-                        Err(_) => {
-                            return self
-                                .fail(idle_timeout_error(self.connection.stream_idle_timeout_ms));
-                        }
-                        Ok(None) => {
-                            return self.fail(end_of_stream_error());
-                        }
-                        Ok(Some(Err(_))) => {
-                            let error = if (self.aborted)() {
-                                aborted_error()
-                            } else {
-                                transport_error(&self.connection.endpoint.base_url())
-                            };
-                            return self.fail(error);
+                        Err(_) => return self.fail(JsError::error("idle"), true),
+                        Ok(None) => return self.fail(end_of_stream_error(), false),
+                        Ok(Some(Err(cause))) => {
+                            return self.fail(JsError::error(cause.to_string()), false);
                         }
                         Ok(Some(Ok(frame))) => frame,
                     };
                     let Ok(data) = frame.into_data() else {
                         continue;
                     };
+                    let mut chunks = Vec::new();
                     let mut error = None;
                     for item in decoder.push(&data) {
                         let SseItem::Data(payload) = item else {
                             continue;
                         };
-                        match translator.push_payload(&payload) {
-                            Ok(chunks) => self.pending.extend(chunks),
-                            Err(e) => {
-                                error = Some(e);
-                                break;
-                            }
+                        // Chunks translated before a failure inside a payload still go out.
+                        if let Err(e) = translator.push_payload_into(&payload, &mut chunks) {
+                            error = Some(e);
+                            break;
                         }
                         if translator.is_done() {
                             break;
                         }
                     }
+                    let done = translator.is_done();
+                    self.pending.extend(chunks);
                     if let Some(error) = error {
-                        // Chunks translated before the bad payload still go out first.
-                        let failure = failure_chunk(&error, (self.aborted)());
+                        let failure = self.failure(error, false);
                         self.pending.push_back(failure);
                         self.state = State::Done;
-                    } else if translator.is_done() {
+                    } else if done {
                         self.state = State::Done;
                     }
                 }
