@@ -82,6 +82,8 @@ pub struct ToolOutcome {
     pub additional_contexts: Vec<String>,
     /// `concludesTurn`.
     pub concludes_turn: bool,
+    /// Virtual time the call takes.
+    pub delay_ms: u64,
 }
 
 /// Runs a tool call: `(name, arguments) -> outcome`.
@@ -102,6 +104,9 @@ pub struct LoopContext {
     pub live_events: Rc<RefCell<Vec<Value>>>,
     /// Log lengths at each provider dispatch, per session id (for replay checks).
     pub dispatches: Rc<RefCell<Vec<(String, usize)>>>,
+    /// What the context plugins read from outside the session (files, the
+    /// tmux pane, other sessions); shared so it outlives a resume (spec 10).
+    pub plugin_world: plugins::SharedWorld,
 }
 
 impl LoopContext {
@@ -266,6 +271,11 @@ impl Agent {
     /// The agent's listeners.
     pub fn listeners(&self) -> &LoopListeners {
         &self.0.listeners
+    }
+
+    /// The agent's inbox (context plugins keep pending input there, 10 AI2).
+    pub fn inbox(&self) -> &RefCell<Inbox> {
+        &self.0.inbox
     }
 
     /// The shared loop context.
@@ -753,7 +763,7 @@ impl Agent {
             if calls.is_empty() {
                 return Ok(Some(TurnEnd::Completed));
             }
-            let concluded = self.run_tools(turn, step, &calls, signal)?;
+            let concluded = self.run_tools(turn, step, &calls, signal).await?;
             return Ok(if concluded {
                 Some(TurnEnd::Completed)
             } else {
@@ -828,8 +838,12 @@ impl Agent {
         check(signal)
     }
 
-    /// Scripted tool execution, serial: `tool/call` then `tool/result` per call.
-    fn run_tools(
+    /// Tool execution with the scripted runtime: serial, each call logged as
+    /// `tool/call`, run (taking its scripted virtual time), then logged as
+    /// `tool/result`. Once the signal aborts, no further call starts: each
+    /// gets a synthetic call and `aborted before dispatch` result (08 C5),
+    /// while a call already started still commits its result.
+    async fn run_tools(
         &self,
         turn: u64,
         step: u64,
@@ -846,14 +860,19 @@ impl Agent {
                 json!({"turn": turn, "step": step, "callId": id, "name": name, "arguments": arguments}),
                 SurfaceMeta::default(),
             )?;
-            let outcome = if signal.is_aborted() {
+            let skipped = signal.is_aborted();
+            let outcome = if skipped {
                 ToolOutcome {
                     text: "Error: tool call aborted before dispatch".into(),
                     is_error: true,
                     ..ToolOutcome::default()
                 }
             } else {
-                (self.0.context.tools)(name, arguments)
+                let outcome = (self.0.context.tools)(name, arguments);
+                if outcome.delay_ms > 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(outcome.delay_ms)).await;
+                }
+                outcome
             };
             let message = json!({
                 "source": {"kind": "tool", "callId": id},
@@ -861,9 +880,19 @@ impl Agent {
                 "role": "user",
                 "id": self.0.context.ids.next("msg"),
             });
+            let mut data = Map::new();
+            data.insert("turn".into(), json!(turn));
+            data.insert("step".into(), json!(step));
+            data.insert("message".into(), message);
+            if skipped {
+                data.insert(
+                    "error".into(),
+                    json!({"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}),
+                );
+            }
             self.append(
                 "tool/result",
-                json!({"turn": turn, "step": step, "message": message}),
+                Value::Object(data),
                 SurfaceMeta::append_citing(vec![call_event.seq]),
             )?;
             for text in &outcome.additional_contexts {

@@ -284,8 +284,14 @@ pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
 impl Collector {
     /// Loop-level expectations over a whole run.
     fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
-        if let Some(failure) = &run.failure {
-            self.push("run".into(), "(the run finishes)".into(), failure.clone());
+        let expected_failure = expect.and_then(|e| e.failure.as_ref());
+        if run.failure.as_ref() != expected_failure {
+            let wanted = expected_failure.map_or("(the run finishes)".into(), Clone::clone);
+            let actual = run
+                .failure
+                .clone()
+                .unwrap_or_else(|| "(the run finished)".into());
+            self.push("run".into(), wanted, actual);
         }
         for violation in &run.violations {
             self.push("invariant".into(), "(holds)".into(), violation.clone());

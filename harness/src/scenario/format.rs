@@ -269,6 +269,13 @@ pub struct ToolResultSpec {
     /// `concludesTurn`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub concludes_turn: bool,
+    /// Virtual time the call takes (a cancel can land while it runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Expectations on a loop run.
@@ -306,6 +313,11 @@ pub struct LoopExpect {
     /// Messages of live `agent/error` events, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_errors: Option<Vec<String>>,
+    /// The run fails before its steps with exactly this text, e.g.
+    /// `setup failed: TypeError: <message>` when a plugin rejects its config
+    /// at load. Without it, any run failure is a mismatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One expected event.

@@ -307,6 +307,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             is_error: false,
             additional_contexts: Vec::new(),
             concludes_turn: false,
+            delay_ms: 0,
         })
         .collect();
     let scenario = Scenario {

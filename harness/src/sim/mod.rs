@@ -120,6 +120,7 @@ fn tool_runner(results: &[ToolResultSpec]) -> ToolRunner {
             is_error: spec.is_error,
             additional_contexts: spec.additional_contexts.clone(),
             concludes_turn: spec.concludes_turn,
+            delay_ms: spec.delay_ms,
         }
     })
 }
@@ -382,6 +383,7 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         ids: Ids::default(),
         live_events: Rc::new(RefCell::new(Vec::new())),
         dispatches: Rc::new(RefCell::new(Vec::new())),
+        plugin_world: Default::default(),
     };
     let session = Session::new("session-1", world.agent.cwd.clone(), clock.clone());
     let setup = context
@@ -389,7 +391,7 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         .and_then(|()| Runner::new_agent(&context, &world, session, &clock));
     let agent = match setup {
         Ok(agent) => agent,
-        Err(error) => return failed_run(&format!("setup failed: {}", error.message)),
+        Err(error) => return failed_run(&format!("setup failed: {error}")),
     };
     let mut runner = Runner {
         context,
