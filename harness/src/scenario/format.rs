@@ -443,8 +443,10 @@ pub enum Step {
     Inject(MessageStep),
     /// Loop: `agent.cancel(reason, {keepInbox})`.
     Cancel(CancelStep),
-    /// Loop: let virtual time pass.
+    /// Loop: let virtual time pass. While the agent is idle the clock jumps
+    /// (nothing is in flight); otherwise the simulation runs through it.
     Wait(WaitStep),
+
     /// Loop: wait until the agent is idle.
     WaitIdle(WaitIdleStep),
     /// Loop: append a compaction summary replacing a surface range.
