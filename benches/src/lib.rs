@@ -119,10 +119,12 @@ pub fn registry(shape: Shape) -> (Registry, ScopeKey) {
             .filter(|i| i % providers == provider)
             .map(schema)
             .collect();
+        // Like a real provider: the same schema objects every call.
         let result = ToolProviderResult {
-            schemas,
+            schemas: schemas.into(),
             known_names: None,
         };
+
         registry.tools(None, Rc::new(move |_, _| Ok(Some(result.clone()))));
     }
     for index in 0..shape.contexts {

@@ -106,7 +106,13 @@ pub fn provided_schema(spec: &SchemaSpec) -> ProvidedSchema {
 
 fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
     ToolProviderResult {
-        schemas: spec.schemas.iter().map(provided_schema).collect(),
+        schemas: spec
+            .schemas
+            .iter()
+            .map(provided_schema)
+            .collect::<Vec<_>>()
+            .into(),
+
         known_names: spec.known_names.clone(),
     }
 }

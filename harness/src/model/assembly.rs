@@ -83,8 +83,10 @@ pub struct ProvidedSchema {
 /// What a tool provider returns (01 R4.3).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolProviderResult {
-    /// Visible schemas.
-    pub schemas: Vec<ProvidedSchema>,
+    /// Visible schemas, shared: a provider may hand out the same list every
+    /// time (assembly clones what it keeps).
+    pub schemas: Rc<[ProvidedSchema]>,
+
     /// Names known before scope restriction; replaces the implicit names.
     pub known_names: Option<Vec<String>>,
 }
@@ -229,14 +231,23 @@ fn merge(
     pick: impl Fn(&super::registry::Layer) -> Vec<NamedText>,
 ) -> Vec<NamedText> {
     let mut merged: Vec<NamedText> = pick(&registry.state.global.borrow());
-    for layer in registry.chain_layers(scope) {
+    let layers = registry.chain_layers(scope);
+    if layers.is_empty() {
+        return merged;
+    }
+    let mut position: std::collections::BTreeMap<String, usize> = merged
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| (entry.name.clone(), i))
+        .collect();
+    for layer in layers {
         for entry in pick(&layer.borrow()) {
-            match merged
-                .iter_mut()
-                .find(|existing| existing.name == entry.name)
-            {
-                Some(existing) => *existing = entry,
-                None => merged.push(entry),
+            match position.get(&entry.name) {
+                Some(&index) => merged[index] = entry,
+                None => {
+                    position.insert(entry.name.clone(), merged.len());
+                    merged.push(entry);
+                }
             }
         }
     }
@@ -358,10 +369,14 @@ impl Registry {
             context: Rc::new(context),
         };
         let transformed = next.call().await?;
+        drop(next);
         // `await` in JavaScript always yields: the synchronous part of an
         // assembly ends at the waterfall, which the loop's wake relies on.
         super::signal::yield_now().await;
-        let mut result = transformed.borrow().clone();
+        // Listeners are done with the object; take it rather than copy it
+        // unless one kept a reference.
+        let mut result = Rc::try_unwrap(transformed)
+            .map_or_else(|shared| shared.borrow().clone(), RefCell::into_inner);
 
         // Step 7: hard constraints.
         if let Some(complete_section) = complete_section {

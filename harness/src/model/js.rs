@@ -178,12 +178,20 @@ pub fn js_key_order<'a, I: IntoIterator<Item = &'a str>>(keys: I) -> Vec<&'a str
 pub fn js_normalize(value: &serde_json::Value) -> serde_json::Value {
     match value {
         serde_json::Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            for key in js_key_order(map.keys().map(String::as_str)) {
-                out.insert(key.to_string(), js_normalize(&map[key]));
+            let mut out = serde_json::Map::with_capacity(map.len());
+            if map.keys().any(|key| is_array_index(key)) {
+                for key in js_key_order(map.keys().map(String::as_str)) {
+                    out.insert(key.to_string(), js_normalize(&map[key]));
+                }
+            } else {
+                // The common case: already in JavaScript order.
+                for (key, item) in map {
+                    out.insert(key.clone(), js_normalize(item));
+                }
             }
             serde_json::Value::Object(out)
         }
+
         serde_json::Value::Array(items) => {
             serde_json::Value::Array(items.iter().map(js_normalize).collect())
         }

@@ -100,20 +100,24 @@ pub fn order_tools(
             listed.join(", ")
         )));
     }
-    let listed: BTreeSet<&str> = tool_order.iter().map(String::as_str).collect();
-    let mut rest: Vec<ToolSchema> = tools
+    // One bucket per toolOrder entry; the marker's bucket collects the rest.
+    // Tools move into buckets in provider order, so nothing is copied.
+    let slot: std::collections::BTreeMap<&str, usize> = tool_order
         .iter()
-        .filter(|tool| !listed.contains(tool.name.as_str()))
-        .cloned()
+        .enumerate()
+        .map(|(index, name)| (name.as_str(), index))
         .collect();
-    sort_by_name(&mut rest);
-    let mut ordered = Vec::with_capacity(tools.len());
-    for entry in tool_order {
-        if entry == TOOL_ORDER_REST {
-            ordered.append(&mut rest);
-        } else {
-            ordered.extend(tools.iter().filter(|tool| &tool.name == entry).cloned());
-        }
+    let rest_slot = slot[TOOL_ORDER_REST];
+    let mut buckets: Vec<Vec<ToolSchema>> = vec![Vec::new(); tool_order.len()];
+    let total = tools.len();
+    for tool in tools {
+        let index = slot.get(tool.name.as_str()).copied().unwrap_or(rest_slot);
+        buckets[index].push(tool);
+    }
+    sort_by_name(&mut buckets[rest_slot]);
+    let mut ordered = Vec::with_capacity(total);
+    for bucket in buckets {
+        ordered.extend(bucket);
     }
     Ok(ordered)
 }
