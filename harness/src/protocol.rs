@@ -148,8 +148,12 @@ pub struct LoopRun {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderRequest {
+    /// The HTTP headers as received, `[name, value]` in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<[String; 2]>,
     /// The parsed JSON body.
     pub body: Value,
+
     /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<u64>,

@@ -489,9 +489,11 @@ impl Agent {
                         .unwrap_or_else(|| json!({"message": error.chain(), "code": "UNKNOWN"}));
                     turn_ends = Some(json!({"kind": "error", "error": failure}));
                     let (_, step) = self.phase_turn_step();
+                    // The live event carries the Error itself; its message
+                    // (not the cause chain `turn/end` logs) is what listeners see.
                     self.emit(
                         "agent/error",
-                        json!({"turn": turn, "step": step, "error": error.chain()}),
+                        json!({"turn": turn, "step": step, "error": error.message}),
                     );
                 }
                 Err(error)

@@ -352,6 +352,14 @@ impl Collector {
         }
         let bodies: Vec<Value> = run.requests.iter().map(|r| r.body.clone()).collect();
         self.value("expect.requests".into(), &expect.requests, Some(&bodies));
+        let headers: Vec<Vec<[String; 2]>> =
+            run.requests.iter().map(|r| r.headers.clone()).collect();
+        self.value(
+            "expect.request_headers".into(),
+            &expect.request_headers,
+            Some(&headers),
+        );
+
         self.value(
             "expect.request_count".into(),
             &expect.request_count,

@@ -298,7 +298,12 @@ pub struct LoopExpect {
     /// The request bodies the provider received, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<Value>>,
+    /// The HTTP headers of each request the provider received, `[name, value]`
+    /// in arrival order (names lowercased).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<Vec<Vec<[String; 2]>>>,
     /// How many requests the provider received.
+
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_count: Option<usize>,
     /// `prompt_cache_hit_tokens` the provider reported per request.

@@ -362,7 +362,13 @@ fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
         .into_iter()
         .filter(|r| r.body_json.is_some())
         .map(|r| ProviderRequest {
+            headers: r
+                .headers
+                .iter()
+                .map(|(name, value)| [name.clone(), value.clone()])
+                .collect(),
             body: r.body_json.clone().unwrap_or(Value::Null),
+
             cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
         })
         .collect()
