@@ -409,12 +409,8 @@ impl Agent {
     }
 
     async fn kick(&self) {
-        loop {
-            match self.turn().await {
-                Ok(true) => continue,
-                Ok(false) | Err(_) => break,
-            }
-        }
+        // A failed turn was already reported; the driver just stops.
+        while let Ok(true) = self.turn().await {}
         let (turn, wake_requested) = match &*self.0.phase.borrow() {
             Phase::Running {
                 turn,
@@ -483,10 +479,11 @@ impl Agent {
                 if signal.is_aborted() {
                     turn_ends = Some(json!({"kind": "aborted", "reason": signal.reason()}));
                 } else {
-                    let failure = error
-                        .failure
-                        .clone()
-                        .unwrap_or_else(|| json!({"message": error.chain(), "code": "UNKNOWN"}));
+                    let failure =
+                        error.failure.as_deref().cloned().unwrap_or_else(
+                            || json!({"message": error.chain(), "code": "UNKNOWN"}),
+                        );
+
                     turn_ends = Some(json!({"kind": "error", "error": failure}));
                     let (_, step) = self.phase_turn_step();
                     // The live event carries the Error itself; its message

@@ -100,13 +100,15 @@ async fn send(
     }
 }
 
+struct Streaming {
+    body: Incoming,
+    decoder: SseDecoder,
+    translator: Translator,
+}
+
 enum State {
     Start,
-    Streaming {
-        body: Incoming,
-        decoder: SseDecoder,
-        translator: Translator,
-    },
+    Streaming(Box<Streaming>),
     Done,
 }
 
@@ -216,17 +218,19 @@ impl ChunkStream {
                             .unwrap_or_default();
                         return self.fail(http_error(status, &headers, &body), false);
                     }
-                    self.state = State::Streaming {
+                    self.state = State::Streaming(Box::new(Streaming {
                         body: response.into_body(),
                         decoder: SseDecoder::default(),
                         translator: Translator::default(),
-                    };
+                    }));
                 }
-                State::Streaming {
-                    body,
-                    decoder,
-                    translator,
-                } => {
+                State::Streaming(streaming) => {
+                    let Streaming {
+                        body,
+                        decoder,
+                        translator,
+                    } = &mut **streaming;
+
                     let frame = match tokio::time::timeout(idle, body.frame()).await {
                         Err(_) => return self.fail(JsError::error("idle"), true),
                         Ok(None) => return self.fail(end_of_stream_error(), false),

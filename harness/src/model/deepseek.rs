@@ -2012,7 +2012,7 @@ mod tests {
         assert_eq!(error.message, expected);
         assert_eq!(error.code.as_deref(), Some("UNSUPPORTED_CONTENT"));
         assert_eq!(
-            error.failure,
+            error.failure.as_deref().cloned(),
             Some(json!({"message": expected, "code": "UNSUPPORTED_CONTENT"}))
         );
         let nested = json!({"content": [{"type": "tool-result", "toolCallId": "c", "content": [{"type": "image"}], "isError": false}], "role": "user", "id": "m"});
@@ -2246,7 +2246,9 @@ mod tests {
         assert_eq!(
             serialize_request(&req, &defaults(Some("disabled"), None))
                 .unwrap_err()
-                .failure,
+                .failure
+                .as_deref()
+                .cloned(),
             Some(
                 json!({"message": "DeepSeek deployment does not support reasoning effort \"high\"", "code": "UNSUPPORTED_REASONING_EFFORT"})
             )
@@ -2787,7 +2789,7 @@ mod tests {
         let error = Translator::new().push_payload("{not json").unwrap_err();
         assert_eq!(error.name, "LlmError");
         assert_eq!(
-            error.failure,
+            error.failure.as_deref().cloned(),
             Some(
                 json!({"message": "malformed SSE payload: {not json", "code": "MALFORMED_RESPONSE"})
             )
@@ -2937,7 +2939,7 @@ mod tests {
             );
             assert_eq!(error.name, "LlmError");
             assert_eq!(
-                error.failure,
+                error.failure.as_deref().cloned(),
                 Some(
                     json!({"message": "Authentication Fails, Your api key is invalid", "code": "AUTH", "status": status})
                 )
@@ -2956,7 +2958,7 @@ mod tests {
     fn http_413_is_invalid_request() {
         let error = http_error(413, &[], b"");
         assert_eq!(
-            error.failure,
+            error.failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek API error (HTTP 413)", "code": "INVALID_REQUEST", "status": 413})
             )
@@ -2986,7 +2988,7 @@ mod tests {
         );
         let fallback = http_error(429, &headers(&[("x-deepseek-request-id", "ds-1")]), b"{}");
         assert_eq!(
-            fallback.failure,
+            fallback.failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek API error (HTTP 429)", "code": "RATE_LIMIT", "status": 429, "requestId": "ds-1"})
             )
@@ -3014,7 +3016,7 @@ mod tests {
     fn http_quota_wording_wins_over_status() {
         let error = http_error(402, &[], &error_body("Insufficient Balance"));
         assert_eq!(
-            error.failure,
+            error.failure.as_deref().cloned(),
             Some(json!({"message": "Insufficient Balance", "code": "QUOTA", "status": 402}))
         );
         assert_eq!(
@@ -3056,7 +3058,7 @@ mod tests {
             &error_body("Invalid request: messages[1].role is invalid"),
         );
         assert_eq!(
-            plain.failure,
+            plain.failure.as_deref().cloned(),
             Some(
                 json!({"message": "Invalid request: messages[1].role is invalid", "code": "INVALID_REQUEST", "status": 400})
             )
@@ -3070,7 +3072,7 @@ mod tests {
         }
         let teapot = http_error(418, &[], b"<html>");
         assert_eq!(
-            teapot.failure,
+            teapot.failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek API error (HTTP 418)", "code": "HTTP_418", "status": 418})
             )
@@ -3161,7 +3163,7 @@ mod tests {
     #[test]
     fn failure_helpers_and_chunks() {
         assert_eq!(
-            transport_error("http://h:1").failure,
+            transport_error("http://h:1").failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek API stream from http://h:1 failed", "code": "TRANSPORT"})
             )
@@ -3171,17 +3173,17 @@ mod tests {
             "DeepSeek API request to http://h:1 failed"
         );
         assert_eq!(
-            aborted_error().failure,
+            aborted_error().failure.as_deref().cloned(),
             Some(json!({"message": "DeepSeek request aborted by caller", "code": "ABORTED"}))
         );
         assert_eq!(
-            idle_timeout_error(300_000).failure,
+            idle_timeout_error(300_000).failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek stream idle timeout after 300000ms", "code": "TIMEOUT"})
             )
         );
         assert_eq!(
-            no_body_error().failure,
+            no_body_error().failure.as_deref().cloned(),
             Some(
                 json!({"message": "DeepSeek API returned no response body", "code": "EMPTY_RESPONSE"})
             )

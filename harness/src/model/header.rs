@@ -77,7 +77,13 @@ pub fn header_equals(a: &Value, b: &Value) -> bool {
         && a_tools
             .iter()
             .zip(&b_tools)
-            .all(|(x, y)| x.to_string() == y.to_string())
+            .all(|(x, y)| same_json_text(x, y))
+}
+
+/// `JSON.stringify(a) === JSON.stringify(b)`: key order counts, unlike
+/// `Value`'s equality.
+fn same_json_text(a: &Value, b: &Value) -> bool {
+    serde_json::to_string(a).ok() == serde_json::to_string(b).ok()
 }
 
 /// `requestProposal`: the logged config minus every adapter-filled field.

@@ -22,7 +22,8 @@ pub struct JsError {
     pub code: Option<String>,
     /// An `LlmError`'s serializable failure (`{message, code, status?,
     /// providerRetryAfterMs?, requestId?}`), which `turn/end` logs verbatim.
-    pub failure: Option<serde_json::Value>,
+    /// Boxed: errors travel in every `Result`, and most have none.
+    pub failure: Option<Box<serde_json::Value>>,
 }
 
 impl JsError {
@@ -53,7 +54,7 @@ impl JsError {
             message,
             cause: None,
             code,
-            failure: Some(failure),
+            failure: Some(Box::new(failure)),
         }
     }
 

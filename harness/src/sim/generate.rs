@@ -310,7 +310,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             delay_ms: 0,
         })
         .collect();
-    let scenario = Scenario {
+    Scenario {
         format: FORMAT_VERSION,
         title: format!("simulated session {session} of seed {seed}"),
         description: None,
@@ -339,6 +339,5 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         tool_results,
         plugins: None,
         expect: None,
-    };
-    scenario
+    }
 }

@@ -252,7 +252,9 @@ mod tests {
             .map(|i| json!({"role": "user", "content": i.to_string()}))
             .collect();
         ProviderRequest {
+            headers: Vec::new(),
             body: json!({"model": "m", "messages": messages, "tools": tools}),
+
             cache_hit_tokens: Some(hits),
         }
     }
