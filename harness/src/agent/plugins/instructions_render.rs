@@ -353,7 +353,7 @@ mod tests {
         let rendered = render_baseline(&one, 400, false);
         assert!(rendered.text.len() <= 400);
         assert_eq!(rendered.truncated.len(), 1);
-        assert!(rendered.truncated[0].included_bytes % 2 == 0);
+        assert!(rendered.truncated[0].included_bytes.is_multiple_of(2));
         assert!(rendered.text.starts_with(SYSTEM_REMINDER_OPEN));
     }
 
