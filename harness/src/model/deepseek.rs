@@ -35,11 +35,6 @@
 //! Differentially checked against the rc.8 package under Node 20 (random SSE
 //! streams with random read splits, HTTP errors and request bodies).
 
-// `JsError` is the crate-wide error type (it mirrors a thrown JavaScript
-// value); every fallible function here returns it unboxed like the rest of
-// the model does.
-#![allow(clippy::result_large_err)]
-
 use serde_json::{Map, Value, json};
 
 use super::js::{JsError, js_key_order, slice_utf16};

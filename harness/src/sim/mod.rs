@@ -46,11 +46,14 @@ fn adapters(world: &LoopWorld) -> BTreeMap<String, AdapterRoute> {
     if !spec.registered {
         return routes;
     }
-    let mut deepseek = DeepSeekConnection::default();
-    deepseek.defaults = DeepSeekDefaults {
-        thinking: spec.thinking.clone(),
-        reasoning_effort: spec.reasoning_effort.clone(),
+    let mut deepseek = DeepSeekConnection {
+        defaults: DeepSeekDefaults {
+            thinking: spec.thinking.clone(),
+            reasoning_effort: spec.reasoning_effort.clone(),
+        },
+        ..DeepSeekConnection::default()
     };
+
     if !spec.models.is_empty() {
         deepseek.models = spec
             .models
@@ -356,7 +359,9 @@ fn failed_run(message: &str) -> CaseResult {
     }
 }
 
-fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
+/// What `provider` received: every request that carried a JSON body, in
+/// arrival order, with its headers and the cache-hit tokens it was answered with.
+pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
     provider
         .requests()
         .into_iter()

@@ -8,9 +8,6 @@
 //! [`SharedWorld`] (a fake file system, the tmux query result, other
 //! sessions' surfaces) and the virtual clock.
 
-// Listeners throw the model's `JsError` by value, as the rest of the loop does.
-#![allow(clippy::result_large_err)]
-
 pub mod agent_instructions;
 pub mod base64url;
 pub mod instructions_render;
