@@ -30,8 +30,29 @@ fn trial(path: PathBuf) -> Trial {
         let scenario = load_scenario(&path).map_err(|e| Failed::from(e.to_string()))?;
         match check(&scenario) {
             Outcome::Pass => {}
-            outcome => return Err(Failed::from(harness::runner::describe(&scenario, &outcome))),
+            outcome => {
+                let description = harness::runner::describe(&scenario, &outcome);
+                return match harness::scenario::bless::bless_requested() {
+                    Ok(true) => {
+                        let result = harness::scripted::run_case(&scenario.case);
+                        let text = harness::scenario::bless::blessed_source(&scenario, &result)
+                            .map_err(|e| {
+                                Failed::from(format!("{description}\ncannot bless: {e}"))
+                            })?;
+                        std::fs::write(&scenario.path, text)
+                            .map_err(|e| Failed::from(e.to_string()))?;
+                        eprintln!("blessed {} (review the diff)", scenario.path.display());
+                        Ok(())
+                    }
+                    Ok(false) => Err(Failed::from(format!(
+                        "{description}\nto rewrite the expectations from the reference: DSHC_BLESS=1 cargo test -p harness --test scenarios -- {}",
+                        scenario.id
+                    ))),
+                    Err(message) => Err(Failed::from(format!("{description}\n{message}"))),
+                };
+            }
         }
+
         // Loop scenarios: the same scenario twice gives byte-identical results.
         if scenario.case.level == harness::scenario::format::Level::Loop {
             let first = serde_json::to_string(&harness::scripted::run_case(&scenario.case))

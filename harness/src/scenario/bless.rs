@@ -8,9 +8,11 @@
 
 use serde::Serialize;
 
-use super::format::{AssembleExpect, ExpectedError, RegisterExpect, Step};
+use super::format::{AssembleExpect, ExpectedError, LoopExpect, RegisterExpect, Step};
 use super::load::LoadedScenario;
-use crate::protocol::{CaseResult, Observation, ObservedError, Rendered, RenderedSections};
+use crate::protocol::{
+    CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
+};
 
 /// Whether blessing was requested, refusing under CI.
 pub fn bless_requested() -> Result<bool, String> {
@@ -89,19 +91,123 @@ fn blessed_assemble(old: Option<&AssembleExpect>, observation: &Observation) -> 
     new
 }
 
-fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, String> {
-    #[derive(Serialize)]
-    struct Wrapper<'a, T> {
-        expect: &'a T,
+/// A loop scenario's `[expect]` with each stated key rewritten from the run.
+/// `events` and `absent` are hand-picked assertions and stay as written.
+fn blessed_loop(old: &LoopExpect, run: &LoopRun) -> LoopExpect {
+    let types = || {
+        run.log
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let errors = || {
+        run.live_events
+            .iter()
+            .filter(|e| e["type"] == "agent/error")
+            .map(|e| e["data"]["error"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    LoopExpect {
+        event_types: old.event_types.as_ref().map(|_| types()),
+        events: old.events.clone(),
+        absent: old.absent.clone(),
+        log: old
+            .log
+            .as_ref()
+            .map(|_| run.log.iter().map(|e| format!("{e}\n")).collect()),
+        requests: old
+            .requests
+            .as_ref()
+            .map(|_| run.requests.iter().map(|r| r.body.clone()).collect()),
+        request_headers: old
+            .request_headers
+            .as_ref()
+            .map(|_| run.requests.iter().map(|r| r.headers.clone()).collect()),
+        request_count: old.request_count.map(|_| run.requests.len()),
+        cache_hit_tokens: old.cache_hit_tokens.as_ref().map(|_| {
+            run.requests
+                .iter()
+                .map(|r| r.cache_hit_tokens.unwrap_or(0))
+                .collect()
+        }),
+        status: old.status.as_ref().map(|_| run.status.clone()),
+        pending: old.pending.map(|_| run.pending),
+        agent_errors: old.agent_errors.as_ref().map(|_| errors()),
+        failure: old.failure.as_ref().and(run.failure.clone()),
     }
-    let text = toml::to_string_pretty(&Wrapper { expect: value }).map_err(|e| e.to_string())?;
-    let document: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    document
-        .get("expect")
-        .cloned()
-        .ok_or_else(|| "serialized expectation has no `expect`".to_string())
+}
+
+/// An expectation as a TOML item: a table of inline values for a struct,
+/// an inline value otherwise. Built straight from JSON so that key order
+/// inside objects survives (TOML's table syntax would move scalar keys first).
+fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, String> {
+    let json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    match json {
+        serde_json::Value::Object(fields) => {
+            let mut table = toml_edit::Table::new();
+            for (key, field) in &fields {
+                if let Some(value) = toml_value(field)? {
+                    table.insert(key, toml_edit::Item::Value(value));
+                }
+            }
+            Ok(toml_edit::Item::Table(table))
+        }
+        other => toml_value(&other)?
+            .map(toml_edit::Item::Value)
+            .ok_or_else(|| "an expectation cannot be null".to_string()),
+    }
+}
+
+/// A JSON value as an inline TOML value, keys in order; `None` for null.
+fn toml_value(json: &serde_json::Value) -> Result<Option<toml_edit::Value>, String> {
+    use serde_json::Value as Json;
+    Ok(Some(match json {
+        Json::Null => return Ok(None),
+        Json::Bool(b) => toml_edit::Value::from(*b),
+        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => toml_edit::Value::from(i),
+            (None, Some(f)) => toml_edit::Value::from(f),
+            (None, None) => return Err(format!("number {n} does not fit TOML")),
+        },
+        // Multi-line text is written as a `"""` string, as people write it.
+        Json::String(text) if text.contains('\n') => {
+            let snippet = toml::to_string_pretty(&std::collections::BTreeMap::from([("v", text)]))
+                .map_err(|e| e.to_string())?;
+            let document: toml_edit::DocumentMut = snippet
+                .parse()
+                .map_err(|e: toml_edit::TomlError| e.to_string())?;
+            document["v"]
+                .as_value()
+                .cloned()
+                .ok_or("a string did not round-trip")?
+        }
+        Json::String(text) => toml_edit::Value::from(text.as_str()),
+        Json::Array(items) => {
+            let mut array = toml_edit::Array::new();
+            for item in items {
+                array.push(toml_value(item)?.ok_or("arrays cannot hold null in TOML")?);
+            }
+            // Lists of objects read best one element per line.
+            if items.iter().any(Json::is_object) {
+                for value in array.iter_mut() {
+                    value.decor_mut().set_prefix("\n  ");
+                }
+                array.set_trailing("\n");
+                array.set_trailing_comma(true);
+            }
+            toml_edit::Value::Array(array)
+        }
+
+        Json::Object(fields) => {
+            let mut table = toml_edit::InlineTable::new();
+            for (key, field) in fields {
+                if let Some(value) = toml_value(field)? {
+                    table.insert(key, value);
+                }
+            }
+            toml_edit::Value::InlineTable(table)
+        }
+    }))
 }
 
 fn set_expect(table: &mut toml_edit::Table, item: Option<toml_edit::Item>) {
@@ -129,6 +235,9 @@ pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<
         None => {
             document.remove("config_error");
         }
+    }
+    if let (Some(old), Some(run)) = (&scenario.scenario.expect, &result.run) {
+        document["expect"] = to_item(&blessed_loop(old, run))?;
     }
     let offset = scenario.scenario.scopes.len();
     let Some(steps) = document
@@ -159,4 +268,57 @@ pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<
         set_expect(table, item);
     }
     Ok(document.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::runner::{Outcome, check};
+    use crate::scenario::load::parse_scenario;
+
+    use super::*;
+
+    /// Blessing a scenario with wrong expectations yields one that passes,
+    /// keeps the keys it stated, and keeps JSON key order.
+    fn bless_round_trip(source: &str) -> String {
+        let path = Path::new("blessed.toml");
+        let wrong = parse_scenario(path, source).expect("parses");
+        assert!(
+            matches!(check(&wrong), Outcome::Fail { .. }),
+            "the input must fail first"
+        );
+        let result = crate::scripted::run_case(&wrong.case);
+        let blessed = blessed_source(&wrong, &result).expect("blesses");
+        let fixed = parse_scenario(path, &blessed).expect("the blessed text parses");
+        assert_eq!(check(&fixed), Outcome::Pass, "blessed:\n{blessed}");
+        blessed
+    }
+
+    #[test]
+    fn assembly_expectations_are_rewritten_in_place() {
+        let blessed = bless_round_trip(
+            "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\npersona = \"A\\nB\"\n\n[[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"t\", parameters = { z = 1, a = 2 } }] } }\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"wrong\"\nexpect.tools = []\n",
+        );
+        assert!(blessed.contains("prompt = \"\"\"\nA\nB\"\"\""), "{blessed}");
+        assert!(
+            blessed.contains("parameters = { z = 1, a = 2 }"),
+            "{blessed}"
+        );
+    }
+
+    #[test]
+    fn loop_expectations_are_rewritten_and_hand_picked_events_kept() {
+        let blessed = bless_round_trip(
+            "format = 1\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n\n[expect]\nrequest_count = 7\nstatus = \"running\"\nevents = [{ type = \"turn/end\", data = { turn = 1, reason = { kind = \"completed\" } } }]\n",
+        );
+        assert!(
+            blessed.contains("request_count = 1") && blessed.contains("status = \"idle\""),
+            "{blessed}"
+        );
+        assert!(
+            blessed.contains("data = { turn = 1, reason = { kind = \"completed\" } }"),
+            "{blessed}"
+        );
+    }
 }
