@@ -40,7 +40,7 @@ pub fn compare_once(scenario: &Scenario, id: &str, other: &mut dyn Implementatio
         Ran::Observed(result) if same_result(&result, &reference) => Comparison::Agree,
         Ran::Observed(result) => Comparison::Disagree {
             reference: Box::new(reference),
-            other: Box::new(result),
+            other: result,
         },
         Ran::Skipped(reason) => Comparison::NotRun(format!("skipped: {reason}")),
         Ran::Errored(context) => Comparison::NotRun(format!("errored: {context}")),

@@ -128,7 +128,10 @@ pub struct CaseResult {
 pub struct LoopRun {
     /// The session log, one event per element, as upstream serializes events.
     pub log: Vec<Value>,
-    /// What the provider received, in order.
+    /// What the provider received, in order. An external adapter leaves this
+    /// empty: the harness fills it from the log of the provider it started
+    /// for the case (anything an adapter reports here is replaced).
+    #[serde(default)]
     pub requests: Vec<ProviderRequest>,
     /// The agent's final status.
     pub status: String,
@@ -184,7 +187,13 @@ pub enum Command {
     /// Run one case in a fresh registry.
     Run {
         /// The case.
-        case: Case,
+        case: Box<Case>,
+        /// Loop level only: the base URL (`http://127.0.0.1:<port>`, no
+        /// trailing slash) of the mock provider the harness started for this
+        /// case on a loopback socket, serving `case.world.provider`. Point the
+        /// implementation's DeepSeek adapter at it (`baseURL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_url: Option<String>,
     },
     /// Finish: the adapter replies, then exits.
     Stop,
@@ -288,7 +297,14 @@ pub fn parse_reply(line: &str) -> Result<Reply, String> {
 
 /// Parse a request line, rejecting anything outside the schema.
 pub fn parse_request(line: &str) -> Result<Request, String> {
-    parse_strict(line, &[&["cmd", "version"], &["cmd", "case"], &["cmd"]])
+    parse_strict(
+        line,
+        &[
+            &["cmd", "version"],
+            &["cmd", "case", "provider_url"],
+            &["cmd"],
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -318,5 +334,45 @@ mod tests {
         assert!(parse_reply(r#"{"seq":4}"#).is_err());
         assert!(parse_reply(r#"{"seq":4,"skipped":{"reason":"x","extra":1}}"#).is_err());
         assert!(parse_reply("[1]").is_err());
+    }
+
+    #[test]
+    fn a_loop_run_request_carries_the_provider_url_and_an_assembly_one_does_not() {
+        let case: Case = serde_json::from_value(serde_json::json!({
+            "id": "x", "level": "loop", "config": {}, "commands": []
+        }))
+        .unwrap();
+        let request = Request {
+            seq: 1,
+            command: Command::Run {
+                case: Box::new(case.clone()),
+                provider_url: Some("http://127.0.0.1:4000".into()),
+            },
+        };
+        let line = serde_json::to_string(&request).unwrap();
+        assert!(
+            line.ends_with(r#","provider_url":"http://127.0.0.1:4000"}"#),
+            "{line}"
+        );
+        assert_eq!(parse_request(&line).unwrap(), request);
+        let without = Request {
+            seq: 2,
+            command: Command::Run {
+                case: Box::new(case),
+                provider_url: None,
+            },
+        };
+        let line = serde_json::to_string(&without).unwrap();
+        assert!(!line.contains("provider_url"), "{line}");
+        assert_eq!(parse_request(&line).unwrap(), without);
+        // A reply's run may leave `requests` out: the harness fills it.
+        let reply = parse_reply(
+            r#"{"seq":1,"result":{"observations":[],"run":{"log":[],"status":"idle","pending":[0,0],"live_events":[]}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            reply.body,
+            ReplyBody::Result(CaseResult { run: Some(_), .. })
+        ));
     }
 }

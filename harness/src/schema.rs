@@ -34,8 +34,13 @@ pub fn protocol_schema() -> String {
     for (name, schema) in definitions {
         defs.insert(name, schema);
     }
-    defs.insert("Request".into(), request.to_value());
-    defs.insert("Reply".into(), reply.to_value());
+    // `subschema_for` registers a named type under `$defs` and returns a
+    // `$ref` to it; only a type it inlined needs inserting here (inserting
+    // the `$ref` itself would replace the definition with a self-reference).
+    for (name, schema) in [("Request", request), ("Reply", reply)] {
+        defs.entry(name.to_string())
+            .or_insert_with(|| schema.to_value());
+    }
     root.insert("$defs".into(), serde_json::Value::Object(defs));
     root.insert(
         "oneOf".into(),

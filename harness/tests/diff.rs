@@ -98,7 +98,7 @@ impl Implementation for PlantedBug {
                 text.push('!');
             }
         }
-        Ran::Observed(result)
+        Ran::Observed(Box::new(result))
     }
 }
 

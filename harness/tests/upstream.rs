@@ -2,7 +2,9 @@
 //! through `adapters/node-dsh/` (which installs its pinned npm packages on
 //! first use), and every case passes or is listed, with a reason, in
 //! `adapters/node-dsh/expected-failures.toml`. A listed case that passes
-//! fails too, so the list never goes stale.
+//! fails too, so the list never goes stale. Loop cases run on a real upstream
+//! agent loop against the harness's loopback provider; the adapter may skip
+//! one it cannot run faithfully (it says why), an assembly case never.
 
 use std::path::Path;
 
@@ -25,6 +27,7 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
     ));
     let mut problems = Vec::new();
     let mut passed = 0;
+    let mut loop_passed = 0;
     for file in files {
         let scenario = load_scenario(&file).unwrap_or_else(|e| panic!("{e}"));
         let outcome = check_with(&scenario, &mut implementation);
@@ -38,7 +41,12 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
             outcome,
         };
         match report.verdict() {
-            Verdict::Passed | Verdict::ExpectedFailure => passed += 1,
+            Verdict::Passed | Verdict::ExpectedFailure => {
+                passed += 1;
+                if scenario.case.level == harness::scenario::format::Level::Loop {
+                    loop_passed += 1;
+                }
+            }
             Verdict::Skipped
                 if scenario.case.level != harness::scenario::format::Level::Assembly => {}
             Verdict::UnexpectedPass => problems.push(format!(
@@ -56,4 +64,8 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
         problems.join("\n")
     );
     assert!(passed >= 80, "only {passed} scenarios ran on upstream");
+    assert!(
+        loop_passed >= 100,
+        "only {loop_passed} loop scenarios ran on the upstream agent loop"
+    );
 }

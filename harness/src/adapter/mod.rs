@@ -1,18 +1,20 @@
 //! Implementations under test: the in-process reference and external
 //! adapters speaking the protocol over a child process's stdin and stdout.
 
+pub mod loopback;
 pub mod process;
 pub mod serve;
 
 use crate::protocol::{Case, CaseResult, Command, Implementation as ImplementationInfo, ReplyBody};
 use crate::scenario::format::Level;
+use loopback::LoopbackProvider;
 use process::{AdapterFault, AdapterProcess};
 
 /// What running one case on an implementation produced.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ran {
     /// The case ran; here is what was observed.
-    Observed(CaseResult),
+    Observed(Box<CaseResult>),
     /// The implementation declined the case.
     Skipped(String),
     /// The adapter failed on its own, or broke the protocol.
@@ -29,6 +31,14 @@ pub trait Implementation {
     fn info(&mut self) -> Option<ImplementationInfo>;
     /// Run one case.
     fn run(&mut self, case: &Case) -> Ran;
+    /// Whether this implementation runs loops in real time with its own
+    /// message ids: then its loop results are compared after
+    /// [`crate::oracle::normalize`] (ids and times redacted on both sides)
+    /// instead of exactly. The reference's ids are counters and its times
+    /// virtual, so it is compared exactly.
+    fn real_time(&self) -> bool {
+        false
+    }
 }
 
 /// The Rust reference, in process.
@@ -56,7 +66,7 @@ impl Implementation for Reference {
     }
 
     fn run(&mut self, case: &Case) -> Ran {
-        Ran::Observed(crate::scripted::run_case(case))
+        Ran::Observed(Box::new(crate::scripted::run_case(case)))
     }
 }
 
@@ -96,6 +106,10 @@ impl Implementation for External {
         self.process.implementation.clone()
     }
 
+    fn real_time(&self) -> bool {
+        true
+    }
+
     fn run(&mut self, case: &Case) -> Ran {
         if let Err(error) = self.process.ensure_started() {
             return fault(error);
@@ -106,8 +120,28 @@ impl Implementation for External {
                 case.level
             ));
         }
-        match self.process.exchange(Command::Run { case: case.clone() }) {
-            Ok(ReplyBody::Result(result)) => Ran::Observed(result),
+        // A loop case gets its own provider on a loopback socket, alive
+        // until the reply is in (and its request log read).
+        let provider = match (case.level, &case.world) {
+            (Level::Loop, Some(world)) => match LoopbackProvider::start(world.provider.clone()) {
+                Ok(provider) => Some(provider),
+                Err(error) => {
+                    return Ran::Errored(format!("cannot start the mock provider: {error}"));
+                }
+            },
+            _ => None,
+        };
+        let command = Command::Run {
+            case: Box::new(case.clone()),
+            provider_url: provider.as_ref().map(|p| p.url().to_string()),
+        };
+        match self.process.exchange(command) {
+            Ok(ReplyBody::Result(mut result)) => {
+                if let (Some(provider), Some(run)) = (&provider, result.run.as_mut()) {
+                    run.requests = provider.requests();
+                }
+                Ran::Observed(Box::new(result))
+            }
             Ok(ReplyBody::Skipped { reason }) => Ran::Skipped(reason),
             Ok(ReplyBody::Errored { context }) => Ran::Errored(context),
             Ok(other) => {

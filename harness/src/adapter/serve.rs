@@ -45,7 +45,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                     },
                     false,
                 ),
-                Command::Run { case } => (
+                Command::Run { case, .. } => (
                     request.seq,
                     ReplyBody::Result(crate::scripted::run_case(&case)),
                     false,

@@ -859,19 +859,32 @@ impl Agent {
                 json!({"turn": turn, "step": step, "callId": id, "name": name, "arguments": arguments}),
                 SurfaceMeta::default(),
             )?;
-            let skipped = signal.is_aborted();
-            let outcome = if skipped {
-                ToolOutcome {
+            // dsh-tools: a call that never started is "aborted before
+            // dispatch"; a started call whose signal aborted while it ran
+            // ends "aborted", keeping only its additional contexts.
+            let (outcome, abort_code) = if signal.is_aborted() {
+                let skipped = ToolOutcome {
                     text: "Error: tool call aborted before dispatch".into(),
                     is_error: true,
                     ..ToolOutcome::default()
-                }
+                };
+                (skipped, Some("ABORTED_BEFORE_DISPATCH"))
             } else {
                 let outcome = (self.0.context.tools)(name, arguments);
                 if outcome.delay_ms > 0 {
                     tokio::time::sleep(std::time::Duration::from_millis(outcome.delay_ms)).await;
                 }
-                outcome
+                if signal.is_aborted() {
+                    let aborted = ToolOutcome {
+                        text: "Error: tool call aborted".into(),
+                        is_error: true,
+                        additional_contexts: outcome.additional_contexts,
+                        ..ToolOutcome::default()
+                    };
+                    (aborted, Some("ABORTED"))
+                } else {
+                    (outcome, None)
+                }
             };
             let message = json!({
                 "source": {"kind": "tool", "callId": id},
@@ -883,11 +896,8 @@ impl Agent {
             data.insert("turn".into(), json!(turn));
             data.insert("step".into(), json!(step));
             data.insert("message".into(), message);
-            if skipped {
-                data.insert(
-                    "error".into(),
-                    json!({"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}),
-                );
+            if let Some(code) = abort_code {
+                data.insert("error".into(), json!({"name": "AbortError", "code": code}));
             }
             self.append(
                 "tool/result",

@@ -1,11 +1,13 @@
 //! Oracles: the code that decides whether something is a bug.
 //!
-//! [`compare`] checks observations against a scenario's expectations; the
-//! [`render`] and [`tool_order`] oracles check the model against independent
+//! [`compare`] checks observations against a scenario's expectations
+//! ([`normalize`] first redacts message ids and event times for real-time
+//! implementations); the [`render`] and [`tool_order`] oracles check the model against independent
 //! implementations and properties. Fuzz targets, the corpus replay test and
 //! the seeded stable test all call the same `check_*_bytes` functions.
 
 pub mod compare;
+pub mod normalize;
 pub mod render;
 pub mod tool_order;
 

@@ -409,7 +409,9 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         dispatches: Rc::new(RefCell::new(Vec::new())),
         plugin_world: Default::default(),
     };
-    let session = Session::new("session-1", world.agent.cwd.clone(), clock.clone());
+    // `agentLoop.createAgent` takes one id for the agent and its session.
+    let session = Session::new(&world.agent.id, world.agent.cwd.clone(), clock.clone());
+
     let setup = context
         .register_loop_variables()
         .and_then(|()| Runner::new_agent(&context, &world, session, &clock));

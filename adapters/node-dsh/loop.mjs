@@ -1,0 +1,560 @@
+// The loop level of the node-dsh adapter (docs/adapter-protocol.md, "Loop
+// cases"): a loop case's commands run against a real upstream agent loop
+// built from the pinned packages, in a fresh cordis Context per case:
+//
+//   SystemPrompt (case config) · SessionStore · AgentRegistry · LlmRuntime ·
+//   ToolRuntime · the DeepSeek adapter (baseURL = the case's provider_url) ·
+//   AgentLoop, and one agent from `agentLoop.createAgent` (agent id = session
+//   id = `world.agent.id`).
+//
+// Everything the agent does is upstream code: turns, steps, pre-step,
+// request building, the DeepSeek wire format over real HTTP to the harness's
+// mock provider, tool scheduling, cancellation, the session log. This file
+// only scripts what the case describes (registrations, loop listeners, tool
+// results) and reports the run. Time is real: `wait` sleeps, provider delays
+// are real delays; the harness redacts message ids and event times before it
+// compares (harness/src/oracle/normalize.rs).
+
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+import { Context } from '@deepseek-ai/cordis'
+import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
+import { SessionStore } from '@deepseek-ai/dsh-session'
+import { AgentRegistry } from '@deepseek-ai/dsh-agent'
+import { LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { ToolRuntime } from '@deepseek-ai/dsh-tools'
+import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
+import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
+
+import {
+  AdapterFault,
+  CaseWorld,
+  copyJson,
+  hostPlugin,
+  observed,
+  present,
+  upstreamConfig,
+} from './world.mjs'
+
+/** The key the reference's simulated provider connection uses, so the
+ * `authorization` header is the same on both sides. */
+const API_KEY = 'sk-dshc-simulated'
+
+/** A fixed anonymous user id (upstream requires a UUID; the reference sends
+ * `dshc-user`), written into a private DSH_HOME so nothing random is sent
+ * and the user's own home is never touched. */
+const ANONYMOUS_USER_ID = '00000000-0000-4000-8000-000000000000'
+
+/** The private DSH_HOME: inside node_modules (ignored by git, made by
+ * `./run`), shared by every adapter process, its content constant. */
+const DSH_HOME = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '.dshc-home')
+
+/** Description of the tools registered to execute scripted results; the
+ * schemas are removed from every assembly (see `hideScriptedTools`). */
+const SCRIPTED_TOOL_DESCRIPTION = 'dshc scripted tool result (hidden from the prompt)'
+
+/** The longest total of `wait` steps a case may ask for: real time is spent
+ * in full (the reference jumps its virtual clock while the agent is idle). */
+const MAX_REAL_WAIT_MS = 2000
+
+/** The source plugin of runtime-context snapshot messages (`drop_runtime_context`, `rewrite_runtime_context`). */
+const RUNTIME_CONTEXT_SOURCE = '@deepseek-ai/dsh-system-prompt'
+
+const LOOP_EVENTS = {
+  on_pre_step: 'agent/pre-step',
+  on_request: 'agent/request',
+  on_request_error: 'agent/request-error',
+  on_turn_stopping: 'agent/turn-stopping',
+}
+
+/**
+ * Whether the case cancels an agent whose provider request may be in flight
+ * at a real-time position: a `cancel` or `dispose_agent` after a `wait`
+ * (with no `wait_idle` in between) in a case whose provider paces its
+ * response (`delay_ms`). The reference lands such a cancel at an exact
+ * virtual instant: before the request, while it awaits the response head,
+ * or between two paced events. In real time the margins are a few
+ * milliseconds, within the jitter of connection setup and scheduling, and
+ * the three positions give different logs (upstream on Node 20 even fails
+ * differently while `fetch()` awaits the head: its fetch stamps a `stack`
+ * onto the abort reason, which dsh-session then refuses to log in
+ * `turn/end`). Measured: these cases flake; other real-time cases, whose
+ * margins are tens of milliseconds, do not (README.md).
+ */
+function cancelsPacedRequest(caseData) {
+  const paced = (caseData.world.provider?.responses ?? []).some((response) => response.delay_ms > 0)
+  if (!paced) return false
+  let waited = false
+  for (const command of caseData.commands) {
+    if (command.do === 'wait') waited = true
+    else if (command.do === 'wait_idle') waited = false
+    else if ((command.do === 'cancel' || command.do === 'dispose_agent') && waited) return true
+  }
+  return false
+}
+
+/** Prepare the process once: credentials and a private DSH_HOME holding
+ * the fixed anonymous user id (written atomically, and only when missing or
+ * different, so concurrent adapters never see a partial file). */
+export function prepareLoopEnvironment() {
+  process.env.DEEPSEEK_API_KEY = API_KEY
+  const file = join(DSH_HOME, '.anonymous-user-id')
+  const content = `${ANONYMOUS_USER_ID}\n`
+  let current
+  try {
+    current = readFileSync(file, 'utf8')
+  } catch {
+    current = undefined
+  }
+  if (current !== content) {
+    mkdirSync(DSH_HOME, { recursive: true })
+    const partial = `${file}.${process.pid}`
+    writeFileSync(partial, content)
+    renameSync(partial, file)
+  }
+  process.env.DSH_HOME = DSH_HOME
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function userPrompt(text, source = { kind: 'user' }) {
+  return createUserMessage({ content: [{ type: 'text', text }], source })
+}
+
+function isOwned(message) {
+  return message?.source?.kind === 'plugin' && message.source.plugin === RUNTIME_CONTEXT_SOURCE
+}
+
+function messageOf(error) {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Resolve never; reject with the reference's abort error once `signal`
+ * aborts (`aborted: <reason as JSON>`). */
+function abortOf(signal) {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new Error(`aborted: ${JSON.stringify(signal.reason)}`))
+    if (signal.aborted) fail()
+    else signal.addEventListener('abort', fail, { once: true })
+  })
+}
+
+/** Why this adapter cannot run a loop case faithfully, or `undefined`. */
+export function loopSkipReason(caseData) {
+  const world = caseData.world
+  const plugins = Object.keys(world.plugins ?? {}).filter((key) => key !== 'order')
+  if (plugins.length > 0 || caseData.commands.some((command) => command.do === 'plugin')) {
+    return (
+      `context plugins (spec 10: ${plugins.join(', ') || 'plugin actions'}) are not driven: ` +
+      'the scenario feeds them simulated inputs (instruction files, the clock, tmux panes, ' +
+      'stored sessions) that the upstream plugins read from the real host'
+    )
+  }
+  if (world.adapter.provider !== 'deepseek-official') {
+    return `the upstream DeepSeek plugin registers only the "deepseek-official" route, not ${JSON.stringify(world.adapter.provider)}`
+  }
+  if ((world.tool_results ?? []).some((result) => result.is_error === true)) {
+    return 'a scripted error tool result (`is_error`) has no upstream equivalent: a failing tool body is rendered by the tool runtime, not given verbatim'
+  }
+  const waited = caseData.commands.filter((command) => command.do === 'wait').reduce((sum, command) => sum + command.ms, 0)
+  if (waited > MAX_REAL_WAIT_MS) {
+    return `the case waits ${waited} ms; in real time that is spent in full (limit ${MAX_REAL_WAIT_MS} ms), where the reference jumps its virtual clock`
+  }
+  if (cancelsPacedRequest(caseData)) {
+    return (
+      'timing race: a cancel after a real-time wait must land at an exact point of a paced provider ' +
+      'response (before the request, while fetch() awaits the response head, or between two events ' +
+      'a few ms apart); the reference places it in virtual time, real time cannot do so reliably'
+    )
+  }
+  return undefined
+}
+
+/** Case adapter spec (snake_case) to the DeepSeek plugin config. */
+function deepseekConfig(spec, baseURL) {
+  const config = { baseURL }
+  if (Array.isArray(spec.models) && spec.models.length > 0) {
+    config.models = spec.models.map((model) => ({
+      id: model.id,
+      ...(present(model.context_window) ? { contextWindow: model.context_window } : {}),
+      ...(present(model.max_tokens) ? { maxTokens: model.max_tokens } : {}),
+    }))
+  }
+  if (present(spec.default_context_window)) config.defaultContextWindow = spec.default_context_window
+  if (present(spec.max_tokens)) config.maxTokens = spec.max_tokens
+  if (present(spec.reasoning_effort)) config.reasoningEffort = spec.reasoning_effort
+  if (present(spec.thinking)) config.thinking = spec.thinking
+  if (present(spec.stream_idle_timeout_ms)) config.streamIdleTimeoutMs = spec.stream_idle_timeout_ms
+  return config
+}
+
+/** A loop case's world: the registry commands of `CaseWorld` plus the agent. */
+class LoopWorld extends CaseWorld {
+  constructor(root, host, counter, world) {
+    super(root, host, counter)
+    this.world = world
+    /** `{agent, dispose}` of the current agent (replaced by `resume`). */
+    this.handle = undefined
+    /** Live `agent/error` and `agent/status` events, in order. */
+    this.live = []
+    // Registrations and listeners scoped to the agent's name go through the
+    // live agent's context; `assemble {scope}` uses the agent as the key.
+    this.boundScopes.set(world.agent.id, {
+      context: () => this.agent.ctx,
+      key: () => this.agent,
+    })
+  }
+
+  get agent() {
+    return this.handle.agent
+  }
+
+  /** Load the loop's plugins and create the agent. Throws what upstream
+   * throws (reported as a run failure). */
+  async setup(providerUrl) {
+    const { root, world } = this
+    await root.plugin(SessionStore)
+    await root.plugin(AgentRegistry)
+    await root.plugin(LlmRuntime)
+    await root.plugin(ToolRuntime, {})
+    if (world.adapter.registered) {
+      if (!present(providerUrl)) throw new AdapterFault('a loop case with a registered adapter needs `provider_url`')
+      await root.plugin(deepseek, deepseekConfig(world.adapter, providerUrl))
+    }
+    await root.plugin(AgentLoop, { agents: [] })
+    root.on('agent/error', ({ agent, turn, step, error }) => {
+      this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
+    })
+    root.on('agent/status', ({ agent, status }) => {
+      this.live.push({ type: 'agent/status', agent: agent?.id, data: { status } })
+    })
+    this.registerScriptedTools()
+    this.handle = await this.createAgent()
+  }
+
+  /** A fresh agent (and session) under the agent id, from `seed` if given. */
+  createAgent(seed) {
+    const spec = this.world.agent
+    const agentOptions = {}
+    if (present(spec.provider)) agentOptions.provider = spec.provider
+    if (present(spec.model)) agentOptions.model = spec.model
+    if (present(spec.max_tokens)) agentOptions.maxTokens = spec.max_tokens
+    return this.root.agentLoop.createAgent(this.root, {
+      sessionId: spec.id,
+      agentOptions,
+      meta: present(spec.cwd) ? { cwd: spec.cwd } : {},
+      ...(seed === undefined ? {} : { seed }),
+    })
+  }
+
+  /**
+   * Scripted tool results run through upstream's ToolRuntime: one registered
+   * tool per scripted name, answering the name's results in order (the last
+   * repeats), after its `delay_ms` (real time, ignoring the signal, as the
+   * reference's scripted tool does). The reference's tool runner is not part
+   * of the prompt, so these schemas are removed from every assembly by an
+   * outermost global listener, registered before any case listener.
+   */
+  registerScriptedTools() {
+    const results = this.world.tool_results ?? []
+    const names = [...new Set(results.map((result) => result.name))]
+    if (names.length === 0) return
+    for (const name of names) {
+      const scripted = results.filter((result) => result.name === name)
+      let calls = 0
+      this.root.tools.register({
+        name,
+        description: SCRIPTED_TOOL_DESCRIPTION,
+        parameters: { type: 'object', properties: {} },
+        output: {
+          schema: { type: 'string' },
+          render: (_args, value) => [{ type: 'text', text: value }],
+        },
+        async execute(_args, exec) {
+          const spec = scripted[Math.min(calls, scripted.length - 1)]
+          calls += 1
+          if (spec.delay_ms > 0) await sleep(spec.delay_ms)
+          for (const text of spec.additional_contexts ?? []) {
+            exec.deferContext(userPrompt(text, { kind: 'tool', callId: exec.callId }))
+          }
+          if (spec.concludes_turn === true) exec.concludeTurn()
+          return spec.text ?? ''
+        },
+      })
+    }
+    const hidden = new Set(names)
+    this.root.on(
+      'system-prompt/assemble',
+      async function hideScriptedTools(_assembly, _context, next) {
+        const result = await next()
+        for (let index = result.tools.length - 1; index >= 0; index -= 1) {
+          const tool = result.tools[index]
+          if (hidden.has(tool?.name) && tool.description === SCRIPTED_TOOL_DESCRIPTION) result.tools.splice(index, 1)
+        }
+        return result
+      },
+      { global: true },
+    )
+  }
+
+  // --- commands -----------------------------------------------------------
+
+  execute(command) {
+    switch (command.do) {
+      case 'followup':
+      case 'steer':
+      case 'inject':
+        this.agent[command.do](userPrompt(command.text, present(command.source) ? copyJson(command.source) : undefined))
+        return undefined
+      case 'cancel':
+        this.agent.cancel(present(command.reason) ? copyJson(command.reason) : { kind: 'user' }, {
+          keepInbox: command.keep_inbox === true,
+        })
+        return undefined
+      case 'wait':
+        return sleep(command.ms)
+      case 'wait_idle':
+        return this.agent.whenIdle()
+      case 'compact':
+        this.compact(command)
+        return undefined
+      case 'resume':
+        return this.resume()
+      case 'dispose_agent':
+        return this.handle.dispose()
+      case 'on_pre_step':
+      case 'on_request':
+      case 'on_request_error':
+      case 'on_turn_stopping':
+        this.loopListener(command)
+        return undefined
+      case 'plugin':
+        throw this.faulted(new AdapterFault('plugin actions are not supported (the case should have been skipped)'))
+      default:
+        return super.execute(command)
+    }
+  }
+
+  /** A compaction summary replacing a surface range (default: all of it). */
+  compact(command) {
+    const session = this.agent.session
+    const nodes = [...session.surface.nodes]
+    const start = present(command.start) ? command.start : nodes[0]
+    if (start === undefined) throw new Error('compact: the surface is empty')
+    const end = present(command.end) ? command.end : (nodes.at(-1) ?? start)
+    const from = Math.max(0, nodes.indexOf(start))
+    const last = nodes.indexOf(end)
+    const shadowed = nodes.slice(from, last < 0 ? nodes.length : last + 1)
+    session.append('user/message', userPrompt(command.text, { kind: 'compaction' }), {
+      surfaceOp: { op: 'replace', start, end },
+      sourceEventSeqs: shadowed,
+    })
+  }
+
+  /** A new agent over a session rebuilt from this log, as a new process
+   * would build it: wait for idle, dispose the old agent (its scope takes
+   * its scoped registrations and listeners along), seed the new one with
+   * the log as JSON. Global registrations stay. */
+  async resume() {
+    await this.agent.whenIdle()
+    const seed = JSON.parse(JSON.stringify(this.agent.session.events))
+    await this.handle.dispose()
+    this.handle = await this.createAgent(seed)
+  }
+
+  // --- scripted loop listeners --------------------------------------------
+
+  loopListener(command) {
+    const agent = this.agent
+    const ops = Array.isArray(command.ops) ? command.ops : []
+    let calls = 0
+    const acts = () => {
+      calls += 1
+      return !present(command.calls) || command.calls.includes(calls)
+    }
+    let listener
+    switch (command.do) {
+      case 'on_pre_step':
+        listener = (payload, next) => (acts() ? this.preStep(ops, payload, next, agent) : next())
+        break
+      case 'on_request':
+        listener = (_payload, next) => (acts() ? this.request(ops, next) : next())
+        break
+      case 'on_request_error':
+        listener = (_payload, next) => (acts() ? this.requestError(ops, next) : next())
+        break
+      default:
+        listener = () => (acts() ? this.turnStopping(ops, agent) : undefined)
+    }
+    const disposer = agent.ctx.on(LOOP_EVENTS[command.do], listener, { prepend: command.prepend === true })
+    this.disposers.set(command.id, disposer)
+  }
+
+  unsupported(op) {
+    return this.faulted(new AdapterFault(`unsupported loop listener op ${JSON.stringify(op)}`))
+  }
+
+  /** `agent/pre-step`: `current` starts as `enter` with the claimed messages. */
+  async preStep(ops, payload, next, agent) {
+    let current = { kind: 'enter', messages: payload.messages }
+    const messages = (edit) => {
+      if (current.kind === 'enter') current = { ...current, messages: edit([...current.messages]) }
+    }
+    for (const op of ops) {
+      switch (op) {
+        case 'next':
+          current = await next()
+          continue
+        case 'reject':
+          current = { kind: 'reject' }
+          continue
+        case 'enter_empty':
+          current = { kind: 'enter', messages: [] }
+          continue
+        case 'drop_runtime_context':
+          messages((list) => list.filter((message) => !isOwned(message)))
+          continue
+        case 'reverse':
+          messages((list) => list.reverse())
+          continue
+        case 'wait_for_abort':
+          await abortOf(payload.signal)
+          continue
+      }
+      const [kind] = Object.keys(op ?? {})
+      const arg = op?.[kind]
+      switch (kind) {
+        case 'rewrite_runtime_context':
+          messages((list) => list.map((message) => (isOwned(message) ? { ...message, content: [{ type: 'text', text: arg }] } : message)))
+          break
+        case 'append_message':
+          messages((list) => [...list, userPrompt(arg)])
+          break
+        case 'prepend_message':
+          messages((list) => [userPrompt(arg), ...list])
+          break
+        case 'throw':
+          throw new Error(arg)
+        case 'sleep_ms':
+          await sleep(arg)
+          break
+        case 'steer':
+          agent.steer(userPrompt(arg))
+          break
+        default:
+          throw this.unsupported(op)
+      }
+    }
+    return current
+  }
+
+  /** `agent/request`: `current` starts as `{}`; `next` gives the seed config. */
+  async request(ops, next) {
+    let current = {}
+    for (const op of ops) {
+      if (op === 'next') {
+        current = await next()
+        continue
+      }
+      const [kind] = Object.keys(op ?? {})
+      const arg = op?.[kind]
+      switch (kind) {
+        case 'set':
+          current = { ...current, ...copyJson(arg) }
+          break
+        case 'remove':
+          current = { ...current }
+          delete current[arg]
+          break
+        case 'throw':
+          throw new Error(arg)
+        default:
+          throw this.unsupported(op)
+      }
+    }
+    return current
+  }
+
+  /** `agent/request-error`: `current` starts as `undefined` (give up). */
+  async requestError(ops, next) {
+    let current
+    for (const op of ops) {
+      if (op === 'next') current = await next()
+      else if (op === 'retry') current = { kind: 'retry' }
+      else if (op === 'give_up') current = undefined
+      else if (present(op?.throw)) throw new Error(op.throw)
+      else throw this.unsupported(op)
+    }
+    return current
+  }
+
+  /** `agent/turn-stopping` (serial): steer or throw. */
+  async turnStopping(ops, agent) {
+    for (const op of ops) {
+      if (present(op?.steer)) agent.steer(userPrompt(op.steer))
+      else if (present(op?.throw)) throw new Error(op.throw)
+      else throw this.unsupported(op)
+    }
+  }
+
+  /** What the run produced, once the agent is idle. */
+  async finish() {
+    const agent = this.agent
+    await agent.whenIdle()
+    if (this.fault !== undefined) throw this.fault
+    return {
+      log: agent.session.events,
+      requests: [],
+      status: agent.status,
+      pending: [agent.inbox.nextTurn.length, agent.inbox.nextStep.length],
+      live_events: this.live,
+    }
+  }
+}
+
+/** Run one loop case: `{result}` or `{skipped}` (the reply body). */
+export async function runLoopCase(caseData, providerUrl) {
+  if (caseData.world === null || typeof caseData.world !== 'object') {
+    throw new AdapterFault('a loop case needs its `world`')
+  }
+  const reason = loopSkipReason(caseData)
+  if (reason !== undefined) return { skipped: { reason } }
+
+  const root = new Context()
+  const counter = { changes: 0 }
+  root.on('system-prompt/change', () => {
+    counter.changes += 1
+  })
+  try {
+    await root.plugin(SystemPrompt, upstreamConfig(caseData.config))
+  } catch (error) {
+    if (error instanceof AdapterFault) throw error
+    return { result: { config_error: observed(error), observations: [] } }
+  }
+  let host
+  await root.plugin(hostPlugin((ctx) => {
+    host = ctx
+  }))
+  if (host === undefined) throw new AdapterFault('the host plugin did not start')
+
+  const world = new LoopWorld(root, host, counter, caseData.world)
+  try {
+    await world.setup(providerUrl)
+  } catch (error) {
+    if (error instanceof AdapterFault) throw error
+    const { name, message } = observed(error)
+    const run = { log: [], requests: [], status: 'idle', pending: [0, 0], live_events: [], failure: `setup failed: ${name}: ${message}` }
+    return { result: { observations: [], run } }
+  }
+  try {
+    const observations = await world.runAll(caseData.commands)
+    const run = await world.finish()
+    return { result: { observations, run } }
+  } finally {
+    // Tear the agent down (a no-op when a command already disposed it), so
+    // nothing of this case runs on into the next one.
+    await world.handle?.dispose()
+  }
+}
