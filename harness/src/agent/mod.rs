@@ -691,18 +691,8 @@ impl Agent {
                     let content = assembler.interrupted_blocks();
                     if !content.is_empty() {
                         let message = self.assistant_message(content, &request);
-                        let mut data = Map::new();
-                        data.insert("turn".into(), json!(turn));
-                        data.insert("step".into(), json!(step));
-                        data.insert("message".into(), message);
-                        data.insert("interrupted".into(), json!(true));
-                        if let Some(usage) = assembler.usage() {
-                            data.insert("usage".into(), usage.clone());
-                        }
-                        self.append(
-                            "assistant/message",
-                            Value::Object(data),
-                            SurfaceMeta::append_citing(chunk_seqs),
+                        self.log_assistant_message(
+                            turn, step, message, true, &assembler, chunk_seqs,
                         )?;
                     }
                 }
@@ -734,18 +724,7 @@ impl Agent {
                 return Err(JsError::llm(failure));
             }
             let message = self.assistant_message(assembler.blocks(), &request);
-            let mut data = Map::new();
-            data.insert("turn".into(), json!(turn));
-            data.insert("step".into(), json!(step));
-            data.insert("message".into(), message.clone());
-            if let Some(usage) = assembler.usage() {
-                data.insert("usage".into(), usage.clone());
-            }
-            self.append(
-                "assistant/message",
-                Value::Object(data),
-                SurfaceMeta::append_citing(chunk_seqs),
-            )?;
+            self.log_assistant_message(turn, step, message.clone(), false, &assembler, chunk_seqs)?;
             if kind == "max-tokens" {
                 return Ok(Some(TurnEnd::MaxTokens));
             }
@@ -769,6 +748,35 @@ impl Agent {
                 None
             });
         }
+    }
+
+    /// `assistant/message {turn, step, message, interrupted?, usage?}`, citing
+    /// the attempt's chunks.
+    fn log_assistant_message(
+        &self,
+        turn: u64,
+        step: u64,
+        message: Value,
+        interrupted: bool,
+        assembler: &BlockAssembler,
+        chunk_seqs: Vec<u64>,
+    ) -> Result<(), JsError> {
+        let mut data = Map::new();
+        data.insert("turn".into(), json!(turn));
+        data.insert("step".into(), json!(step));
+        data.insert("message".into(), message);
+        if interrupted {
+            data.insert("interrupted".into(), json!(true));
+        }
+        if let Some(usage) = assembler.usage() {
+            data.insert("usage".into(), usage.clone());
+        }
+        self.append(
+            "assistant/message",
+            Value::Object(data),
+            SurfaceMeta::append_citing(chunk_seqs),
+        )?;
+        Ok(())
     }
 
     fn assistant_message(&self, content: Vec<Value>, request: &Value) -> Value {

@@ -118,6 +118,14 @@ impl Compiler {
         }
     }
 
+    /// Fill a named registration's default id (`name`, or `name@scope`) and record it.
+    fn define_named(&mut self, id: &mut Option<String>, name: &str, scope: &Option<String>) {
+        let id = id
+            .get_or_insert_with(|| default_named_id(name, scope))
+            .clone();
+        self.define(&id);
+    }
+
     fn define(&mut self, id: &str) {
         self.defined_ids.insert(id.to_string());
     }
@@ -126,26 +134,17 @@ impl Compiler {
     fn step(&mut self, path: &str, step: &mut Step) -> Result<(), CompileError> {
         match step {
             Step::Section(s) => {
-                let id =
-                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
-                        .clone();
-                self.define(&id);
+                self.define_named(&mut s.id, &s.name, &s.scope);
                 s.expect = None;
                 self.text(&format!("{path}.text"), &mut s.text)
             }
             Step::Context(s) => {
-                let id =
-                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
-                        .clone();
-                self.define(&id);
+                self.define_named(&mut s.id, &s.name, &s.scope);
                 s.expect = None;
                 self.text(&format!("{path}.text"), &mut s.text)
             }
             Step::Variable(s) => {
-                let id =
-                    s.id.get_or_insert_with(|| default_named_id(&s.name, &s.scope))
-                        .clone();
-                self.define(&id);
+                self.define_named(&mut s.id, &s.name, &s.scope);
                 s.expect = None;
                 self.text(&format!("{path}.value"), &mut s.value)
             }
