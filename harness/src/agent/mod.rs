@@ -750,6 +750,25 @@ impl Agent {
         }
     }
 
+    /// Log one `assistant/chunk` and feed it to the assembler.
+    fn log_chunk(
+        &self,
+        turn: u64,
+        step: u64,
+        chunk: Value,
+        assembler: &mut BlockAssembler,
+        chunk_seqs: &mut Vec<u64>,
+    ) -> Result<(), JsError> {
+        let event = self.append(
+            "assistant/chunk",
+            json!({"turn": turn, "step": step, "chunk": &chunk}),
+            SurfaceMeta::default(),
+        )?;
+        chunk_seqs.push(event.seq);
+        assembler.push(&chunk);
+        Ok(())
+    }
+
     /// `assistant/message {turn, step, message, interrupted?, usage?}`, citing
     /// the attempt's chunks.
     fn log_assistant_message(
@@ -805,13 +824,7 @@ impl Agent {
             let failure = json!({"message": format!("no adapter registered for provider \"{provider}\""), "code": "NO_ADAPTER"});
             let chunk = json!({"type": "finish", "reason": {"kind": "error", "failure": failure}});
             check(signal)?;
-            let event = self.append(
-                "assistant/chunk",
-                json!({"turn": turn, "step": step, "chunk": chunk}),
-                SurfaceMeta::default(),
-            )?;
-            chunk_seqs.push(event.seq);
-            assembler.push(&chunk);
+            self.log_chunk(turn, step, chunk, assembler, chunk_seqs)?;
             return check(signal);
         };
         let probe = signal.clone();
@@ -834,13 +847,7 @@ impl Agent {
             };
             let Some(chunk) = next else { break };
             check(signal)?;
-            let event = self.append(
-                "assistant/chunk",
-                json!({"turn": turn, "step": step, "chunk": chunk}),
-                SurfaceMeta::default(),
-            )?;
-            chunk_seqs.push(event.seq);
-            assembler.push(&chunk);
+            self.log_chunk(turn, step, chunk, assembler, chunk_seqs)?;
         }
         check(signal)
     }

@@ -7,7 +7,8 @@
 use std::collections::BTreeSet;
 
 use super::format::{
-    Effect, FORMAT_VERSION, Level, ListenerOp, LoopWorld, ProviderSpec, Scenario, Step, TextSpec,
+    Effect, FORMAT_VERSION, Level, ListenerOp, LoopListenerStep, LoopWorld, ProviderSpec, Scenario,
+    Step, TextSpec,
 };
 use crate::protocol::Case;
 
@@ -201,20 +202,11 @@ impl Compiler {
                 s.expect = None;
                 Ok(())
             }
-            Step::OnPreStep(s) => {
-                self.define(&s.id.clone());
-                Ok(())
-            }
-            Step::OnRequest(s) => {
-                self.define(&s.id.clone());
-                Ok(())
-            }
-            Step::OnRequestError(s) => {
-                self.define(&s.id.clone());
-                Ok(())
-            }
-            Step::OnTurnStopping(s) => {
-                self.define(&s.id.clone());
+            Step::OnPreStep(LoopListenerStep { id, .. })
+            | Step::OnRequest(LoopListenerStep { id, .. })
+            | Step::OnRequestError(LoopListenerStep { id, .. })
+            | Step::OnTurnStopping(LoopListenerStep { id, .. }) => {
+                self.define(&id.clone());
                 Ok(())
             }
             Step::Followup(_)
