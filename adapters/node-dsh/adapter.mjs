@@ -62,18 +62,7 @@ const require = createRequire(import.meta.url)
 const PROMPT_PACKAGE = '@deepseek-ai/dsh-system-prompt'
 const promptPackage = require(`${PROMPT_PACKAGE}/package.json`)
 
-const { Context } = await import('@deepseek-ai/cordis')
-const { SystemPrompt } = await import(PROMPT_PACKAGE)
-const {
-  AdapterFault,
-  CaseWorld,
-  clean,
-  hostPlugin,
-  observed,
-  present,
-  stackOf,
-  upstreamConfig,
-} = await import('./world.mjs')
+const { CaseWorld, bootCase, clean, present, stackOf } = await import('./world.mjs')
 const { prepareLoopEnvironment, runLoopCase } = await import('./loop.mjs')
 
 const PROTOCOL_VERSION = 1
@@ -91,25 +80,9 @@ function send(reply) {
 
 /** Execute one assembly-level case; the `result` body of the reply. */
 async function runAssemblyCase(caseData) {
-  const root = new Context()
-  const counter = { changes: 0 }
-  root.on('system-prompt/change', () => {
-    counter.changes += 1
-  })
-
-  try {
-    await root.plugin(SystemPrompt, upstreamConfig(caseData.config))
-  } catch (error) {
-    if (error instanceof AdapterFault) throw error
-    return { config_error: observed(error), observations: [] }
-  }
-
-  let host
-  await root.plugin(hostPlugin((ctx) => {
-    host = ctx
-  }))
-  if (host === undefined) throw new AdapterFault('the host plugin did not start')
-
+  const booted = await bootCase(caseData.config)
+  if (booted.configError !== undefined) return { config_error: booted.configError, observations: [] }
+  const { root, host, counter } = booted
   const world = new CaseWorld(root, host, counter)
   return { observations: await world.runAll(caseData.commands) }
 }

@@ -19,8 +19,6 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { Context } from '@deepseek-ai/cordis'
-import { SystemPrompt } from '@deepseek-ai/dsh-system-prompt'
 import { SessionStore } from '@deepseek-ai/dsh-session'
 import { AgentRegistry } from '@deepseek-ai/dsh-agent'
 import { LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
@@ -31,11 +29,10 @@ import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
 import {
   AdapterFault,
   CaseWorld,
+  bootCase,
   copyJson,
-  hostPlugin,
   observed,
   present,
-  upstreamConfig,
 } from './world.mjs'
 
 /** The key the reference's simulated provider connection uses, so the
@@ -522,23 +519,11 @@ export async function runLoopCase(caseData, providerUrl) {
   const reason = loopSkipReason(caseData)
   if (reason !== undefined) return { skipped: { reason } }
 
-  const root = new Context()
-  const counter = { changes: 0 }
-  root.on('system-prompt/change', () => {
-    counter.changes += 1
-  })
-  try {
-    await root.plugin(SystemPrompt, upstreamConfig(caseData.config))
-  } catch (error) {
-    if (error instanceof AdapterFault) throw error
-    return { result: { config_error: observed(error), observations: [] } }
+  const booted = await bootCase(caseData.config)
+  if (booted.configError !== undefined) {
+    return { result: { config_error: booted.configError, observations: [] } }
   }
-  let host
-  await root.plugin(hostPlugin((ctx) => {
-    host = ctx
-  }))
-  if (host === undefined) throw new AdapterFault('the host plugin did not start')
-
+  const { root, host, counter } = booted
   const world = new LoopWorld(root, host, counter, caseData.world)
   try {
     await world.setup(providerUrl)

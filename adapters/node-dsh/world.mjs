@@ -7,8 +7,10 @@
 // Loaded by adapter.mjs after its runtime preparation (the Node 20
 // `Promise.withResolvers` polyfill), so upstream modules may be imported here.
 
+import { Context } from '@deepseek-ai/cordis'
 import { createScope, bindScopeParent } from '@deepseek-ai/dsh-scope'
 import {
+  SystemPrompt,
   renderPrompt,
   renderContextSections,
   joinContextSections,
@@ -205,6 +207,32 @@ export function hostPlugin(onContext) {
       onContext(ctx)
     },
   }
+}
+
+/**
+ * Boot one case: a fresh root context counting `system-prompt/change`, the
+ * real `SystemPrompt` loaded with the case config, and the host context
+ * scopes are minted under. A config the plugin rejects is an observation,
+ * returned as `{configError}`.
+ */
+export async function bootCase(config) {
+  const root = new Context()
+  const counter = { changes: 0 }
+  root.on('system-prompt/change', () => {
+    counter.changes += 1
+  })
+  try {
+    await root.plugin(SystemPrompt, upstreamConfig(config))
+  } catch (error) {
+    if (error instanceof AdapterFault) throw error
+    return { configError: observed(error) }
+  }
+  let host
+  await root.plugin(hostPlugin((ctx) => {
+    host = ctx
+  }))
+  if (host === undefined) throw new AdapterFault('the host plugin did not start')
+  return { root, host, counter }
 }
 
 export class CaseWorld {
