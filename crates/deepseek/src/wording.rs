@@ -1,0 +1,399 @@
+//! Provider-wording classifiers (`isQuotaExceededError`,
+//! `isContextWindowExceededError`), as a small matcher over UTF-16 units with
+//! the semantics of a non-unicode, case-insensitive JavaScript regex.
+//!
+//! Hand-written because it must agree with V8 on every input: the patterns
+//! run over UTF-16 units, `\b` looks at ASCII word characters only, and `i`
+//! folds ASCII only, where a Rust regex engine works on code points. The
+//! patterns are built once.
+
+use std::sync::LazyLock;
+
+use dshc_model::js::is_js_space;
+
+/// A character class.
+#[derive(Clone, Copy)]
+pub enum Class {
+    /// `\s`.
+    Space,
+    /// `[\s_-]`.
+    SpaceUnderscoreDash,
+    /// `[^a-z0-9]` under `i`.
+    NotAlnum,
+}
+
+/// A pattern node; a pattern is a sequence of nodes.
+pub enum Node {
+    /// A literal, ASCII case-insensitive.
+    Lit(&'static str),
+    /// One character of a class.
+    One(Class),
+    /// One or more characters of a class.
+    Plus(Class),
+    /// `.{0,n}`.
+    Dots(usize),
+    /// `\b`.
+    Boundary,
+    /// `^`.
+    Start,
+    /// `$`.
+    End,
+    /// Alternatives, each a sequence.
+    Alt(Vec<Vec<Node>>),
+    /// An optional sequence.
+    Opt(Vec<Node>),
+}
+
+/// Alternatives of literals.
+pub fn words(options: &[&'static str]) -> Node {
+    Node::Alt(options.iter().map(|w| vec![Node::Lit(w)]).collect())
+}
+
+/// `\s` on one UTF-16 unit: the set is all in the BMP, and a lone
+/// surrogate is never a space.
+fn is_space(unit: u16) -> bool {
+    char::from_u32(u32::from(unit)).is_some_and(is_js_space)
+}
+
+fn is_alnum(unit: u16) -> bool {
+    u8::try_from(unit).is_ok_and(|b| b.is_ascii_alphanumeric())
+}
+
+fn is_word(text: &[u16], at: Option<usize>) -> bool {
+    at.and_then(|i| text.get(i))
+        .is_some_and(|&u| is_alnum(u) || u == u16::from(b'_'))
+}
+
+fn in_class(class: Class, unit: u16) -> bool {
+    match class {
+        Class::Space => is_space(unit),
+        Class::SpaceUnderscoreDash => {
+            is_space(unit) || unit == u16::from(b'_') || unit == u16::from(b'-')
+        }
+        Class::NotAlnum => !is_alnum(unit),
+    }
+}
+
+fn lit_at(text: &[u16], at: usize, literal: &str) -> bool {
+    let bytes = literal.as_bytes();
+    text.len() >= at + bytes.len()
+        && bytes
+            .iter()
+            .zip(&text[at..])
+            .all(|(&b, &unit)| u8::try_from(unit).is_ok_and(|u| u.eq_ignore_ascii_case(&b)))
+}
+
+fn step(node: &Node, text: &[u16], from: &[usize]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for &at in from {
+        match node {
+            Node::Lit(literal) => {
+                if lit_at(text, at, literal) {
+                    out.push(at + literal.len());
+                }
+            }
+            Node::One(class) => {
+                if text.get(at).is_some_and(|&u| in_class(*class, u)) {
+                    out.push(at + 1);
+                }
+            }
+            Node::Plus(class) => {
+                let mut end = at;
+                while text.get(end).is_some_and(|&u| in_class(*class, u)) {
+                    end += 1;
+                    out.push(end);
+                }
+            }
+            Node::Dots(max) => {
+                out.push(at);
+                let mut end = at;
+                while end - at < *max
+                    && text
+                        .get(end)
+                        .is_some_and(|&u| !matches!(u, 0x0A | 0x0D | 0x2028 | 0x2029))
+                {
+                    end += 1;
+                    out.push(end);
+                }
+            }
+            Node::Boundary => {
+                if is_word(text, at.checked_sub(1)) != is_word(text, Some(at)) {
+                    out.push(at);
+                }
+            }
+            Node::Start => {
+                if at == 0 {
+                    out.push(at);
+                }
+            }
+            Node::End => {
+                if at == text.len() {
+                    out.push(at);
+                }
+            }
+            Node::Alt(options) => {
+                for option in options {
+                    out.extend(sequence(option, text, &[at]));
+                }
+            }
+            Node::Opt(inner) => {
+                out.push(at);
+                out.extend(sequence(inner, text, &[at]));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn sequence(nodes: &[Node], text: &[u16], from: &[usize]) -> Vec<usize> {
+    let mut positions = from.to_vec();
+    for node in nodes {
+        if positions.is_empty() {
+            break;
+        }
+        positions = step(node, text, &positions);
+    }
+    positions
+}
+
+/// `RegExp.prototype.test`: a match starting anywhere.
+pub fn test(pattern: &[Node], text: &str) -> bool {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    (0..=units.len()).any(|start| !sequence(pattern, &units, &[start]).is_empty())
+}
+
+fn quota_patterns() -> Vec<Vec<Node>> {
+    use Class::SpaceUnderscoreDash as Sud;
+    use Node::*;
+    use words;
+    vec![
+        // \binsufficient[\s_-]+(?:quota|balance|credits?)\b
+        vec![
+            Boundary,
+            Lit("insufficient"),
+            Plus(Sud),
+            words(&["quota", "balance", "credits", "credit"]),
+            Boundary,
+        ],
+        // \b(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)\b
+        vec![
+            Boundary,
+            Alt(vec![
+                vec![Lit("quota")],
+                vec![Lit("usage"), Plus(Sud), Lit("limit")],
+            ]),
+            Plus(Sud),
+            words(&["exceeded", "exhausted", "reached"]),
+            Boundary,
+        ],
+        // \bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b
+        vec![
+            Boundary,
+            Lit("exceed"),
+            Opt(vec![words(&["ed", "s"])]),
+            Plus(Sud),
+            Opt(vec![words(&["your", "the"]), Plus(Sud)]),
+            Opt(vec![Lit("current"), Plus(Sud)]),
+            Lit("quota"),
+            Boundary,
+        ],
+        // \b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b
+        vec![
+            Boundary,
+            words(&["balance", "credits", "credit"]),
+            Plus(Sud),
+            words(&["exhausted", "depleted"]),
+            Boundary,
+        ],
+        // \bout[\s_-]+of[\s_-]+(?:credits?|budget)\b
+        vec![
+            Boundary,
+            Lit("out"),
+            Plus(Sud),
+            Lit("of"),
+            Plus(Sud),
+            words(&["credits", "credit", "budget"]),
+            Boundary,
+        ],
+    ]
+}
+
+fn context_patterns() -> Vec<Vec<Node>> {
+    use Class::{NotAlnum, Space, SpaceUnderscoreDash as Sud};
+    use Node::*;
+    use words;
+    let model_possessive = || Opt(vec![Lit("model"), Opt(vec![Lit("'s")]), Plus(Space)]);
+    vec![
+        // (?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-]
+        // (?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])
+        vec![
+            Alt(vec![vec![Start], vec![One(NotAlnum)]]),
+            Lit("context"),
+            One(Sud),
+            words(&["length", "window"]),
+            One(Sud),
+            Alt(vec![
+                vec![Lit("exceed"), Opt(vec![words(&["ed", "s"])])],
+                vec![Lit("overflow"), Opt(vec![Lit("ed")])],
+                vec![Lit("limit"), One(Sud), Lit("exceeded")],
+            ]),
+            Alt(vec![vec![End], vec![One(NotAlnum)]]),
+        ],
+        // \b(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)\b
+        vec![
+            Boundary,
+            words(&["maximum", "max"]),
+            Opt(vec![Plus(Space), words(&["allowed", "supported"])]),
+            Plus(Space),
+            Lit("context"),
+            Plus(Space),
+            words(&["length", "window"]),
+            Boundary,
+        ],
+        // \b(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+
+        // (?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?\b
+        vec![
+            Boundary,
+            words(&["request", "prompt", "input", "messages", "message"]),
+            Plus(Space),
+            Opt(vec![words(&["is", "are"]), Plus(Space)]),
+            Lit("too"),
+            Plus(Space),
+            words(&["large", "long"]),
+            Plus(Space),
+            Lit("for"),
+            Plus(Space),
+            Opt(vec![words(&["this", "the"]), Plus(Space)]),
+            model_possessive(),
+            Lit("context"),
+            Opt(vec![Plus(Space), Lit("window")]),
+            Boundary,
+        ],
+        // \b(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+model\b
+        vec![
+            Boundary,
+            words(&["input", "prompt", "request"]),
+            Plus(Space),
+            Opt(vec![Lit("is"), Plus(Space)]),
+            Lit("too"),
+            Plus(Space),
+            words(&["long", "large"]),
+            Plus(Space),
+            Lit("for"),
+            Plus(Space),
+            words(&["this", "the"]),
+            Plus(Space),
+            Lit("model"),
+            Boundary,
+        ],
+        // \b(?:input|prompt|request|messages?)\b.{0,40}\b(?:exceed(?:s|ed)?|overflows?|
+        // is\s+larger\s+than)\b.{0,40}\b(?:the\s+)?(?:model(?:'s)?\s+)?context
+        // (?:\s+(?:length|window))?\b
+        vec![
+            Boundary,
+            words(&["input", "prompt", "request", "messages", "message"]),
+            Boundary,
+            Dots(40),
+            Boundary,
+            Alt(vec![
+                vec![Lit("exceed"), Opt(vec![words(&["s", "ed"])])],
+                vec![Lit("overflow"), Opt(vec![Lit("s")])],
+                vec![
+                    Lit("is"),
+                    Plus(Space),
+                    Lit("larger"),
+                    Plus(Space),
+                    Lit("than"),
+                ],
+            ]),
+            Boundary,
+            Dots(40),
+            Boundary,
+            Opt(vec![Lit("the"), Plus(Space)]),
+            model_possessive(),
+            Lit("context"),
+            Opt(vec![Plus(Space), words(&["length", "window"])]),
+            Boundary,
+        ],
+    ]
+}
+
+/// `isQuotaExceededError`: terminal quota, balance, credit, budget or
+/// usage-limit wording (as opposed to a transient rate limit).
+pub fn is_quota_exceeded_error(detail: &str) -> bool {
+    static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(quota_patterns);
+    PATTERNS
+        .iter()
+        .any(|pattern| test(pattern, detail))
+}
+
+/// `isContextWindowExceededError`: wording that names the model's context
+/// bound as exceeded.
+pub fn is_context_window_exceeded_error(detail: &str) -> bool {
+    static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(context_patterns);
+    PATTERNS
+        .iter()
+        .any(|pattern| test(pattern, detail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wording_classifiers() {
+        for detail in [
+            "context_length_exceeded",
+            "Context window exceeded",
+            "error: context-length-overflow.",
+            "context_window_limit_exceeded",
+            "maximum context length is 8192 tokens",
+            "max supported context window",
+            "Request too large for the model's context window",
+            "messages are too long for this context",
+            "input is too long for this model",
+            "Your prompt of 9000 tokens exceeds the model's context length",
+            "the input overflows the context",
+        ] {
+            assert!(is_context_window_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "",
+            "context length",
+            "xcontext_length_exceeded",
+            "context_length_exceededx",
+            "the request exceeds the maximum allowed size",
+            "input is too long",
+            "maximumcontext length",
+            "prompt\nexceeds the context",
+        ] {
+            assert!(!is_context_window_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "insufficient_quota",
+            "Insufficient Balance",
+            "insufficient credits",
+            "quota exceeded",
+            "usage limit reached",
+            "You exceeded your current quota",
+            "exceeds the quota",
+            "credits depleted",
+            "balance exhausted",
+            "out of budget",
+            "Out-of-credits",
+        ] {
+            assert!(is_quota_exceeded_error(detail), "{detail}");
+        }
+        for detail in [
+            "rate limit reached",
+            "insufficientquota",
+            "quotas exceeded",
+            "outof credits",
+            "too many requests",
+        ] {
+            assert!(!is_quota_exceeded_error(detail), "{detail}");
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Turning a parsed scenario into a [`Case`]: semantic validation, default
+//! ids, and each step's command without its expectation.
+//!
+//! Everything an implementation needs is resolved here, once, so adapters in
+//! other languages never re-implement scenario defaults.
+
+use std::collections::BTreeSet;
+
+use crate::format::{FORMAT_VERSION, Scenario};
+use crate::protocol::{
+    BindCommand, Case, Command, Effect, Level, ListenerOp, LoopListenerCommand, LoopWorld,
+    ProviderSpec, Registration, TextSpec,
+};
+
+/// A scenario that parses but does not make sense.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{path}: {message}")]
+pub struct CompileError {
+    /// Where in the scenario, e.g. `steps[3].provider`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+struct Compiler {
+    tools_count: u32,
+    suppress_count: u32,
+    defined_ids: BTreeSet<String>,
+    dispose_targets: Vec<(String, String)>,
+}
+
+fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, CompileError> {
+    Err(CompileError {
+        path: path.to_string(),
+        message: message.into(),
+    })
+}
+
+fn default_named_id(name: &str, scope: &Option<String>) -> String {
+    match scope {
+        Some(scope) => format!("{name}@{scope}"),
+        None => name.to_string(),
+    }
+}
+
+impl Compiler {
+    fn check_provider<T>(
+        &mut self,
+        path: &str,
+        spec: &mut ProviderSpec<T>,
+    ) -> Result<(), CompileError> {
+        let outcomes = usize::from(spec.returns.is_some())
+            + usize::from(spec.sequence.is_some())
+            + usize::from(spec.returns_undefined)
+            + usize::from(spec.throws.is_some());
+        if outcomes != 1 {
+            return fail(
+                path,
+                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`",
+            );
+        }
+        if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
+            return fail(path, "`sequence` needs at least one value");
+        }
+        if spec.cause.is_some() && spec.throws.is_none() {
+            return fail(path, "`cause` only goes with `throws`");
+        }
+        for (index, effect) in spec.effects.iter_mut().enumerate() {
+            self.effect(&format!("{path}.effects[{index}]"), effect)?;
+        }
+        Ok(())
+    }
+
+    fn effect(&mut self, path: &str, effect: &mut Effect) -> Result<(), CompileError> {
+        if effect.on_call == Some(0) {
+            return fail(path, "`on_call` counts from 1");
+        }
+        match (&mut effect.register, &effect.dispose) {
+            (Some(step), None) => self.nested_registration(&format!("{path}.register"), step),
+            (None, Some(target)) => {
+                self.dispose_targets
+                    .push((path.to_string(), target.clone()));
+                Ok(())
+            }
+            _ => fail(
+                path,
+                "an effect sets exactly one of `register` and `dispose`",
+            ),
+        }
+    }
+
+    fn nested_registration(
+        &mut self,
+        path: &str,
+        registration: &mut Registration,
+    ) -> Result<(), CompileError> {
+        match registration {
+            Registration::Section(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Registration::Context(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Registration::Variable(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.value"), &mut s.value)
+            }
+            Registration::Suppress(s) => {
+                self.define_suppressor(&mut s.id);
+                Ok(())
+            }
+            Registration::Tools(s) => {
+                self.define_tools(&mut s.id);
+                self.check_provider(&format!("{path}.provider"), &mut s.provider)
+            }
+        }
+    }
+
+    fn define_suppressor(&mut self, id: &mut Option<String>) {
+        self.suppress_count += 1;
+        let n = self.suppress_count;
+        let id = id.get_or_insert_with(|| format!("suppress#{n}")).clone();
+        self.define(&id);
+    }
+
+    fn define_tools(&mut self, id: &mut Option<String>) {
+        self.tools_count += 1;
+        let n = self.tools_count;
+        let id = id.get_or_insert_with(|| format!("tools#{n}")).clone();
+        self.define(&id);
+    }
+
+    fn text(&mut self, path: &str, text: &mut TextSpec) -> Result<(), CompileError> {
+        match text {
+            TextSpec::Static(_) => Ok(()),
+            TextSpec::Provider(spec) => self.check_provider(path, spec),
+        }
+    }
+
+    /// Fill a named registration's default id (`name`, or `name@scope`) and record it.
+    fn define_named(&mut self, id: &mut Option<String>, name: &str, scope: &Option<String>) {
+        let id = id
+            .get_or_insert_with(|| default_named_id(name, scope))
+            .clone();
+        self.define(&id);
+    }
+
+    fn define(&mut self, id: &str) {
+        self.defined_ids.insert(id.to_string());
+    }
+
+    /// Validate a command and fill its default ids.
+    fn command(&mut self, path: &str, command: &mut Command) -> Result<(), CompileError> {
+        match command {
+            Command::Section(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Command::Context(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.text"), &mut s.text)
+            }
+            Command::Variable(s) => {
+                self.define_named(&mut s.id, &s.name, &s.scope);
+                self.text(&format!("{path}.value"), &mut s.value)
+            }
+            Command::Suppress(s) => {
+                self.define_suppressor(&mut s.id);
+                Ok(())
+            }
+            Command::Tools(s) => {
+                self.define_tools(&mut s.id);
+                self.check_provider(&format!("{path}.provider"), &mut s.provider)
+            }
+            Command::Listen(s) => {
+                self.define(&s.id.clone());
+                for (index, op) in s.ops.iter_mut().enumerate() {
+                    let op_path = format!("{path}.ops[{index}]");
+                    match op {
+                        ListenerOp::Register(registration) => {
+                            self.nested_registration(&op_path, registration)?
+                        }
+                        ListenerOp::Dispose(target) => {
+                            self.dispose_targets.push((op_path, target.clone()));
+                        }
+                        ListenerOp::SetField(field)
+                            if ["sections", "contexts", "tools", "variables"]
+                                .contains(&field.name.as_str()) =>
+                        {
+                            return fail(
+                                &op_path,
+                                "`set_field` cannot set an assembly list; use the list ops",
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            Command::Dispose(s) => {
+                self.dispose_targets
+                    .push((path.to_string(), s.target.clone()));
+                Ok(())
+            }
+            Command::OnPreStep(LoopListenerCommand { id, .. })
+            | Command::OnRequest(LoopListenerCommand { id, .. })
+            | Command::OnRequestError(LoopListenerCommand { id, .. })
+            | Command::OnTurnStopping(LoopListenerCommand { id, .. }) => {
+                self.define(&id.clone());
+                Ok(())
+            }
+            Command::Bind(_)
+            | Command::Assemble(_)
+            | Command::Followup(_)
+            | Command::Steer(_)
+            | Command::Inject(_)
+            | Command::Cancel(_)
+            | Command::Wait(_)
+            | Command::WaitIdle(_)
+            | Command::Compact(_)
+            | Command::Resume(_)
+            | Command::DisposeAgent(_)
+            | Command::Plugin(_) => Ok(()),
+        }
+    }
+}
+
+/// Commands and listener ops that only make sense around an agent.
+pub fn needs_loop(command: &Command) -> bool {
+    match command {
+        Command::Listen(listen) => listen
+            .ops
+            .iter()
+            .any(|op| matches!(op, ListenerOp::WaitForAbort | ListenerOp::SleepMs(_))),
+        Command::Section(_)
+        | Command::Context(_)
+        | Command::Suppress(_)
+        | Command::Tools(_)
+        | Command::Variable(_)
+        | Command::Dispose(_)
+        | Command::Bind(_)
+        | Command::Assemble(_) => false,
+        Command::Followup(_)
+        | Command::Steer(_)
+        | Command::Inject(_)
+        | Command::Cancel(_)
+        | Command::Wait(_)
+        | Command::WaitIdle(_)
+        | Command::Compact(_)
+        | Command::Resume(_)
+        | Command::DisposeAgent(_)
+        | Command::OnPreStep(_)
+        | Command::OnRequest(_)
+        | Command::OnRequestError(_)
+        | Command::OnTurnStopping(_)
+        | Command::Plugin(_) => true,
+    }
+}
+
+/// Compile a scenario into the case an implementation runs.
+pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
+    if scenario.format != FORMAT_VERSION {
+        return fail(
+            "format",
+            format!(
+                "unsupported scenario format {} (this dshc reads {FORMAT_VERSION})",
+                scenario.format
+            ),
+        );
+    }
+    if scenario.covers.is_empty() {
+        return fail("covers", "name at least one spec clause");
+    }
+    if scenario.config_error.is_some() && !scenario.steps.is_empty() {
+        return fail(
+            "config_error",
+            "a scenario whose config fails to load has no steps",
+        );
+    }
+    let mut compiler = Compiler {
+        tools_count: 0,
+        suppress_count: 0,
+        defined_ids: BTreeSet::new(),
+        dispose_targets: Vec::new(),
+    };
+    let mut commands: Vec<Command> = scenario
+        .scopes
+        .iter()
+        .map(|binding| {
+            Command::Bind(BindCommand {
+                scope: binding.name.clone(),
+                parent: binding.parent.clone(),
+            })
+        })
+        .collect();
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let mut command = step.command.clone();
+        compiler.command(&format!("steps[{index}]"), &mut command)?;
+        commands.push(command);
+    }
+    for (path, target) in &compiler.dispose_targets {
+        if !compiler.defined_ids.contains(target) {
+            return fail(path, format!("no registration has id {target:?}"));
+        }
+    }
+    let loop_parts = scenario.agent.is_some()
+        || scenario.provider.is_some()
+        || scenario.adapter.is_some()
+        || scenario.simulation.is_some()
+        || !scenario.tool_results.is_empty()
+        || scenario.plugins.is_some()
+        || scenario.expect.is_some();
+    let world = match scenario.level {
+        Level::Assembly => {
+            if loop_parts {
+                return fail(
+                    "level",
+                    "agent, provider, adapter, simulation, tool_results and expect need `level = \"loop\"`",
+                );
+            }
+            if let Some(index) = scenario.steps.iter().position(|s| needs_loop(&s.command)) {
+                return fail(
+                    &format!("steps[{index}]"),
+                    "this step needs `level = \"loop\"`",
+                );
+            }
+            None
+        }
+        Level::Loop => {
+            let world = LoopWorld {
+                agent: scenario.agent.clone().unwrap_or_default(),
+                provider: scenario.provider.clone().unwrap_or_default(),
+                adapter: scenario.adapter.clone().unwrap_or_default(),
+                simulation: scenario.simulation.clone().unwrap_or_default(),
+                tool_results: scenario.tool_results.clone(),
+                plugins: scenario.plugins.clone().unwrap_or_default(),
+            };
+            if let Err(error) = world.provider.validate() {
+                return fail("provider", error.to_string());
+            }
+            Some(world)
+        }
+    };
+    Ok(Case {
+        id: id.to_string(),
+        level: scenario.level,
+        config: scenario.config.clone(),
+        commands,
+        world,
+    })
+}

@@ -1,0 +1,18 @@
+//! dshc's API boundary: what a scenario file says and what an
+//! implementation is sent and answers.
+//!
+//! - [`format`]: scenario files (TOML), each step a command plus its
+//!   expectation;
+//! - [`load`] and [`compile`]: parsing with `file:line:column` errors and
+//!   turning a scenario into a [`protocol::Case`];
+//! - [`protocol`]: the adapter protocol's messages, cases and results;
+//! - [`schema`]: the committed JSON Schemas of both.
+//!
+//! Nothing here runs anything: the reference, the simulator and the oracles
+//! live in `dshc-harness`.
+
+pub mod compile;
+pub mod format;
+pub mod load;
+pub mod protocol;
+pub mod schema;

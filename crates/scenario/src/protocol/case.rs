@@ -1,0 +1,889 @@
+//! What an implementation is asked to run: a [`Case`] and its commands.
+//!
+//! A case is a compiled scenario: defaults resolved, ids assigned, and no
+//! expectations. These types are the adapter protocol's API boundary (the
+//! committed `docs/adapter-protocol.v1.json` is generated from them); a
+//! scenario file's step is a [`Command`] plus its expectation, so files and
+//! cases share these shapes without the protocol ever carrying an `expect`.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use super::order::Order;
+pub use super::plugins::*;
+
+/// One compiled scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Stable case id: the scenario path relative to the scenario root,
+    /// without extension.
+    pub id: String,
+    /// Contract level.
+    pub level: Level,
+    /// Plugin config.
+    pub config: ConfigSpec,
+    /// Commands, run in order, every default id filled in. Top-level scope
+    /// bindings come first as `bind`.
+    pub commands: Vec<Command>,
+    /// Loop level only: the agent's world with every default resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<LoopWorld>,
+}
+
+/// A registration a provider effect or a listener performs while it runs:
+/// the registering commands, by the same `do` names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Registration {
+    /// `systemPrompt.section(...)`.
+    Section(SectionCommand),
+    /// `systemPrompt.context(...)`.
+    Context(ContextCommand),
+    /// `systemPrompt.suppressRuntimeContext()`.
+    Suppress(SuppressCommand),
+    /// `systemPrompt.tools(provider)`.
+    Tools(ToolsCommand),
+    /// `systemPrompt.variable(name, provider)`.
+    Variable(VariableCommand),
+}
+
+/// The loop-level world of a case: everything with its defaults resolved.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoopWorld {
+    /// The agent under test.
+    pub agent: AgentSpec,
+    /// The mock provider's script.
+    pub provider: mock_provider::Script,
+    /// The DeepSeek adapter registration.
+    pub adapter: AdapterSpec,
+    /// Simulated time and network.
+    pub simulation: SimulationSpec,
+    /// Scripted tool results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResultSpec>,
+    /// Context plugins.
+    #[serde(default)]
+    pub plugins: PluginsSpec,
+}
+
+/// The agent: `AgentOptions` and its session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Agent id; also the name of its scope (`scope = "<id>"` registers on it).
+    #[serde(default = "default_agent_id")]
+    pub id: String,
+    /// `AgentOptions.provider`; absent = none.
+    #[serde(default = "default_provider", skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// `AgentOptions.model`; absent = none.
+    #[serde(default = "default_model", skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `AgentOptions.maxTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// `session.header.cwd`.
+    #[serde(default = "default_cwd", skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+fn default_agent_id() -> String {
+    "agent".into()
+}
+
+fn default_provider() -> Option<String> {
+    Some("deepseek-official".into())
+}
+
+fn default_model() -> Option<String> {
+    Some("deepseek-v4-flash".into())
+}
+
+fn default_cwd() -> Option<String> {
+    Some("/work".into())
+}
+
+impl Default for AgentSpec {
+    fn default() -> Self {
+        AgentSpec {
+            id: default_agent_id(),
+            provider: default_provider(),
+            model: default_model(),
+            max_tokens: None,
+            cwd: default_cwd(),
+        }
+    }
+}
+
+/// The DeepSeek adapter registration (spec 09 W5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterSpec {
+    /// Whether the route is registered at all (false: `NO_ADAPTER`).
+    #[serde(default = "yes")]
+    pub registered: bool,
+    /// The provider route name.
+    #[serde(default = "default_route")]
+    pub provider: String,
+    /// Catalog models; others use the defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelSpec>,
+    /// Context window of models not in the catalog (default 1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_context_window: Option<u64>,
+    /// Output cap of models not in the catalog (default 256000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Deployment default effort: `off`, `low`, `high` (default) or `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Deployment thinking: `enabled` or `disabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// Idle watchdog between stream reads (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_idle_timeout_ms: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_route() -> String {
+    "deepseek-official".into()
+}
+
+impl Default for AdapterSpec {
+    fn default() -> Self {
+        AdapterSpec {
+            registered: true,
+            provider: default_route(),
+            models: Vec::new(),
+            default_context_window: None,
+            max_tokens: None,
+            reasoning_effort: None,
+            thinking: None,
+            stream_idle_timeout_ms: None,
+        }
+    }
+}
+
+/// One catalog model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Model id.
+    pub id: String,
+    /// Its context window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Its output cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// Simulated time and network (turmoil).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationSpec {
+    /// The seed of the simulated network.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// One-way message latency.
+    #[serde(default = "default_latency_ms")]
+    pub latency_ms: u64,
+    /// Epoch milliseconds at the start (default 1767225600000, 2026-01-01T00:00:00Z).
+    #[serde(default = "default_start_ms")]
+    pub start_ms: u64,
+    /// Virtual-time budget; a run still busy after it is an error.
+    #[serde(default = "default_budget_ms")]
+    pub budget_ms: u64,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_latency_ms() -> u64 {
+    1
+}
+
+fn default_start_ms() -> u64 {
+    1_767_225_600_000
+}
+
+fn default_budget_ms() -> u64 {
+    3_600_000
+}
+
+impl Default for SimulationSpec {
+    fn default() -> Self {
+        SimulationSpec {
+            seed: default_seed(),
+            latency_ms: default_latency_ms(),
+            start_ms: default_start_ms(),
+            budget_ms: default_budget_ms(),
+        }
+    }
+}
+
+/// A scripted tool result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolResultSpec {
+    /// Tool name the result answers.
+    pub name: String,
+    /// Result text.
+    #[serde(default)]
+    pub text: String,
+    /// `isError`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Context messages spliced into the next-step inbox.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_contexts: Vec<String>,
+    /// `concludesTurn`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub concludes_turn: bool,
+    /// Virtual time the call takes (a cancel can land while it runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// The contract level a scenario exercises.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Registry, `assemble()`, rendering and tool order (spec 01–04).
+    #[default]
+    Assembly,
+    /// The agent loop around the assembly: turns, steps, requests and the
+    /// session log (spec 05–10).
+    Loop,
+}
+
+/// `SystemPrompt` config (spec 01 §1). Absent keys take upstream defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSpec {
+    /// Register `harness:identity` (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_harness_identity: Option<bool>,
+    /// `false` registers a global runtime-context suppressor (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_runtime_context: Option<bool>,
+    /// Text of `deployment:persona` (default empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
+    /// Explicit tool order, with the `<unlisted-tools>` rest entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_order: Option<Vec<String>>,
+}
+
+/// One command of a case. `do` selects the kind. In a scenario file each
+/// step is a command plus, for most kinds, its `expect`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Command {
+    /// `systemPrompt.section(...)`.
+    Section(SectionCommand),
+    /// `systemPrompt.context(...)`.
+    Context(ContextCommand),
+    /// `systemPrompt.suppressRuntimeContext()`.
+    Suppress(SuppressCommand),
+    /// `systemPrompt.tools(provider)`.
+    Tools(ToolsCommand),
+    /// `systemPrompt.variable(name, provider)`.
+    Variable(VariableCommand),
+    /// `ctx.on('system-prompt/assemble', listener, options)`.
+    Listen(ListenCommand),
+    /// Call a registration's disposer.
+    Dispose(DisposeCommand),
+    /// Bind a scope's parent at this point.
+    Bind(BindCommand),
+    /// `assemble({scope})`, then render the prompt and the context snapshot.
+    Assemble(AssembleCommand),
+    /// Loop: `agent.followup(message)`.
+    Followup(MessageCommand),
+    /// Loop: `agent.steer(message)`.
+    Steer(MessageCommand),
+    /// Loop: `agent.inject(message)`.
+    Inject(MessageCommand),
+    /// Loop: `agent.cancel(reason, {keepInbox})`.
+    Cancel(CancelCommand),
+    /// Loop: let virtual time pass. While the agent is idle the clock jumps
+    /// (nothing is in flight); otherwise the simulation runs through it.
+    Wait(WaitCommand),
+
+    /// Loop: wait until the agent is idle.
+    WaitIdle(WaitIdleCommand),
+    /// Loop: append a compaction summary replacing a surface range.
+    Compact(CompactCommand),
+    /// Loop: a new agent over a session rebuilt from this log, as a new
+    /// process would build it: waits for idle, drops the old agent with its
+    /// scoped registrations and listeners, keeps global registrations.
+    Resume(ResumeCommand),
+    /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
+    DisposeAgent(DisposeAgentCommand),
+    /// Loop: an `agent/pre-step` listener.
+    OnPreStep(LoopListenerCommand<PreStepOp>),
+    /// Loop: an `agent/request` listener.
+    OnRequest(LoopListenerCommand<RequestOp>),
+    /// Loop: an `agent/request-error` listener.
+    OnRequestError(LoopListenerCommand<RequestErrorOp>),
+    /// Loop: an `agent/turn-stopping` listener.
+    OnTurnStopping(LoopListenerCommand<TurnStoppingOp>),
+    /// Loop: act on a context plugin's inputs (spec 10).
+    Plugin(PluginAction),
+}
+
+/// A message sent to the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageCommand {
+    /// Text of a user prompt.
+    pub text: String,
+    /// The message's `source` (default `{kind = "user"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
+}
+
+/// Cancel the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelCommand {
+    /// The abort cause (default `{kind = "user"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Value>,
+    /// `{keepInbox: true}`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_inbox: bool,
+}
+
+/// Let virtual time pass.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitCommand {
+    /// Milliseconds.
+    pub ms: u64,
+}
+
+/// Wait for idle.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitIdleCommand {}
+
+/// Compact the surface.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactCommand {
+    /// Summary text.
+    pub text: String,
+    /// First replaced surface node (seq); default the first node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    /// Last replaced surface node (seq); default the last node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<u64>,
+}
+
+/// Resume.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeCommand {}
+
+/// Dispose the agent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisposeAgentCommand {}
+
+/// A scripted loop listener.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = "Op: Deserialize<'de>"))]
+pub struct LoopListenerCommand<Op> {
+    /// Listener id (for `dispose`).
+    pub id: String,
+    /// Register outermost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepend: bool,
+    /// Act only on these invocations (1-based); on others just pass through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Vec<u32>>,
+    /// What it does, in order.
+    pub ops: Vec<Op>,
+}
+
+/// A pre-step listener op. `current` starts as `enter` with the claimed
+/// messages (no runtime-context candidate); `next` replaces it with the inner
+/// decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PreStepOp {
+    /// `current = await next()`.
+    Next,
+    /// `current = {kind: 'reject'}`.
+    Reject,
+    /// `current = {kind: 'enter', messages: []}`.
+    EnterEmpty,
+    /// Remove the runtime-context snapshot message(s) from `current`.
+    DropRuntimeContext,
+    /// Rewrite the text of the runtime-context message (same source).
+    RewriteRuntimeContext(String),
+    /// Reverse `current`'s messages.
+    Reverse,
+    /// Append a user message with this text.
+    AppendMessage(String),
+    /// Insert a user message with this text first.
+    PrependMessage(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+    /// Wait until the turn's signal aborts, then throw its abort error.
+    WaitForAbort,
+    /// Wait this many virtual milliseconds (ignoring the signal).
+    SleepMs(u64),
+    /// `agent.steer(text)` from inside the listener.
+    Steer(String),
+}
+
+/// An `agent/request` op. `current` starts as `{}`; `next` gives the seed config.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RequestOp {
+    /// `current = await next()`.
+    Next,
+    /// A new object: `{...current, ...set}`.
+    Set(serde_json::Map<String, Value>),
+    /// A new object without this key.
+    Remove(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+/// An `agent/request-error` op. `current` starts as `undefined` (give up).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RequestErrorOp {
+    /// `current = await next()`.
+    Next,
+    /// `current = {kind: 'retry'}`.
+    Retry,
+    /// `current = undefined`.
+    GiveUp,
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+/// An `agent/turn-stopping` op.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TurnStoppingOp {
+    /// `agent.steer(text)`.
+    Steer(String),
+    /// Throw `new Error(message)`.
+    Throw(String),
+}
+
+/// Registers a prompt section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SectionCommand {
+    /// Handle for `dispose` and journal entries. Default: the name, plus
+    /// `@<scope>` when scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Section name.
+    pub name: String,
+    /// Sort key. TOML `nan` and `inf` are allowed, to test validation.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+    /// The section's `complete` flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
+}
+
+/// Registers a runtime-context entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Context name.
+    pub name: String,
+    /// Sort key.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+}
+
+/// Registers a runtime-context suppressor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuppressCommand {
+    /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Registers a tool provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsCommand {
+    /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The scripted provider.
+    pub provider: ProviderSpec<ToolsResultSpec>,
+}
+
+/// Registers a prompt variable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariableCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Variable name (validated by the registry).
+    pub name: String,
+    /// The provider. A plain string is short for `{ returns = "..." }`:
+    /// variables are always functions, so every form is journaled.
+    pub value: TextSpec,
+}
+
+/// Registers a waterfall listener on `system-prompt/assemble`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListenCommand {
+    /// Listener handle, used in the journal (`listener <id>`) and by `dispose`.
+    pub id: String,
+    /// Register from this scope's context (a tagged listener); absent = untagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `{global: true}`: receive every assembly regardless of scope.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub global: bool,
+    /// `{prepend: true}`: run outside the listeners registered before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepend: bool,
+    /// What the listener does, in order. Without a `next` op it never calls
+    /// `next()`, so inner listeners and the default do not run.
+    pub ops: Vec<ListenerOp>,
+}
+
+/// Calls a registration's disposer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisposeCommand {
+    /// The `id` of an earlier registration or listener.
+    pub target: String,
+}
+
+/// Binds a scope's parent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BindCommand {
+    /// The child scope.
+    pub scope: String,
+    /// Its parent.
+    pub parent: String,
+}
+
+/// Assembles for a scope and renders the result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssembleCommand {
+    /// `assemble({scope})`; absent = `assemble({})`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Section or context text, or a variable's value provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TextSpec {
+    /// A string. For sections and contexts: static text, never "evaluated".
+    /// For variables: a provider returning this string.
+    Static(String),
+    /// A scripted provider.
+    Provider(ProviderSpec<String>),
+}
+
+/// A scripted provider. Exactly one of `returns`, `sequence`,
+/// `returns_undefined` and `throws` is set. Returned objects are created once
+/// at registration and returned by reference on every call, as a JavaScript
+/// closure over a constant would.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
+pub struct ProviderSpec<T> {
+    /// Return this value on every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<T>,
+    /// Return the n-th value on the n-th call; after the last, repeat the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<Vec<T>>,
+    /// Return `undefined`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub returns_undefined: bool,
+    /// Throw `new Error(throws)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throws: Option<String>,
+    /// With `throws`: attach `{cause: new Error(cause)}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// Side effects run during the call, before it returns or throws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+}
+
+/// A registry side effect performed from inside a provider or listener.
+/// Exactly one of `register` and `dispose` is set. A failing registration
+/// makes the provider throw that error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Effect {
+    /// Only on this call (1-based); absent = on every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_call: Option<u32>,
+    /// Register an entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register: Option<Box<Registration>>,
+    /// Dispose the registration with this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispose: Option<String>,
+}
+
+/// What a tool provider returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsResultSpec {
+    /// Visible schemas.
+    #[serde(default)]
+    pub schemas: Vec<SchemaSpec>,
+    /// Pre-restriction known names; replaces the implicit schema names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_names: Option<Vec<String>>,
+}
+
+/// A tool schema as a provider returns it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaSpec {
+    /// Tool name.
+    pub name: String,
+    /// Description; absent = `undefined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON parameters; absent = `undefined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    /// Extra fields on the schema object (e.g. `strict = true`); assembly drops them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Map<String, Value>>,
+    /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
+    /// `structuredClone` fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unclonable_symbol: Option<String>,
+}
+
+/// One operation of a scripted listener. `current` starts as the argument
+/// object; `next` replaces it with what `next()` resolved to; `replace` with a
+/// brand-new object. Edits apply to `current`, which the listener returns.
+/// Edits naming an absent entry do nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ListenerOp {
+    /// `current = await next()`.
+    Next,
+    /// `throw new Error(message)`.
+    Throw(String),
+    /// `current = {sections, contexts, tools, variables}`, a new object.
+    Replace(ReplaceSpec),
+    /// Insert a section at `index` (default: append).
+    AddSection(EntrySpec),
+    /// Remove every section with this name.
+    RemoveSection(String),
+    /// Rename the first section with this name.
+    RenameSection(RenameSpec),
+    /// Set the text of the first section with this name, in place.
+    SetSectionText(SetTextSpec),
+    /// Reorder sections: listed names first, in list order; the rest after,
+    /// in their current order.
+    ReorderSections(Vec<String>),
+    /// Insert a context at `index` (default: append).
+    AddContext(EntrySpec),
+    /// Remove every context with this name.
+    RemoveContext(String),
+    /// Set the text of the first context with this name, in place.
+    SetContextText(SetTextSpec),
+    /// Append a tool schema (as given; nothing is cloned or ordered).
+    AddTool(SchemaSpec),
+    /// Remove every tool with this name.
+    RemoveTool(String),
+    /// Reverse the tool list in place.
+    ReverseTools,
+    /// Set a value inside the first tool with this name's parameters, in place.
+    SetToolParameter(SetToolParameterSpec),
+    /// `variables[name] = value`.
+    SetVariable(SetVariableSpec),
+    /// `variables[name] = undefined`.
+    UnsetVariable(String),
+    /// `delete variables[name]`.
+    DeleteVariable(String),
+    /// Set an extra top-level field on the assembly object.
+    SetField(SetFieldSpec),
+    /// Register an entry.
+    Register(Box<Registration>),
+    /// Dispose the registration with this id.
+    Dispose(String),
+    /// Loop level: wait until the assembly's signal aborts, then throw its
+    /// abort error (a cooperative blocked assembly).
+    WaitForAbort,
+    /// Loop level: wait this many virtual milliseconds, ignoring the signal.
+    SleepMs(u64),
+}
+
+/// A new assembly object built by a listener.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceSpec {
+    /// Sections.
+    #[serde(default)]
+    pub sections: Vec<EntryData>,
+    /// Contexts.
+    #[serde(default)]
+    pub contexts: Vec<EntryData>,
+    /// Tools.
+    #[serde(default)]
+    pub tools: Vec<SchemaSpec>,
+    /// Variables, in order.
+    #[serde(default)]
+    pub variables: IndexMap<String, VariableValue>,
+}
+
+/// A section or context a listener inserts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntrySpec {
+    /// Name.
+    pub name: String,
+    /// Text.
+    pub text: String,
+    /// Insert position; absent = append. Clamped to the list length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+}
+
+/// Rename an entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameSpec {
+    /// Current name.
+    pub from: String,
+    /// New name.
+    pub to: String,
+}
+
+/// Set an entry's text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetTextSpec {
+    /// Entry name.
+    pub name: String,
+    /// New text.
+    pub text: String,
+}
+
+/// Set a value inside a tool's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetToolParameterSpec {
+    /// Tool name.
+    pub tool: String,
+    /// Object keys from `parameters` down to the key to set; intermediate
+    /// objects must exist.
+    pub path: Vec<String>,
+    /// The value.
+    pub value: Value,
+}
+
+/// Set a variable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetVariableSpec {
+    /// Name (any string).
+    pub name: String,
+    /// Value.
+    pub value: String,
+}
+
+/// Set an extra field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetFieldSpec {
+    /// Field name (not `sections`, `contexts`, `tools` or `variables`).
+    pub name: String,
+    /// Value.
+    pub value: Value,
+}
+
+/// A section or context: name and text (absent text = `undefined`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntryData {
+    /// Name.
+    pub name: String,
+    /// Text; absent = `undefined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A tool schema in an assembly: exactly `{name, description, parameters}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolData {
+    /// Name.
+    pub name: String,
+    /// Description; absent = `undefined`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Parameters; absent = `undefined`. Key order is compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
+
+/// A variable's value: a string, or `{ undefined = true }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum VariableValue {
+    /// A string value.
+    Value(String),
+    /// `undefined` (the key exists with no value).
+    Undefined {
+        /// Must be true.
+        undefined: bool,
+    },
+}

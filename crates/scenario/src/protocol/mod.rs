@@ -1,0 +1,252 @@
+//! The adapter protocol (docs/adapter-protocol.md): numbered JSON-line
+//! requests from the harness and replies from an implementation, the
+//! [`Case`] they carry and the [`CaseResult`] they return.
+//!
+//! **API boundary:** the committed schema `docs/adapter-protocol.v1.json` is
+//! generated from these types; changing them is a protocol change.
+
+pub mod case;
+pub mod order;
+pub mod plugins;
+pub mod result;
+
+pub use case::*;
+pub use result::*;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The adapter protocol version this harness speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A request from the harness to an adapter: one JSON line on its stdin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Request {
+    /// Request number, from 0, one higher per request; the reply echoes it.
+    pub seq: u64,
+    /// What is asked.
+    #[serde(flatten)]
+    pub body: RequestBody,
+}
+
+/// What the harness asks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum RequestBody {
+    /// The handshake; always the first request.
+    Start {
+        /// Protocol version the harness speaks.
+        version: u32,
+    },
+    /// Run one case in a fresh registry.
+    Run {
+        /// The case.
+        case: Box<Case>,
+        /// Loop level only: the base URL (`http://127.0.0.1:<port>`, no
+        /// trailing slash) of the mock provider the harness started for this
+        /// case on a loopback socket, serving `case.world.provider`. Point the
+        /// implementation's DeepSeek adapter at it (`baseURL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_url: Option<String>,
+    },
+    /// Finish: the adapter replies, then exits.
+    Stop,
+}
+
+/// Who is answering: the implementation under test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImplementationInfo {
+    /// Implementation name, e.g. `@deepseek-ai/dsh-system-prompt`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its language.
+    pub language: String,
+    /// Where it lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+}
+
+/// What an implementation can run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Contract levels it implements; cases of other levels are skipped.
+    pub levels: Vec<Level>,
+}
+
+/// A reply from an adapter: one JSON line on its stdout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reply {
+    /// The request's `seq`.
+    pub seq: u64,
+    /// The answer.
+    #[serde(flatten)]
+    pub body: ReplyBody,
+}
+
+/// The answer to a request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReplyBody {
+    /// Answer to `start`.
+    Started {
+        /// Protocol version the adapter speaks; must equal the harness's.
+        version: u32,
+        /// The implementation.
+        implementation: ImplementationInfo,
+        /// What it supports.
+        capabilities: Capabilities,
+    },
+    /// Answer to `run`: the case ran.
+    Result(CaseResult),
+    /// Answer to `run`: the implementation declines this case.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Answer to `run`: the adapter caught an error of its own.
+    Errored {
+        /// What went wrong (message, stack, ...).
+        context: String,
+    },
+    /// Answer to `stop`.
+    Stopped {},
+}
+
+/// A protocol line that is not a valid message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// JSON, but not an object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// Keys outside every message shape.
+    #[error("unexpected keys {0:?}")]
+    UnexpectedKeys(Vec<String>),
+    /// The right keys with the wrong contents.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Parse one protocol line strictly: an object whose keys are exactly `seq`
+/// plus the fields of one message, nothing unknown. (Serde cannot deny
+/// unknown fields next to a flattened enum, so the key set is checked here.)
+fn parse_strict<T: serde::de::DeserializeOwned>(
+    line: &str,
+    allowed: &[&[&str]],
+) -> Result<T, ProtocolError> {
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| ProtocolError::NotJson(e.to_string()))?;
+    let object = value.as_object().ok_or(ProtocolError::NotAnObject)?;
+    let keys: std::collections::BTreeSet<&str> = object.keys().map(String::as_str).collect();
+    let fits = allowed
+        .iter()
+        .any(|shape| keys.iter().all(|key| *key == "seq" || shape.contains(key)));
+    if !fits {
+        return Err(ProtocolError::UnexpectedKeys(
+            keys.into_iter().map(str::to_string).collect(),
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| ProtocolError::Invalid(e.to_string()))
+}
+
+/// Parse a reply line, rejecting anything outside the schema.
+pub fn parse_reply(line: &str) -> Result<Reply, ProtocolError> {
+    parse_strict(
+        line,
+        &[
+            &["started"],
+            &["result"],
+            &["skipped"],
+            &["errored"],
+            &["stopped"],
+        ],
+    )
+}
+
+/// Parse a request line, rejecting anything outside the schema.
+pub fn parse_request(line: &str) -> Result<Request, ProtocolError> {
+    parse_strict(
+        line,
+        &[
+            &["cmd", "version"],
+            &["cmd", "case", "provider_url"],
+            &["cmd"],
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_round_trip_as_single_json_lines() {
+        let request = Request {
+            seq: 3,
+            body: RequestBody::Stop,
+        };
+        let line = serde_json::to_string(&request).unwrap();
+        assert_eq!(line, r#"{"seq":3,"cmd":"stop"}"#);
+        assert_eq!(parse_request(&line).unwrap(), request);
+
+        let reply = Reply {
+            seq: 4,
+            body: ReplyBody::Skipped {
+                reason: "no loop".into(),
+            },
+        };
+        let line = serde_json::to_string(&reply).unwrap();
+        assert_eq!(line, r#"{"seq":4,"skipped":{"reason":"no loop"}}"#);
+        assert_eq!(parse_reply(&line).unwrap(), reply);
+        assert!(parse_reply(r#"{"seq":4,"skipped":{"reason":"x"},"junk":1}"#).is_err());
+        assert!(parse_reply(r#"{"seq":4}"#).is_err());
+        assert!(parse_reply(r#"{"seq":4,"skipped":{"reason":"x","extra":1}}"#).is_err());
+        assert!(parse_reply("[1]").is_err());
+    }
+
+    #[test]
+    fn a_loop_run_request_carries_the_provider_url_and_an_assembly_one_does_not() {
+        let case: Case = serde_json::from_value(serde_json::json!({
+            "id": "x", "level": "loop", "config": {}, "commands": []
+        }))
+        .unwrap();
+        let request = Request {
+            seq: 1,
+            body: RequestBody::Run {
+                case: Box::new(case.clone()),
+                provider_url: Some("http://127.0.0.1:4000".into()),
+            },
+        };
+        let line = serde_json::to_string(&request).unwrap();
+        assert!(
+            line.ends_with(r#","provider_url":"http://127.0.0.1:4000"}"#),
+            "{line}"
+        );
+        assert_eq!(parse_request(&line).unwrap(), request);
+        let without = Request {
+            seq: 2,
+            body: RequestBody::Run {
+                case: Box::new(case),
+                provider_url: None,
+            },
+        };
+        let line = serde_json::to_string(&without).unwrap();
+        assert!(!line.contains("provider_url"), "{line}");
+        assert_eq!(parse_request(&line).unwrap(), without);
+        // A reply's run may leave `requests` out: the harness fills it.
+        let reply = parse_reply(
+            r#"{"seq":1,"result":{"observations":[],"run":{"log":[],"status":"idle","pending":[0,0],"live_events":[]}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            reply.body,
+            ReplyBody::Result(CaseResult { run: Some(_), .. })
+        ));
+    }
+}

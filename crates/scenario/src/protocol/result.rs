@@ -1,0 +1,138 @@
+//! What an implementation answers for one case: one [`Observation`] per
+//! command, and for a loop case the whole [`LoopRun`]. The in-process
+//! reference and every external adapter produce these same types; only the
+//! harness's oracle looks at expectations.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::case::{EntryData, ToolData, VariableValue};
+
+/// An error as observed: class name and message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservedError {
+    /// Error class (`Error`, `TypeError`, ...).
+    pub name: String,
+    /// Message.
+    pub message: String,
+}
+
+/// The outcome of a render call: text or error.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rendered {
+    /// Rendered text.
+    Text(String),
+    /// The render threw.
+    Error(ObservedError),
+}
+
+/// A final assembly as observed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssemblyData {
+    /// Sections in order.
+    pub sections: Vec<EntryData>,
+    /// Contexts in order.
+    pub contexts: Vec<EntryData>,
+    /// Tools in order.
+    pub tools: Vec<ToolData>,
+    /// Variables in key order.
+    pub variables: IndexMap<String, VariableValue>,
+    /// Extra top-level fields, in key order.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// What one command did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// The command threw (registration, bind, dispose) or `assemble()` rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ObservedError>,
+    /// `system-prompt/change` events emitted during the command.
+    pub changes: u64,
+    /// Provider and listener evaluations during the command, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal: Vec<String>,
+    /// `assemble` only, on success: the final assembly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assembly: Option<AssemblyData>,
+    /// `assemble` only, on success: `renderPrompt(assembly)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<Rendered>,
+    /// `assemble` only, on success: `renderContextSections(assembly)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_sections: Option<RenderedSections>,
+    /// `assemble` only, on success: `renderContextSnapshot(assembly)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Rendered>,
+}
+
+/// The outcome of `renderContextSections`: entries or error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RenderedSections {
+    /// Rendered non-empty contexts.
+    Sections(Vec<EntryData>),
+    /// The render threw.
+    Error(ObservedError),
+}
+
+/// Everything an implementation observed for one case.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaseResult {
+    /// Loading the config threw; no command ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<ObservedError>,
+    /// One observation per command, in order.
+    pub observations: Vec<Observation>,
+    /// Loop level only: what the whole run produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<LoopRun>,
+}
+
+/// What a loop-level run produced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoopRun {
+    /// The session log, one event per element, as upstream serializes events.
+    pub log: Vec<Value>,
+    /// What the provider received, in order. An external adapter leaves this
+    /// empty: the harness fills it from the log of the provider it started
+    /// for the case (anything an adapter reports here is replaced).
+    #[serde(default)]
+    pub requests: Vec<ProviderRequest>,
+    /// The agent's final status.
+    pub status: String,
+    /// Inbox items pending at the end: `[next-turn, next-step]`.
+    pub pending: [usize; 2],
+    /// Live, non-durable events (`agent/error`, `agent/status`), in order.
+    pub live_events: Vec<Value>,
+    /// The run could not finish (virtual-time budget, setup failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Violated run invariants (replay equality, change-only logging, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
+}
+
+/// One request the provider received.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderRequest {
+    /// The HTTP headers as received, `[name, value]` in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<[String; 2]>,
+    /// The parsed JSON body.
+    pub body: Value,
+
+    /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_tokens: Option<u64>,
+}

@@ -1,0 +1,50 @@
+//! The JSON Schemas committed to the repository: scenario files and adapter
+//! protocol messages. A test checks the committed copies are fresh.
+
+use schemars::generate::SchemaSettings;
+
+use crate::protocol::{Reply, Request};
+use crate::format::Scenario;
+
+fn pretty(schema: &schemars::Schema) -> String {
+    let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The scenario file schema (`scenarios/schema/scenario.v1.json`).
+pub fn scenario_schema() -> String {
+    let generator = SchemaSettings::draft2020_12().into_generator();
+    pretty(&generator.into_root_schema_for::<Scenario>())
+}
+
+/// The adapter protocol schema (`docs/adapter-protocol.v1.json`): requests and replies.
+pub fn protocol_schema() -> String {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let request = generator.subschema_for::<Request>();
+    let reply = generator.subschema_for::<Reply>();
+    let mut root = schemars::json_schema!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "dshc adapter protocol v1",
+        "description": "One JSON object per line. The harness writes Request lines to the adapter's stdin; the adapter writes Reply lines to its stdout.",
+        "$defs": {},
+    });
+    let definitions = generator.take_definitions(true);
+    let mut defs = serde_json::Map::new();
+    for (name, schema) in definitions {
+        defs.insert(name, schema);
+    }
+    // `subschema_for` registers a named type under `$defs` and returns a
+    // `$ref` to it; only a type it inlined needs inserting here (inserting
+    // the `$ref` itself would replace the definition with a self-reference).
+    for (name, schema) in [("Request", request), ("Reply", reply)] {
+        defs.entry(name.to_string())
+            .or_insert_with(|| schema.to_value());
+    }
+    root.insert("$defs".into(), serde_json::Value::Object(defs));
+    root.insert(
+        "oneOf".into(),
+        serde_json::json!([{ "$ref": "#/$defs/Request" }, { "$ref": "#/$defs/Reply" }]),
+    );
+    pretty(&root)
+}
