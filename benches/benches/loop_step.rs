@@ -11,7 +11,11 @@ fn loop_steps(c: &mut Criterion) {
     let mut group = c.benchmark_group("loop");
     group.throughput(Throughput::Elements(rounds as u64 + 1));
     group.bench_function("steps/tool_round_trips", |b| {
-        b.iter(|| black_box(harness::scripted::run_case(&loaded.case)))
+        b.iter(|| {
+            black_box(
+                dshc_harness::reference::run_case(&loaded.case).expect("a compiled case is valid"),
+            )
+        })
     });
     group.finish();
 }

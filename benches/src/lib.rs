@@ -7,8 +7,8 @@
 
 use std::rc::Rc;
 
-use harness::model::render::{render_context_snapshot, render_prompt};
-use harness::model::{
+use dshc_model::render::{render_context_snapshot, render_prompt};
+use dshc_model::{
     AssembleContext, Assembly, Config, NamedText, ProvidedSchema, Registry, ScopeKey, Text,
     ToolProviderResult, ToolSchema,
 };
@@ -210,7 +210,7 @@ impl CopyBound {
 
 /// A loop scenario of one turn with `rounds` tool round trips and a final
 /// answer (`rounds + 1` steps), for the steps-per-second bench.
-pub fn loop_scenario(rounds: usize) -> harness::scenario::load::LoadedScenario {
+pub fn loop_scenario(rounds: usize) -> dshc_scenario::load::LoadedScenario {
     let mut responses = String::new();
     for round in 0..rounds {
         responses.push_str(&format!(
@@ -250,6 +250,6 @@ do = "followup"
 text = "Read the files and summarize."
 "#
     );
-    harness::scenario::load::parse_scenario(std::path::Path::new("bench.toml"), &source)
+    dshc_scenario::load::parse_scenario(std::path::Path::new("bench.toml"), &source)
         .expect("a valid bench scenario")
 }

@@ -25,7 +25,7 @@ fn standard_fixture_has_the_documented_shape() {
 #[test]
 fn loop_bench_scenario_runs_one_step_per_round_trip_plus_the_answer() {
     let loaded = dshc_benches::loop_scenario(9);
-    let result = harness::scripted::run_case(&loaded.case);
+    let result = dshc_harness::reference::run_case(&loaded.case).expect("a compiled case is valid");
     let run = result.run.expect("a loop run");
     assert_eq!(run.failure, None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);

@@ -25,9 +25,7 @@ use dshc_model::llm::{BlockAssembler, ModelInfo, prepare_call};
 use dshc_model::render::{join_context_sections, render_context_sections, render_prompt};
 use dshc_model::runtime_context::RuntimeContextProjection;
 use dshc_model::session::{Session, SurfaceMeta};
-use dshc_model::{
-    AbortSignal, AgentFacts, AssembleContext, Assembly, JsError, Registry, ScopeKey,
-};
+use dshc_model::{AbortSignal, AgentFacts, AssembleContext, Assembly, JsError, Registry, ScopeKey};
 use listeners::{
     Decision, LocalFuture, LoopListeners, PreStepPayload, RequestErrorAction, RequestErrorPayload,
     RequestPayload, TurnStoppingPayload,

@@ -17,11 +17,11 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
-use dshc_model::JsError;
 use dshc_deepseek::{
     DeepSeekDefaults, SseDecoder, SseItem, Translator, end_of_stream_error, failure_chunk,
     http_error, request_headers, request_transport_error, serialize_request, stream_error,
 };
+use dshc_model::JsError;
 
 /// Where the provider listens.
 #[derive(Clone, Debug)]

@@ -1,9 +1,7 @@
 //! Deployment configuration and model info (09 W4, W5): the route's
 //! defaults, its model catalog and how a request's thinking mode resolves.
 
-use dshc_model::js::{
-    JsError, to_js_string,
-};
+use dshc_model::js::{JsError, to_js_string};
 use dshc_model::llm::{ModelInfo, Reasoning};
 use serde_json::Value;
 
@@ -182,7 +180,6 @@ pub fn resolve_thinking(request: &Value, defaults: &DeepSeekDefaults) -> Result<
 mod tests {
     use super::*;
     use crate::fixtures::*;
-
 
     fn with(effort: Option<&str>, purpose: Option<&str>) -> Value {
         let mut req = request(vec![]);

@@ -1,9 +1,7 @@
 //! Failures (09 W10): the `LlmError`s the adapter throws for HTTP
 //! errors, broken streams, aborts and idle timeouts, and their logged form.
 
-use dshc_model::js::{
-    JsError, json_round_trip, to_js_string, truthy,
-};
+use dshc_model::js::{JsError, json_round_trip, to_js_string, truthy};
 use dshc_model::llm::failure;
 use serde_json::{Value, json};
 
@@ -261,7 +259,6 @@ pub fn http_error(status: u16, headers: &[(String, String)], body: &[u8]) -> JsE
 mod tests {
     use super::*;
     use crate::fixtures::*;
-
 
     fn error_body(message: &str) -> Vec<u8> {
         serde_json::to_vec(&json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "invalid_request_error"}}))

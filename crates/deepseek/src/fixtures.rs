@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 
 use crate::*;
 
-
 pub fn user(texts: &[&str]) -> Value {
     let content: Vec<Value> = texts
         .iter()
@@ -13,7 +12,6 @@ pub fn user(texts: &[&str]) -> Value {
         .collect();
     json!({"content": content, "source": {"kind": "user"}, "role": "user", "id": "u1"})
 }
-
 
 pub fn assistant(content: Value) -> Value {
     json!({
@@ -23,7 +21,6 @@ pub fn assistant(content: Value) -> Value {
         "id": "a1",
     })
 }
-
 
 pub fn tool_result(call_id: &str, texts: &[&str]) -> Value {
     let content: Vec<Value> = texts
@@ -38,7 +35,6 @@ pub fn tool_result(call_id: &str, texts: &[&str]) -> Value {
     })
 }
 
-
 pub fn request(messages: Vec<Value>) -> Value {
     json!({
         "provider": PROVIDER,
@@ -48,21 +44,17 @@ pub fn request(messages: Vec<Value>) -> Value {
     })
 }
 
-
 pub fn body(request: &Value) -> Value {
     serialize_request(request, &DeepSeekDefaults::default()).unwrap()
 }
-
 
 pub fn body_of(messages: Vec<Value>) -> Value {
     body(&request(messages))
 }
 
-
 pub fn thinking(request: &Value, defaults: &DeepSeekDefaults) -> Result<Thinking, JsError> {
     resolve_thinking(request, defaults)
 }
-
 
 pub fn thinking_of(thinking: Option<&str>, effort: Option<&str>) -> Thinking {
     Thinking {
@@ -71,14 +63,12 @@ pub fn thinking_of(thinking: Option<&str>, effort: Option<&str>) -> Thinking {
     }
 }
 
-
 pub fn defaults(thinking: Option<&str>, effort: Option<&str>) -> DeepSeekDefaults {
     DeepSeekDefaults {
         thinking: thinking.map(String::from),
         reasoning_effort: effort.map(String::from),
     }
 }
-
 
 pub fn translate_all(payloads: &[&str]) -> Vec<Value> {
     let mut translator = Translator::new();
@@ -90,7 +80,6 @@ pub fn translate_all(payloads: &[&str]) -> Vec<Value> {
     chunks
 }
 
-
 pub fn texts(chunks: &[Value]) -> Vec<String> {
     chunks
         .iter()
@@ -98,27 +87,22 @@ pub fn texts(chunks: &[Value]) -> Vec<String> {
         .collect()
 }
 
-
 pub fn sse(payloads: &[&str]) -> String {
     payloads.iter().map(|p| format!("data: {p}\n\n")).collect()
 }
-
 
 pub fn data(text: &str) -> SseItem {
     SseItem::Data(text.into())
 }
 
-
 pub fn comment(text: &str) -> SseItem {
     SseItem::Comment(text.into())
 }
-
 
 pub fn decode_reads(reads: &[&[u8]]) -> Vec<SseItem> {
     let mut decoder = SseDecoder::new();
     reads.iter().flat_map(|read| decoder.push(read)).collect()
 }
-
 
 pub fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

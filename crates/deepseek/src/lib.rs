@@ -81,7 +81,6 @@ pub const REASONING_EFFORTS: [&str; 4] = ["off", "low", "high", "max"];
 /// The terminal SSE payload.
 pub const DONE: &str = "[DONE]";
 
-
 // JavaScript property access as the adapter does it.
 
 /// `value.key` for a JSON value: only objects have the properties the
@@ -99,7 +98,6 @@ pub(crate) fn prop_of<'a>(value: Option<&'a Value>, key: &str) -> Option<&'a Val
 pub(crate) fn items(value: Option<&Value>) -> &[Value] {
     value.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
-
 
 /// Insert `key: value` only when the value is defined (what `JSON.stringify`
 /// does with `undefined` properties).
@@ -130,5 +128,3 @@ pub(crate) fn llm_error(
     }
     JsError::llm(failure)
 }
-
-

@@ -1,9 +1,7 @@
 //! The request body (09 W1–W3) and headers (W6): how a prepared call
 //! becomes DeepSeek chat-completions JSON, byte for byte in upstream's key order.
 
-use dshc_model::js::{
-    JsError, join_element_text, json_round_trip,
-};
+use dshc_model::js::{JsError, join_element_text, json_round_trip};
 use serde_json::{Map, Value, json};
 
 use crate::*;

@@ -1,8 +1,6 @@
 //! SSE framing (09 W7) as the npm `eventsource-parser` 3.x does it behind a
 //! `TextDecoderStream`: any split of the reads gives the same items.
 
-
-
 /// One SSE item, in stream order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SseItem {
@@ -158,7 +156,6 @@ mod tests {
     use super::*;
     use crate::fixtures::*;
 
-
     fn realistic_stream() -> String {
         let mut text = String::from(": keep-alive\n\n");
         text.push_str(&sse(&[
@@ -172,7 +169,6 @@ mod tests {
         text.push_str("data: [DONE]\n\n");
         text
     }
-
 
     fn realistic_items() -> Vec<SseItem> {
         vec![

@@ -364,14 +364,12 @@ mod tests {
     use super::*;
     use crate::fixtures::*;
 
-
     const SCENARIO: [&str; 4] = [
         r#"{"choices":[{"delta":{"reasoning_content":""}}]}"#,
         r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
         r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":5,"prompt_cache_hit_tokens":80,"prompt_cache_miss_tokens":20}}"#,
         "[DONE]",
     ];
-
 
     const SCENARIO_CHUNKS: [&str; 5] = [
         r#"{"type":"block-start","index":0,"blockType":"text"}"#,
@@ -409,7 +407,6 @@ mod tests {
             json!({"type": "usage", "usage": {"inputTokens": 36, "outputTokens": 5, "cacheReadTokens": 64}})
         );
     }
-
 
     fn finish_for(reason: &str) -> Value {
         let payload =

@@ -324,18 +324,14 @@ fn context_patterns() -> Vec<Vec<Node>> {
 /// usage-limit wording (as opposed to a transient rate limit).
 pub fn is_quota_exceeded_error(detail: &str) -> bool {
     static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(quota_patterns);
-    PATTERNS
-        .iter()
-        .any(|pattern| test(pattern, detail))
+    PATTERNS.iter().any(|pattern| test(pattern, detail))
 }
 
 /// `isContextWindowExceededError`: wording that names the model's context
 /// bound as exceeded.
 pub fn is_context_window_exceeded_error(detail: &str) -> bool {
     static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(context_patterns);
-    PATTERNS
-        .iter()
-        .any(|pattern| test(pattern, detail))
+    PATTERNS.iter().any(|pattern| test(pattern, detail))
 }
 
 #[cfg(test)]

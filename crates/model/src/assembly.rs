@@ -310,10 +310,7 @@ impl Registry {
         sort_by_order(&mut section_definitions);
         let complete: Vec<&NamedText> = section_definitions.iter().filter(|s| s.complete).collect();
         if complete.len() > 1 {
-            let names: Vec<String> = complete
-                .iter()
-                .map(|s| super::js::quote(&s.name))
-                .collect();
+            let names: Vec<String> = complete.iter().map(|s| super::js::quote(&s.name)).collect();
             return Err(JsError::error(format!(
                 "multiple complete prompt sections are active: {}",
                 names.join(", ")

@@ -72,7 +72,12 @@ fn values_stringify_and_test_truthy_as_in_javascript() {
         assert_eq!(js::to_js_string(&row[0]), row[1], "String({})", row[0]);
     }
     for row in rows(&vectors, "truthy") {
-        assert_eq!(Value::Bool(js::truthy(&row[0])), row[1], "Boolean({})", row[0]);
+        assert_eq!(
+            Value::Bool(js::truthy(&row[0])),
+            row[1],
+            "Boolean({})",
+            row[0]
+        );
     }
 }
 
@@ -157,6 +162,11 @@ fn iterating_a_non_iterable_throws_v8s_text() {
     for row in rows(&vectors, "iterate_errors") {
         let error = js::iterate(Some(&row[0])).expect_err("not iterable");
         assert_eq!(error.name, "TypeError");
-        assert_eq!(error.message, row[1].as_str().unwrap(), "for (x of {})", row[0]);
+        assert_eq!(
+            error.message,
+            row[1].as_str().unwrap(),
+            "for (x of {})",
+            row[0]
+        );
     }
 }

@@ -279,13 +279,8 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
             "a scenario whose config fails to load has no steps",
         );
     }
-    let mut compiler = Compiler {
-        tools_count: 0,
-        suppress_count: 0,
-        defined_ids: BTreeSet::new(),
-        dispose_targets: Vec::new(),
-    };
-    let mut commands: Vec<Command> = scenario
+    let binds = scenario.scopes.len();
+    let commands: Vec<Command> = scenario
         .scopes
         .iter()
         .map(|binding| {
@@ -294,17 +289,8 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
                 parent: binding.parent.clone(),
             })
         })
+        .chain(scenario.steps.iter().map(|step| step.command.clone()))
         .collect();
-    for (index, step) in scenario.steps.iter().enumerate() {
-        let mut command = step.command.clone();
-        compiler.command(&format!("steps[{index}]"), &mut command)?;
-        commands.push(command);
-    }
-    for (path, target) in &compiler.dispose_targets {
-        if !compiler.defined_ids.contains(target) {
-            return fail(path, format!("no registration has id {target:?}"));
-        }
-    }
     let loop_parts = scenario.agent.is_some()
         || scenario.provider.is_some()
         || scenario.adapter.is_some()
@@ -313,41 +299,73 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         || scenario.plugins.is_some()
         || scenario.expect.is_some();
     let world = match scenario.level {
-        Level::Assembly => {
-            if loop_parts {
-                return fail(
-                    "level",
-                    "agent, provider, adapter, simulation, tool_results and expect need `level = \"loop\"`",
-                );
-            }
-            if let Some(index) = scenario.steps.iter().position(|s| needs_loop(&s.command)) {
-                return fail(
-                    &format!("steps[{index}]"),
-                    "this step needs `level = \"loop\"`",
-                );
-            }
-            None
+        Level::Assembly if loop_parts => {
+            return fail(
+                "level",
+                "agent, provider, adapter, simulation, tool_results and expect need `level = \"loop\"`",
+            );
         }
-        Level::Loop => {
-            let world = LoopWorld {
-                agent: scenario.agent.clone().unwrap_or_default(),
-                provider: scenario.provider.clone().unwrap_or_default(),
-                adapter: scenario.adapter.clone().unwrap_or_default(),
-                simulation: scenario.simulation.clone().unwrap_or_default(),
-                tool_results: scenario.tool_results.clone(),
-                plugins: scenario.plugins.clone().unwrap_or_default(),
-            };
-            if let Err(error) = world.provider.validate() {
-                return fail("provider", error.to_string());
-            }
-            Some(world)
-        }
+        Level::Assembly => None,
+        Level::Loop => Some(LoopWorld {
+            agent: scenario.agent.clone().unwrap_or_default(),
+            provider: scenario.provider.clone().unwrap_or_default(),
+            adapter: scenario.adapter.clone().unwrap_or_default(),
+            simulation: scenario.simulation.clone().unwrap_or_default(),
+            tool_results: scenario.tool_results.clone(),
+            plugins: scenario.plugins.clone().unwrap_or_default(),
+        }),
     };
-    Ok(Case {
+    let mut case = Case {
         id: id.to_string(),
         level: scenario.level,
         config: scenario.config.clone(),
         commands,
         world,
-    })
+    };
+    let step_path = |index: usize| match index.checked_sub(binds) {
+        Some(step) => format!("steps[{step}]"),
+        None => format!("scopes[{index}]"),
+    };
+    check_case(&mut case, &step_path)?;
+    Ok(case)
+}
+
+/// Check a case the way [`compile`] checks the cases it makes: for cases
+/// that arrive from elsewhere (`dshc adapter` reads them from any client).
+pub fn validate_case(case: &Case) -> Result<(), CompileError> {
+    let mut copy = case.clone();
+    check_case(&mut copy, &|index| format!("commands[{index}]"))
+}
+
+/// Fill default ids and check every command, the dispose targets and the
+/// level. Filling is idempotent, so a compiled case passes unchanged.
+fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), CompileError> {
+    let mut compiler = Compiler {
+        tools_count: 0,
+        suppress_count: 0,
+        defined_ids: BTreeSet::new(),
+        dispose_targets: Vec::new(),
+    };
+    for (index, command) in case.commands.iter_mut().enumerate() {
+        compiler.command(&path_of(index), command)?;
+    }
+    for (path, target) in &compiler.dispose_targets {
+        if !compiler.defined_ids.contains(target) {
+            return fail(path, format!("no registration has id {target:?}"));
+        }
+    }
+    match (case.level, &case.world) {
+        (Level::Assembly, _) => {
+            if let Some(index) = case.commands.iter().position(needs_loop) {
+                return fail(&path_of(index), "this step needs `level = \"loop\"`");
+            }
+        }
+        (Level::Loop, None) => return fail("world", "a loop case needs its world"),
+        (Level::Loop, Some(world)) => {
+            if let Err(error) = world.provider.validate() {
+                return fail("provider", error.to_string());
+            }
+        }
+    }
+    Ok(())
 }

@@ -123,14 +123,17 @@ impl JsonSchema for Step {
         for variant in variants.into_iter().flatten() {
             let kind = variant.pointer("/properties/do/const").cloned();
             let (expect, description) = if kind == Some(Value::from("assemble")) {
-                (&assemble_expect, "What to compare. Only the keys present are compared.")
+                (
+                    &assemble_expect,
+                    "What to compare. Only the keys present are compared.",
+                )
             } else {
-                (&command_expect, "The command's expected error and change count.")
+                (
+                    &command_expect,
+                    "The command's expected error and change count.",
+                )
             };
-            if let Some(properties) = variant
-                .get_mut("properties")
-                .and_then(Value::as_object_mut)
-            {
+            if let Some(properties) = variant.get_mut("properties").and_then(Value::as_object_mut) {
                 properties.insert(
                     "expect".into(),
                     serde_json::json!({ "description": description, "allOf": [expect] }),

@@ -3,8 +3,8 @@
 
 use schemars::generate::SchemaSettings;
 
-use crate::protocol::{Reply, Request};
 use crate::format::Scenario;
+use crate::protocol::{Reply, Request};
 
 fn pretty(schema: &schemars::Schema) -> String {
     let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();

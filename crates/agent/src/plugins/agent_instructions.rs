@@ -21,6 +21,7 @@ use std::rc::Rc;
 use indexmap::{IndexMap, IndexSet};
 use serde_json::{Map, Value, json};
 
+use super::config::AgentInstructionsConfig;
 use super::instructions_render::{
     InstructionFile, Rendered, Style, render_baseline, render_context,
 };
@@ -31,7 +32,6 @@ use crate::{Agent, user_message};
 use dshc_model::JsError;
 use dshc_model::inbox::Target;
 use dshc_model::session::Event;
-use super::config::AgentInstructionsConfig;
 
 /// The plugin's name.
 pub const NAME: &str = "agent-instructions";
@@ -1194,7 +1194,6 @@ pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsEr
     });
     Ok(())
 }
-
 
 /// `createHash('sha1').update(data).digest('hex')`.
 fn sha1_hex(data: &[u8]) -> String {

@@ -27,10 +27,10 @@ use serde_json::{Value, json};
 
 use crate::listeners::{Continuation, Decision, LocalFuture, PreStepPayload};
 use crate::{Agent, Ids, user_message};
+pub use config::*;
 use dshc_model::JsError;
 use dshc_model::js::{is_safe_integer, number_to_string};
 use dshc_model::session::{Clock, Event};
-pub use config::*;
 
 /// One file of the fake file system.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+use super::config::TimeContextConfig;
 use super::{
     latest_plugin_message, on_pre_step, refresh_interval, snapshot_source, text_message,
     within_interval,
@@ -22,7 +23,6 @@ use crate::listeners::Decision;
 use dshc_model::JsError;
 use dshc_model::js::{cmp_utf16, quote, stringify};
 use dshc_model::session::{Clock, Event};
-use super::config::TimeContextConfig;
 
 /// The plugin's name, also its `source.plugin` and section name.
 pub const NAME: &str = "time-context";

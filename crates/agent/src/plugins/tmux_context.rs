@@ -10,6 +10,7 @@
 
 use std::rc::Rc;
 
+use super::config::{TmuxContextConfig, TmuxPane, TmuxQuery};
 use super::{
     latest_plugin_message, on_pre_step, refresh_interval, snapshot_source, text_message, warn,
     within_interval,
@@ -19,7 +20,6 @@ use crate::listeners::Decision;
 use dshc_model::JsError;
 use dshc_model::js::quote;
 use dshc_model::session::Clock;
-use super::config::{TmuxContextConfig, TmuxPane, TmuxQuery};
 
 /// The plugin's name, also its `source.plugin` and section name.
 pub const NAME: &str = "tmux-context";

@@ -887,3 +887,15 @@ pub enum VariableValue {
         undefined: bool,
     },
 }
+
+impl From<Registration> for Command {
+    fn from(registration: Registration) -> Self {
+        match registration {
+            Registration::Section(c) => Command::Section(c),
+            Registration::Context(c) => Command::Context(c),
+            Registration::Suppress(c) => Command::Suppress(c),
+            Registration::Tools(c) => Command::Tools(c),
+            Registration::Variable(c) => Command::Variable(c),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! `dshc check`: the scenarios on an implementation through its adapter,
+//! one line per case, the summary, and optionally the JSON, JUnit and
+//! Markdown reports.
+
+use std::path::PathBuf;
+
+use dshc_harness::adapter::process::{AdapterProcess, Limits};
+use dshc_harness::adapter::{External, Implementation as _};
+use dshc_harness::report::{Report, write_reports};
+use dshc_harness::runner::{Verdict, describe, load_expected_failures, run_suite};
+use dshc_scenario::protocol::ImplementationInfo;
+
+use super::{default_paths, load_all, suite_exit};
+use crate::Exit;
+
+/// `dshc check --adapter CMD [PATHS..]`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The adapter command line, run with `sh -c` (e.g. 'dshc adapter').
+    #[arg(long)]
+    adapter: String,
+    /// Scenario files or folders (default: ./scenarios).
+    paths: Vec<PathBuf>,
+    /// Cases this implementation is known to fail (TOML: [[case]] id, reason).
+    #[arg(long)]
+    expected_failures: Option<PathBuf>,
+    /// Write <name>.json, <name>.junit.xml and <name>.md here.
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
+    /// Per-case timeout.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Largest reply line accepted.
+    #[arg(long, default_value_t = 8 << 20)]
+    max_reply_bytes: usize,
+    /// The clause catalog for the Markdown report (default: <first path>/clauses.toml).
+    #[arg(long)]
+    catalog: Option<PathBuf>,
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let paths = default_paths(args.paths);
+    let expected = match &args.expected_failures {
+        Some(path) => load_expected_failures(path)?,
+        None => Vec::new(),
+    };
+    let catalog_path = args
+        .catalog
+        .unwrap_or_else(|| paths[0].join("clauses.toml"));
+    let (scenarios, bad) = load_all(&paths);
+    for listed in &expected {
+        if !scenarios.iter().any(|s| s.id == listed.id) {
+            eprintln!(
+                "warning: expected failure {} names no loaded scenario",
+                listed.id
+            );
+        }
+    }
+    let mut implementation = External::new(AdapterProcess::new(
+        &args.adapter,
+        Limits {
+            timeout_ms: args.timeout_ms,
+            max_reply_bytes: args.max_reply_bytes,
+            ..Limits::default()
+        },
+    ));
+    let (cases, mut summary) = run_suite(
+        &scenarios,
+        &mut implementation,
+        &expected,
+        |scenario, report| match report.verdict() {
+            Verdict::Passed => println!("pass     {}", scenario.id),
+            Verdict::Skipped => println!("skipped  {}", describe(scenario, &report.outcome)),
+            Verdict::ExpectedFailure => {
+                println!("xfail    {} ({})", scenario.id, report.outcome.label())
+            }
+            Verdict::UnexpectedPass => println!(
+                "XPASS    {}: passes but is listed as an expected failure; remove it from the list",
+                scenario.id
+            ),
+            Verdict::Failed => println!("FAIL     {}", describe(scenario, &report.outcome)),
+        },
+    );
+    summary.invalid = bad;
+    let implementation_info = implementation.info().unwrap_or(ImplementationInfo {
+        name: "unknown".into(),
+        version: "unknown".into(),
+        language: "unknown".into(),
+        homepage: None,
+    });
+    implementation.stop();
+    let report = Report {
+        implementation: implementation_info,
+        command: args.adapter,
+        summary,
+        cases,
+    };
+    if let Some(dir) = &args.report_dir {
+        write_reports(dir, &report, &catalog_path)?;
+    }
+    println!("{}", summary.line());
+    Ok(suite_exit(bad, summary.failed))
+}

@@ -1,0 +1,110 @@
+//! `dshc diff`: seeded random assembly-level cases on the reference and on
+//! an adapter; the first disagreement is shrunk, written as a regression and
+//! printed with its replay command.
+
+use std::path::PathBuf;
+
+use dshc_harness::adapter::External;
+use dshc_harness::adapter::process::{AdapterProcess, Limits};
+use dshc_harness::diff::{Comparison, compare_once, shrink, write_regression};
+
+use crate::Exit;
+use crate::progress::Progress;
+
+/// `dshc diff --adapter CMD --seed S`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The adapter command line, run with `sh -c`.
+    #[arg(long)]
+    adapter: String,
+    /// The seed; case k of seed s is the same on every machine.
+    #[arg(long)]
+    seed: u64,
+    /// How many cases (0..N).
+    #[arg(long, default_value_t = 1_000, conflicts_with = "case")]
+    cases: u64,
+    /// Run only this case (the replay form).
+    #[arg(long)]
+    case: Option<u64>,
+    /// Where the shrunk disagreement is written.
+    #[arg(long, default_value = "scenarios/regressions")]
+    regressions_dir: PathBuf,
+    /// Per-case timeout.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Most shrinking attempts.
+    #[arg(long, default_value_t = 2_000)]
+    shrink_attempts: usize,
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let Args {
+        adapter,
+        seed,
+        cases,
+        case,
+        regressions_dir,
+        timeout_ms,
+        shrink_attempts,
+    } = args;
+    let mut implementation = External::new(AdapterProcess::new(
+        &adapter,
+        Limits {
+            timeout_ms,
+            ..Limits::default()
+        },
+    ));
+    let range = match case {
+        Some(case) => case..case + 1,
+        None => 0..cases,
+    };
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "throughput for the person watching; never part of a result"
+    )]
+    let started = std::time::Instant::now();
+    let (mut agreed, mut not_run) = (0u64, 0u64);
+    let progress = Progress::new(range.end - range.start);
+    for case in range {
+        progress.tick(case);
+        let scenario = dshc_harness::generate::assembly::generate(seed, case);
+        match compare_once(
+            &scenario,
+            &format!("diff/{seed}/{case}"),
+            &mut implementation,
+        ) {
+            Comparison::Agree => agreed += 1,
+            Comparison::NotRun(reason) => {
+                not_run += 1;
+                println!("case {case}: not run: {reason}");
+            }
+            Comparison::Disagree { .. } => {
+                progress.clear();
+                println!("case {case} of seed {seed}: the implementations disagree; shrinking");
+                let minimal = shrink(&scenario, &mut implementation, shrink_attempts);
+                let other = match compare_once(&minimal, "minimal", &mut implementation) {
+                    Comparison::Disagree { other, .. } => *other,
+                    _ => Default::default(),
+                };
+                match write_regression(&regressions_dir, seed, case, &adapter, &minimal, &other) {
+                    Ok(path) => println!("wrote {}", path.display()),
+                    Err(error) => eprintln!("error: cannot write the regression: {error}"),
+                }
+                println!("seed {seed}, case {case}; replay with:");
+                println!("  dshc diff --adapter '{adapter}' --seed {seed} --case {case}");
+                implementation.stop();
+                return Ok(Exit::Failed);
+            }
+        }
+    }
+    progress.clear();
+    implementation.stop();
+    let elapsed = started.elapsed().as_secs_f64();
+    let total = agreed + not_run;
+    println!(
+        "{total} cases: {agreed} agree, 0 disagree, {not_run} not run ({:.0} cases/s)",
+        total as f64 / elapsed.max(1e-9)
+    );
+    Ok(Exit::failed_if(not_run > 0))
+}

@@ -1,0 +1,41 @@
+//! `dshc replay`: fold a session log and print the wire body of every
+//! request reconstructed from it.
+
+use std::path::PathBuf;
+
+use dshc_harness::files::{DataFileError, read_text};
+use dshc_harness::oracle::replay::{dispatch_points, read_log, wire_body_at};
+
+use crate::Exit;
+
+/// `dshc replay LOG`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The session log.
+    log: PathBuf,
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let path = &args.log;
+    let text = read_text(path)?;
+    let events = read_log(&text).map_err(|e| DataFileError::new(path, e.to_string()))?;
+    dshc_model::session::fold_surface(&events).map_err(|error| {
+        DataFileError::new(
+            path,
+            format!("the log's surface does not fold: {}", error.message),
+        )
+    })?;
+    // The session id travels in an HTTP header, not in the body.
+    let defaults = dshc_deepseek::DeepSeekDefaults::default();
+    for point in dispatch_points(&events) {
+        match wire_body_at(&events[..point], "replayed", &defaults) {
+            Ok(body) => println!("{body}"),
+            Err(error) => {
+                eprintln!("error: the request before seq {point} cannot be rebuilt: {error}");
+                return Ok(Exit::Failed);
+            }
+        }
+    }
+    Ok(Exit::Passed)
+}

@@ -1,0 +1,52 @@
+//! `dshc run`: every scenario on the reference; failures printed with a
+//! diff, then the summary line. `DSHC_BLESS=1` rewrites failing scenarios'
+//! expectations from the reference.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use dshc_harness::adapter::Reference;
+use dshc_harness::bless::{bless_requested, blessed_source};
+use dshc_harness::runner::{Verdict, describe, run_suite};
+use dshc_scenario::load::LoadedScenario;
+
+use super::{default_paths, load_all, suite_exit};
+use crate::Exit;
+
+/// `dshc run [PATHS..]`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario files or folders (default: ./scenarios).
+    paths: Vec<PathBuf>,
+}
+
+fn bless(scenario: &LoadedScenario) -> anyhow::Result<()> {
+    let result = dshc_harness::reference::run_case(&scenario.case)?;
+    let text = blessed_source(scenario, &result).map_err(anyhow::Error::msg)?;
+    std::fs::write(&scenario.path, text)
+        .with_context(|| format!("cannot write {}", scenario.path.display()))?;
+    Ok(())
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let bless_failures = bless_requested().map_err(anyhow::Error::msg)?;
+    let (scenarios, bad) = load_all(&default_paths(args.paths));
+    let (_, mut summary) = run_suite(&scenarios, &mut Reference, &[], |scenario, report| {
+        if report.verdict() == Verdict::Passed {
+            return;
+        }
+        println!("FAIL {}", describe(scenario, &report.outcome));
+        if bless_failures {
+            match bless(scenario) {
+                Ok(()) => println!("blessed {}", scenario.path.display()),
+                Err(error) => {
+                    eprintln!("error: cannot bless {}: {error:#}", scenario.path.display())
+                }
+            }
+        }
+    });
+    summary.invalid = bad;
+    println!("{}", summary.line());
+    Ok(suite_exit(bad, summary.failed))
+}

@@ -1,0 +1,106 @@
+//! `dshc`: the command-line front end. Glue only: each subcommand parses its
+//! arguments, calls the library and prints; the work is in `dshc-harness`
+//! and `dshc-scenario`.
+//!
+//! Exit codes ([`Exit`]): 0 everything passed; 1 some case failed; 2 bad
+//! input or usage (a malformed scenario, a missing path, an unknown flag).
+
+mod cmd;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// How a command ended, as the process exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything passed.
+    Passed = 0,
+    /// Some case failed.
+    Failed = 1,
+    /// Bad input or usage.
+    BadInput = 2,
+}
+
+impl Exit {
+    /// `Failed` when `failed`, else `Passed`.
+    pub fn failed_if(failed: bool) -> Exit {
+        if failed { Exit::Failed } else { Exit::Passed }
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "dshc",
+    version,
+    about = "Conformance and simulation harness for dsh prompt assembly"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenario files and folders on the reference model.
+    Run(cmd::run::Args),
+    /// Run scenarios on an implementation through an adapter and report compliance.
+    Check(cmd::check::Args),
+    /// Serve the reference implementation over the adapter protocol on stdin/stdout.
+    Adapter,
+    /// Differential run: seeded random cases on the reference and on an adapter.
+    Diff(cmd::diff::Args),
+    /// Seeded random loop sessions in simulated time, each checked against
+    /// the loop invariants and run twice for determinism.
+    Sim(cmd::sim::Args),
+    /// Serve the scripted mock provider on a real loopback socket, for any
+    /// OpenAI- or DeepSeek-compatible client. Runs until killed.
+    Serve(cmd::serve::Args),
+    /// Fold a session log (JSON lines) and print, one per line, the wire body
+    /// of every request reconstructed from it.
+    Replay(cmd::replay::Args),
+    /// Run one scenario on the reference and print what it observed (for
+    /// scenario authors): the session log as JSON lines for loop scenarios,
+    /// the observations as JSON otherwise.
+    Show(cmd::show::Args),
+    /// Print spec clauses against the scenarios that cover them.
+    Coverage(cmd::coverage::Args),
+    /// Merge JSON reports of several implementations into one Markdown table.
+    Report(cmd::report::Args),
+    /// Print the JSON Schema of scenario files.
+    Schema(cmd::schema::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            let exit = if error.use_stderr() {
+                Exit::BadInput
+            } else {
+                Exit::Passed
+            };
+            return ExitCode::from(exit as u8);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => cmd::run::run(args),
+        Command::Check(args) => cmd::check::run(args),
+        Command::Adapter => cmd::adapter(),
+        Command::Diff(args) => cmd::diff::run(args),
+        Command::Sim(args) => cmd::sim::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
+        Command::Show(args) => cmd::show::run(args),
+        Command::Coverage(args) => cmd::coverage::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Schema(args) => cmd::schema::run(args),
+    };
+    let exit = result.unwrap_or_else(|error| {
+        eprintln!("error: {error:#}");
+        Exit::BadInput
+    });
+    ExitCode::from(exit as u8)
+}

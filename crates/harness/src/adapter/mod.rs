@@ -1,0 +1,157 @@
+//! Implementations under test: the in-process reference and external
+//! adapters speaking the protocol over a child process's stdin and stdout.
+
+pub mod loopback;
+pub mod process;
+pub mod serve;
+
+use dshc_scenario::protocol::Level;
+use dshc_scenario::protocol::{Case, CaseResult, ImplementationInfo, ReplyBody, RequestBody};
+use loopback::LoopbackProvider;
+use process::{AdapterFault, AdapterProcess};
+
+/// What running one case on an implementation produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ran {
+    /// The case ran; here is what was observed.
+    Observed(Box<CaseResult>),
+    /// The implementation declined the case.
+    Skipped(String),
+    /// The adapter failed on its own, or broke the protocol.
+    Errored(String),
+    /// The adapter process died.
+    Crashed(String),
+    /// No reply in time.
+    TimedOut(u64),
+}
+
+/// Something that can run cases.
+pub trait Implementation {
+    /// Who it is, once known.
+    fn info(&mut self) -> Option<ImplementationInfo>;
+    /// Run one case.
+    fn run(&mut self, case: &Case) -> Ran;
+    /// Whether this implementation runs loops in real time with its own
+    /// message ids: then its loop results are compared after
+    /// [`crate::oracle::normalize`] (ids and times redacted on both sides)
+    /// instead of exactly. The reference's ids are counters and its times
+    /// virtual, so it is compared exactly.
+    fn real_time(&self) -> bool {
+        false
+    }
+}
+
+/// The Rust reference, in process.
+#[derive(Default)]
+pub struct Reference;
+
+/// The reference's self-description.
+pub fn reference_info() -> ImplementationInfo {
+    ImplementationInfo {
+        name: "dshc-reference".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        language: "rust".into(),
+        homepage: None,
+    }
+}
+
+/// The levels the reference implements.
+pub fn reference_levels() -> Vec<Level> {
+    vec![Level::Assembly]
+}
+
+impl Implementation for Reference {
+    fn info(&mut self) -> Option<ImplementationInfo> {
+        Some(reference_info())
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        match crate::reference::run_case(case) {
+            Ok(result) => Ran::Observed(Box::new(result)),
+            Err(error) => Ran::Errored(format!("invalid case: {error}")),
+        }
+    }
+}
+
+/// An adapter process; restarted after any fault.
+pub struct External {
+    process: AdapterProcess,
+}
+
+impl External {
+    /// Wrap an adapter process (started lazily).
+    pub fn new(process: AdapterProcess) -> Self {
+        External { process }
+    }
+
+    /// Stop the process.
+    pub fn stop(&mut self) {
+        self.process.stop();
+    }
+
+    /// How many processes were started.
+    pub fn starts(&self) -> u32 {
+        self.process.starts
+    }
+}
+
+fn fault(fault: AdapterFault) -> Ran {
+    match fault {
+        AdapterFault::Crashed(context) => Ran::Crashed(context),
+        AdapterFault::TimedOut(timeout_ms) => Ran::TimedOut(timeout_ms),
+        AdapterFault::Protocol(context) => Ran::Errored(format!("protocol error: {context}")),
+    }
+}
+
+impl Implementation for External {
+    fn info(&mut self) -> Option<ImplementationInfo> {
+        let _ = self.process.ensure_started();
+        self.process.implementation.clone()
+    }
+
+    fn real_time(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        if let Err(error) = self.process.ensure_started() {
+            return fault(error);
+        }
+        if !self.process.capabilities.levels.contains(&case.level) {
+            return Ran::Skipped(format!(
+                "the adapter does not implement the {:?} level",
+                case.level
+            ));
+        }
+        // A loop case gets its own provider on a loopback socket, alive
+        // until the reply is in (and its request log read).
+        let provider = match (case.level, &case.world) {
+            (Level::Loop, Some(world)) => match LoopbackProvider::start(world.provider.clone()) {
+                Ok(provider) => Some(provider),
+                Err(error) => {
+                    return Ran::Errored(format!("cannot start the mock provider: {error}"));
+                }
+            },
+            _ => None,
+        };
+        let command = RequestBody::Run {
+            case: Box::new(case.clone()),
+            provider_url: provider.as_ref().map(|p| p.url().to_string()),
+        };
+        match self.process.exchange(command) {
+            Ok(ReplyBody::Result(mut result)) => {
+                if let (Some(provider), Some(run)) = (&provider, result.run.as_mut()) {
+                    run.requests = provider.requests();
+                }
+                Ran::Observed(Box::new(result))
+            }
+            Ok(ReplyBody::Skipped { reason }) => Ran::Skipped(reason),
+            Ok(ReplyBody::Errored { context }) => Ran::Errored(context),
+            Ok(other) => {
+                let _ = self.process.kill();
+                Ran::Errored(format!("protocol error: `run` answered with {other:?}"))
+            }
+            Err(error) => fault(error),
+        }
+    }
+}

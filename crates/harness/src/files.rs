@@ -1,0 +1,72 @@
+//! Reading the data files dshc is given besides scenarios: clause catalogs,
+//! expected-failure lists, provider scripts and session logs. One place, so
+//! every such file gets the same `file:line:column` errors.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use dshc_scenario::load::line_column;
+use serde::de::DeserializeOwned;
+
+/// A data file that could not be used.
+#[derive(Debug)]
+pub struct DataFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line and column, when known.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for DataFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, column)) = self.position {
+            write!(f, ":{line}:{column}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for DataFileError {}
+
+impl DataFileError {
+    /// An error about the file as a whole.
+    pub fn new(path: &Path, message: impl Into<String>) -> Self {
+        DataFileError {
+            path: path.to_path_buf(),
+            position: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// The text of a data file.
+pub fn read_text(path: &Path) -> Result<String, DataFileError> {
+    std::fs::read_to_string(path).map_err(|e| DataFileError::new(path, format!("cannot read: {e}")))
+}
+
+/// A TOML data file, deserialized.
+pub fn read_toml<T: DeserializeOwned>(path: &Path) -> Result<T, DataFileError> {
+    let source = read_text(path)?;
+    parse_toml(path, &source)
+}
+
+/// TOML text, deserialized; errors carry the position.
+pub fn parse_toml<T: DeserializeOwned>(path: &Path, source: &str) -> Result<T, DataFileError> {
+    toml::from_str(source).map_err(|e| DataFileError {
+        path: path.to_path_buf(),
+        position: e.span().map(|span| line_column(source, span.start)),
+        message: e.message().trim_end().to_string(),
+    })
+}
+
+/// JSON text, deserialized; errors carry the position.
+pub fn parse_json<T: DeserializeOwned>(path: &Path, source: &str) -> Result<T, DataFileError> {
+    serde_json::from_str(source).map_err(|e| DataFileError {
+        path: path.to_path_buf(),
+        position: Some((e.line(), e.column())),
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,340 @@
+//! Seeded random loop sessions for `dshc sim`: registrations that change
+//! between steps, provider faults and retries, tool rounds, steering,
+//! cancels, compaction, suppression and resume, all from one seed.
+//!
+//! Session `k` of seed `s` comes from its own stream, so one session replays
+//! alone with `--seed s --session k`. The generator keeps to situations
+//! whose invariants it can state (see [`SessionFacts`]).
+
+use mock_provider::{FaultKind, Fragments, Script, ScriptEntry, ScriptToolCall};
+use serde_json::json;
+
+use super::case_rng;
+use super::rng::SplitMix64;
+use dshc_scenario::format::*;
+use dshc_scenario::protocol::*;
+
+/// Facts about a generated session, for invariants beyond the universal
+/// ones. Derived from the scenario itself, so they stay true while a
+/// failing session is shrunk.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionFacts {
+    /// The text of a static, global complete section registered before any turn.
+    pub complete_text: Option<String>,
+    /// Whether a global suppressor is registered at some point (it survives resume).
+    pub suppressed: bool,
+}
+
+impl SessionFacts {
+    /// The facts of a scenario shaped like the generator's.
+    pub fn of(scenario: &Scenario) -> SessionFacts {
+        let before_first_turn = scenario
+            .steps
+            .iter()
+            .map(|s| &s.command)
+            .take_while(|c| !matches!(c, Command::Followup(_)));
+        let complete_text = before_first_turn
+            .filter_map(|step| match step {
+                Command::Section(s) if s.complete && s.scope.is_none() => match &s.text {
+                    TextSpec::Static(text) => Some(text.clone()),
+                    TextSpec::Provider(_) => None,
+                },
+                _ => None,
+            })
+            .next();
+        let suppressed = scenario
+            .steps
+            .iter()
+            .any(|s| matches!(&s.command, Command::Suppress(s) if s.scope.is_none()));
+        SessionFacts {
+            complete_text,
+            suppressed,
+        }
+    }
+}
+
+const TOOL_NAMES: &[&str] = &["read", "Bash", "edit", "grep", "write", "é"];
+const WORDS: &[&str] = &[
+    "Keep", "edits", "small.", "Run", "tests", "first.", "日本", "—", "{ }",
+];
+
+struct Generator {
+    rng: SplitMix64,
+    registered_tools: Vec<String>,
+    counter: u32,
+}
+
+impl Generator {
+    fn chance(&mut self, percent: u64) -> bool {
+        self.rng.percent(percent)
+    }
+
+    fn words(&mut self, max: u64) -> String {
+        let count = 1 + self.rng.below(max);
+        (0..count)
+            .map(|_| *self.rng.pick(WORDS))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn id(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}{}", self.counter)
+    }
+
+    fn text(&mut self) -> TextSpec {
+        if self.chance(50) {
+            TextSpec::Static(self.words(6))
+        } else {
+            let values = (0..2 + self.rng.below(2)).map(|_| self.words(5)).collect();
+            TextSpec::Provider(ProviderSpec {
+                returns: None,
+                sequence: Some(values),
+                returns_undefined: false,
+                throws: None,
+                cause: None,
+                effects: Vec::new(),
+            })
+        }
+    }
+
+    fn tools(&mut self) -> Command {
+        let mut schemas = Vec::new();
+        for _ in 0..1 + self.rng.below(3) {
+            let name = self.rng.pick(TOOL_NAMES).to_string();
+            if !self.registered_tools.contains(&name) {
+                self.registered_tools.push(name.clone());
+            }
+            let key = if self.chance(50) { "path" } else { "pattern" };
+            schemas.push(SchemaSpec {
+                name,
+                description: Some(self.words(4)),
+                parameters: Some(
+                    json!({"type": "object", "properties": {key: {"type": "string"}}}),
+                ),
+                extra: None,
+                unclonable_symbol: None,
+            });
+        }
+        Command::Tools(ToolsCommand {
+            id: Some(self.id("tools")),
+            scope: if self.chance(30) {
+                Some("agent".into())
+            } else {
+                None
+            },
+            provider: ProviderSpec {
+                returns: Some(ToolsResultSpec {
+                    schemas,
+                    known_names: None,
+                }),
+                sequence: None,
+                returns_undefined: false,
+                throws: None,
+                cause: None,
+                effects: Vec::new(),
+            },
+        })
+    }
+
+    fn response(&mut self) -> ScriptEntry {
+        let delay_ms = self.rng.below(15);
+        let roll = self.rng.below(100);
+        if roll < 55 || self.registered_tools.is_empty() && roll < 75 {
+            let fragments = (0..1 + self.rng.below(4))
+                .map(|_| format!("{} ", self.words(2)))
+                .collect();
+            let mut entry = ScriptEntry {
+                content: Fragments(fragments),
+                delay_ms,
+                ..ScriptEntry::stream()
+            };
+            if self.chance(20) {
+                entry.reasoning = Fragments(vec!["Thinking ".into(), self.words(2)]);
+            }
+            return entry;
+        }
+        if roll < 75 {
+            let name = self.rng.pick(&self.registered_tools).clone();
+            let call = ScriptToolCall {
+                id: None,
+                name,
+                arguments: Fragments(vec!["{\"path\":".into(), "\"a.txt\"}".into()]),
+            };
+            return ScriptEntry {
+                tool_calls: vec![call],
+                finish_reason: Some("tool_calls".into()),
+                delay_ms,
+                ..ScriptEntry::stream()
+            };
+        }
+        let fault = *self.rng.pick(&[
+            FaultKind::RateLimit,
+            FaultKind::ServerError,
+            FaultKind::MalformedJson,
+            FaultKind::MissingDone,
+            FaultKind::DropConnection,
+        ]);
+        let mut entry = ScriptEntry::fault(fault);
+        match fault {
+            FaultKind::RateLimit => entry.retry_after_s = Some(1),
+            FaultKind::MalformedJson | FaultKind::DropConnection | FaultKind::MissingDone => {
+                entry.content = Fragments(vec!["partial ".into(), "text".into()]);
+                if fault != FaultKind::MissingDone {
+                    entry.after_events = Some(1 + self.rng.below(2) as usize);
+                }
+            }
+            _ => {}
+        }
+        entry
+    }
+}
+
+/// Generate session `session` of seed `seed`.
+pub fn generate_session(seed: u64, session: u64) -> Scenario {
+    let mut g = Generator {
+        rng: case_rng(seed ^ 0x5151_5151, session),
+        registered_tools: Vec::new(),
+        counter: 0,
+    };
+    let mut suppressed = false;
+    let mut steps = Vec::new();
+    for index in 0..1 + g.rng.below(3) {
+        steps.push(Command::Section(SectionCommand {
+            id: None,
+            scope: if g.chance(30) {
+                Some("agent".into())
+            } else {
+                None
+            },
+            name: format!("guide{index}"),
+            order: Order(g.rng.below(5) as f64),
+            text: g.text(),
+            complete: false,
+        }));
+    }
+    if g.chance(10) {
+        let text = format!("COMPLETE {}", g.words(4));
+        steps.push(Command::Section(SectionCommand {
+            id: None,
+            scope: None,
+            name: "complete".into(),
+            order: Order(50.0),
+            text: TextSpec::Static(text),
+            complete: true,
+        }));
+    }
+    for index in 0..g.rng.below(3) {
+        steps.push(Command::Context(ContextCommand {
+            id: None,
+            scope: None,
+            name: format!("ctx{index}"),
+            order: Order(index as f64),
+            text: g.text(),
+        }));
+    }
+    for _ in 0..g.rng.below(3) {
+        let tools = g.tools();
+        steps.push(tools);
+    }
+    if g.chance(70) {
+        let calls: Vec<u32> = (1..=8).filter(|_| g.chance(60)).collect();
+        steps.push(Command::OnRequestError(LoopListenerCommand {
+            id: "retry".into(),
+            prepend: false,
+            calls: Some(calls),
+            ops: vec![RequestErrorOp::Retry],
+        }));
+    }
+    let turns = 1 + g.rng.below(4);
+    for turn in 0..turns {
+        steps.push(Command::Followup(MessageCommand {
+            text: format!("task {turn}: {}", g.words(4)),
+            source: None,
+        }));
+        if g.chance(15) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: 1 + g.rng.below(20),
+            }));
+            steps.push(Command::Steer(MessageCommand {
+                text: g.words(3),
+                source: None,
+            }));
+        }
+        if g.chance(10) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: g.rng.below(25),
+            }));
+            steps.push(Command::Cancel(CancelCommand {
+                reason: None,
+                keep_inbox: false,
+            }));
+        }
+        steps.push(Command::WaitIdle(WaitIdleCommand {}));
+        if g.chance(15) {
+            steps.push(Command::Compact(CompactCommand {
+                text: format!("summary {turn}"),
+                start: None,
+                end: None,
+            }));
+        }
+        if g.chance(10) && !suppressed {
+            suppressed = true;
+            steps.push(Command::Suppress(SuppressCommand {
+                id: None,
+                scope: None,
+            }));
+        }
+        if g.chance(10) {
+            steps.push(Command::Resume(ResumeCommand {}));
+        }
+        if g.chance(30) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: g.rng.below(2_000),
+            }));
+        }
+    }
+    let responses = (0..turns * 4 + 4).map(|_| g.response()).collect();
+    let tool_results = g
+        .registered_tools
+        .iter()
+        .map(|name| ToolResultSpec {
+            name: name.clone(),
+            text: format!("{name} done"),
+            is_error: false,
+            additional_contexts: Vec::new(),
+            concludes_turn: false,
+            delay_ms: 0,
+        })
+        .collect();
+    Scenario {
+        format: FORMAT_VERSION,
+        title: format!("simulated session {session} of seed {seed}"),
+        description: None,
+        covers: vec!["00:DIFF".into()],
+        level: Level::Loop,
+        config: ConfigSpec {
+            include_harness_identity: Some(g.chance(50)),
+            include_runtime_context: if g.chance(10) { Some(false) } else { None },
+            persona: if g.chance(50) { Some(g.words(5)) } else { None },
+            tool_order: None,
+        },
+        config_error: None,
+        scopes: Vec::new(),
+        steps: steps.into_iter().map(Step::new).collect(),
+        agent: None,
+        provider: Some(Script::new(responses)),
+        adapter: Some(AdapterSpec {
+            stream_idle_timeout_ms: Some(60_000),
+            ..AdapterSpec::default()
+        }),
+        simulation: Some(SimulationSpec {
+            seed: seed ^ session,
+            latency_ms: 1 + g.rng.below(3),
+            ..SimulationSpec::default()
+        }),
+        tool_results,
+        plugins: None,
+        expect: None,
+    }
+}

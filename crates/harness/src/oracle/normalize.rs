@@ -1,0 +1,132 @@
+//! Redaction for comparing a real-time implementation's loop run with the
+//! reference's expectations.
+//!
+//! The reference's message ids are counters (`msg-1`, `msg-2`, ...) and its
+//! event times are virtual milliseconds, so a scenario states them exactly.
+//! An external implementation mints its own ids (upstream: random UUIDs) and
+//! stamps wall-clock times, which no scenario can predict. Neither is part of
+//! what the loop contract decides, so for such an implementation
+//! ([`crate::adapter::Implementation::real_time`]) both sides are redacted
+//! before [`super::compare`] runs, by one rule:
+//!
+//! - every **message id** becomes [`MESSAGE_ID`]: the string `id` of any
+//!   JSON object that also has a `role` key (a message, wherever it sits:
+//!   event data, inbox splices, tool results, nested content);
+//! - every **event `time`** is dropped: the top-level `time` key of each
+//!   logged event.
+//!
+//! Everything else stays exact: `seq` (a deterministic position in the log),
+//! tool-call ids (they come from the provider script), text, key order.
+//! Applied to the observed log, to the expected `events` (their `data`) and to
+//! the expected whole `log` (parsed line by line, redacted, re-serialized).
+//! Request bodies carry no message ids or times and are not touched.
+
+use serde_json::Value;
+
+use dshc_scenario::format::LoopExpect;
+use dshc_scenario::protocol::LoopRun;
+
+/// What every message id is replaced with.
+pub const MESSAGE_ID: &str = "<message-id>";
+
+/// Replace every message id inside `value` with [`MESSAGE_ID`].
+pub fn redact_message_ids(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("role")
+                && let Some(id) = map.get_mut("id")
+                && id.is_string()
+            {
+                *id = Value::String(MESSAGE_ID.into());
+            }
+            for item in map.values_mut() {
+                redact_message_ids(item);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_message_ids),
+        _ => {}
+    }
+}
+
+/// Redact one logged event: drop its `time`, replace its message ids.
+pub fn redact_event(event: &mut Value) {
+    if let Some(map) = event.as_object_mut() {
+        map.shift_remove("time");
+    }
+    redact_message_ids(event);
+}
+
+/// Redact an observed run's log in place.
+pub fn redact_run(run: &mut LoopRun) {
+    run.log.iter_mut().for_each(redact_event);
+}
+
+/// Redact a whole-log expectation (JSON lines). A line that is not JSON is
+/// kept as is, so it still shows up in the diff.
+pub fn redact_log_text(log: &str) -> String {
+    log.lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(mut event) => {
+                redact_event(&mut event);
+                format!("{event}\n")
+            }
+            Err(_) => format!("{line}\n"),
+        })
+        .collect()
+}
+
+/// Redact a scenario's loop expectations in place: the `data` of expected
+/// events and the expected whole log.
+pub fn redact_expectations(expect: &mut LoopExpect) {
+    for event in expect.events.iter_mut().flatten() {
+        if let Some(data) = event.data.as_mut() {
+            redact_message_ids(data);
+        }
+    }
+    if let Some(log) = expect.log.as_mut() {
+        *log = redact_log_text(log);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn message_ids_are_redacted_and_tool_call_ids_kept() {
+        let mut event = json!({
+            "type": "assistant/message", "seq": 12, "time": 1767225600003u64,
+            "data": {"turn": 1, "message": {"role": "assistant",
+                "content": [{"type": "tool-call", "id": "call_1", "name": "read"}],
+                "id": "msg-2"}},
+            "surfaceOp": "append"
+        });
+        redact_event(&mut event);
+        assert_eq!(
+            event.to_string(),
+            r#"{"type":"assistant/message","seq":12,"data":{"turn":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"call_1","name":"read"}],"id":"<message-id>"}},"surfaceOp":"append"}"#
+        );
+    }
+
+    #[test]
+    fn inserted_messages_are_redacted_and_non_messages_kept() {
+        let mut event = json!({"type": "agent/inbox/spliced", "seq": 0, "time": 5,
+            "data": {"inserted": [{"content": [], "role": "user", "id": "0b0c-uuid"}],
+                     "other": {"id": "kept"}}});
+        redact_event(&mut event);
+        assert_eq!(event["data"]["inserted"][0]["id"], MESSAGE_ID);
+        assert_eq!(event["data"]["other"]["id"], "kept");
+        assert!(event.get("time").is_none());
+    }
+
+    #[test]
+    fn whole_log_expectations_are_redacted_line_by_line() {
+        let log =
+            "{\"type\":\"turn/start\",\"seq\":1,\"time\":7,\"data\":{\"turn\":1}}\nnot json\n";
+        assert_eq!(
+            redact_log_text(log),
+            "{\"type\":\"turn/start\",\"seq\":1,\"data\":{\"turn\":1}}\nnot json\n"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Replay: rebuild, from a session log alone, the request behind every
+//! provider call (spec 07 H12–H13), and check logs against what the
+//! provider actually received.
+//!
+//! A request is the header in force at its dispatch (the fold of the last
+//! `request/header`) plus the messages derived from the surface of the same
+//! log prefix, serialized for the DeepSeek wire.
+
+use serde_json::{Map, Value, json};
+
+use dshc_deepseek::{DeepSeekDefaults, serialize_request};
+use dshc_model::session::{Event, derive_messages, fold_request_header, fold_surface};
+
+/// The harness request dispatched after this log prefix.
+pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, String> {
+    let header = fold_request_header(prefix).ok_or("no request/header before the dispatch")?;
+    let nodes = fold_surface(prefix).map_err(|e| e.message)?;
+    let mut request: Map<String, Value> = header["config"].as_object().cloned().unwrap_or_default();
+    request.insert(
+        "messages".into(),
+        Value::Array(derive_messages(prefix, &nodes)),
+    );
+    if let Some(system) = header.get("system") {
+        request.insert("system".into(), system.clone());
+    }
+    if let Some(tools) = header.get("tools") {
+        request.insert("tools".into(), tools.clone());
+    }
+    request.insert("sessionId".into(), json!(session_id));
+    Ok(Value::Object(request))
+}
+
+/// The wire body of the request dispatched after this prefix.
+pub fn wire_body_at(
+    prefix: &[Event],
+    session_id: &str,
+    defaults: &DeepSeekDefaults,
+) -> Result<Value, String> {
+    let request = request_at(prefix, session_id)?;
+    serialize_request(&request, defaults).map_err(|e| e.message)
+}
+
+/// Dispatch points recoverable from a log alone: the position of the first
+/// chunk of each attempt (an attempt ends with its `finish` chunk). An
+/// attempt aborted before its first chunk leaves no trace and is not found.
+pub fn dispatch_points(events: &[Event]) -> Vec<usize> {
+    let mut points = Vec::new();
+    let mut in_attempt = false;
+    for (index, event) in events.iter().enumerate() {
+        if event.kind != "assistant/chunk" {
+            if event.kind == "step/end"
+                || event.kind == "request/header"
+                || event.kind == "request/context"
+            {
+                in_attempt = false;
+            }
+            continue;
+        }
+        if !in_attempt {
+            points.push(index);
+            in_attempt = true;
+        }
+        if event.data["chunk"]["type"] == "finish" {
+            in_attempt = false;
+        }
+    }
+    points
+}
+
+/// Read a JSON-lines session log.
+pub fn read_log(text: &str) -> Result<Vec<Event>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(number, line)| {
+            let value: Value =
+                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", number + 1))?;
+            Event::from_json(&value).map_err(|e| format!("line {}: {e}", number + 1))
+        })
+        .collect()
+}
+
+/// Whether the attempt dispatched at log position `at` was the last one of
+/// a turn that ended aborted: the provider may never have received it.
+fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) -> bool {
+    let end = events[at.min(events.len())..]
+        .iter()
+        .position(|e| e.kind == "turn/end")
+        .map(|offset| at + offset);
+    match end {
+        Some(end) => {
+            events[end].data["reason"]["kind"] == "aborted"
+                && next_dispatch.is_none_or(|next| next > end)
+        }
+        None => false,
+    }
+}
+
+/// Compare each received body with its reconstruction from the log prefix at
+/// its recorded dispatch; return one message per disagreement. A dispatch
+/// whose turn was aborted while the request was in flight may have no
+/// received counterpart.
+pub fn check_replay(
+    events: &[Event],
+    session_id: &str,
+    dispatches: &[usize],
+    received: &[Value],
+    defaults: &DeepSeekDefaults,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut pending = received.iter().enumerate().peekable();
+    for (position, dispatch) in dispatches.iter().enumerate() {
+        let prefix = &events[..(*dispatch).min(events.len())];
+        let rebuilt = match wire_body_at(prefix, session_id, defaults) {
+            Ok(rebuilt) => rebuilt,
+            Err(error) => {
+                problems.push(format!(
+                    "the request dispatched at log length {dispatch} cannot be reconstructed: {error}"
+                ));
+                continue;
+            }
+        };
+        let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied());
+        match pending.peek() {
+            // Compared as JSON text: key order is part of the wire body.
+            Some((_, body))
+                if serde_json::to_string(body).ok() == serde_json::to_string(&rebuilt).ok() =>
+            {
+                pending.next();
+            }
+            _ if skippable => {}
+            Some((index, body)) => {
+                problems.push(format!(
+                    "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {rebuilt}"
+                ));
+                pending.next();
+            }
+            None => problems.push(format!(
+                "the request dispatched at log length {dispatch} never reached the provider"
+            )),
+        }
+    }
+    for (index, _) in pending {
+        problems.push(format!(
+            "request {index} was received but no dispatch in the log accounts for it"
+        ));
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshc_model::session::SurfaceOp;
+
+    fn log() -> Vec<Event> {
+        let header = json!({"header": {"config": {"provider": "p", "model": "m"}, "system": "S"}, "reason": "initial"});
+        let prompt = json!({"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "msg-1"});
+        vec![
+            Event {
+                kind: "user/message".into(),
+                seq: 0,
+                time: 0,
+                data: prompt,
+                source_event_seqs: None,
+                surface_op: Some(SurfaceOp::Append),
+            },
+            Event {
+                kind: "request/header".into(),
+                seq: 1,
+                time: 0,
+                data: header,
+                source_event_seqs: None,
+                surface_op: None,
+            },
+        ]
+    }
+
+    #[test]
+    fn a_request_is_the_folded_header_plus_the_surface_messages() {
+        let body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}])
+        );
+        assert!(check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default()).is_empty());
+    }
+
+    #[test]
+    fn a_request_that_differs_from_its_reconstruction_is_flagged() {
+        let mut body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        body["messages"][0]["content"] = json!("another system");
+        let problems = check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default());
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let unaccounted =
+            check_replay(&log(), "s", &[], &[json!({})], &DeepSeekDefaults::default());
+        assert_eq!(unaccounted.len(), 1);
+    }
+}

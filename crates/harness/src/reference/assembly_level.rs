@@ -1,0 +1,112 @@
+//! The assembly level (spec 01–04): registrations, disposal, scope binding
+//! and `assemble()` on a fresh registry, with nothing around it.
+
+use std::rc::Rc;
+
+use dshc_model::{AssembleContext, JsError, Registry, ScopeKey};
+use dshc_scenario::protocol::{Case, CaseResult, Command, Observation};
+
+use super::driver::{Commands, run_commands};
+use super::scripted::{
+    World, assembly_data, config_of, dispose, observe_renders, observed, register_context,
+    register_listener, register_section, register_suppressor, register_tools, register_variable,
+};
+
+/// The registry commands, shared with the loop level.
+pub(crate) struct AssemblyCommands {
+    pub registry: Registry,
+    pub world: Rc<World>,
+}
+
+impl AssemblyCommands {
+    /// A command on the registry. Loop-only commands are refused (a
+    /// validated assembly case has none).
+    pub async fn run(
+        &self,
+        command: &Command,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        let world = Rc::downgrade(&self.world);
+        let registry = &self.registry;
+        match command {
+            Command::Section(c) => register_section(c, &world, registry),
+            Command::Context(c) => register_context(c, &world, registry),
+            Command::Suppress(c) => register_suppressor(c, &world, registry),
+            Command::Tools(c) => register_tools(c, &world, registry),
+            Command::Variable(c) => register_variable(c, &world, registry),
+            Command::Listen(c) => {
+                register_listener(c, &world, registry);
+                Ok(())
+            }
+            Command::Dispose(c) => {
+                dispose(&c.target, &world);
+                Ok(())
+            }
+            Command::Bind(c) => {
+                registry.bind_scope_parent(&ScopeKey::new(&c.scope), &ScopeKey::new(&c.parent))
+            }
+            Command::Assemble(c) => {
+                let context = AssembleContext {
+                    scope: c.scope.as_deref().map(ScopeKey::new),
+                    ..AssembleContext::default()
+                };
+                let assembly = registry.assemble(context).await?;
+                observation.assembly = Some(assembly_data(&assembly));
+                observe_renders(&assembly, observation);
+                Ok(())
+            }
+            Command::Followup(_)
+            | Command::Steer(_)
+            | Command::Inject(_)
+            | Command::Cancel(_)
+            | Command::Wait(_)
+            | Command::WaitIdle(_)
+            | Command::Compact(_)
+            | Command::Resume(_)
+            | Command::DisposeAgent(_)
+            | Command::OnPreStep(_)
+            | Command::OnRequest(_)
+            | Command::OnRequestError(_)
+            | Command::OnTurnStopping(_)
+            | Command::Plugin(_) => Err(JsError::error(
+                "this command needs a loop-level case (an agent to act on)",
+            )),
+        }
+    }
+}
+
+impl Commands for AssemblyCommands {
+    async fn run(
+        &mut self,
+        command: &Command,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        AssemblyCommands::run(self, command, observation).await
+    }
+}
+
+/// Run an assembly-level case.
+pub(crate) fn run_assembly_case(case: &Case) -> CaseResult {
+    let registry = match Registry::new(config_of(&case.config)) {
+        Ok(registry) => registry,
+        Err(error) => {
+            return CaseResult {
+                config_error: Some(observed(&error)),
+                ..CaseResult::default()
+            };
+        }
+    };
+    let mut level = AssemblyCommands {
+        registry: registry.clone(),
+        world: Rc::new(World::default()),
+    };
+    let world = level.world.clone();
+    // Nothing at this level waits on time or I/O, so a plain executor runs it.
+    let observations =
+        futures::executor::block_on(run_commands(&case.commands, &registry, &world, &mut level));
+    CaseResult {
+        config_error: None,
+        observations,
+        run: None,
+    }
+}

@@ -1,0 +1,469 @@
+//! The loop level (spec 05–10): a case run inside turmoil, the reference
+//! agent on one simulated host and the mock provider on another, all time
+//! virtual and all randomness from the scenario's seed.
+//!
+//! [`run_loop_case`] executes a case's commands against a real
+//! [`dshc_agent::Agent`] and reports the session log, the requests the
+//! provider received and the agent's final state.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mock_provider::MockProvider;
+use serde_json::{Value, json};
+
+use dshc_agent::transport::{Connection, Endpoint};
+use dshc_agent::{
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, ToolOutcome, ToolRunner, user_message,
+};
+use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
+use dshc_model::session::{Clock, Session, SurfaceMeta, SurfaceOp};
+use dshc_model::{JsError, Registry, ScopeKey};
+use dshc_scenario::protocol::{
+    Case, CaseResult, Command, LoopRun, LoopWorld, Observation, ProviderRequest, ToolResultSpec,
+};
+
+use super::assembly_level::AssemblyCommands;
+use super::driver::{Commands, run_commands};
+use super::loop_listeners;
+use super::plugins::{input_change, plugins_config};
+use super::scripted::{World, config_of, dispose, observed};
+use crate::oracle::{invariants, replay};
+
+/// The provider host name and port inside the simulation.
+pub const PROVIDER_HOST: &str = "provider";
+/// The provider port.
+pub const PROVIDER_PORT: u16 = 443;
+
+fn adapters(world: &LoopWorld) -> BTreeMap<String, AdapterRoute> {
+    let spec = &world.adapter;
+    let mut routes = BTreeMap::new();
+    if !spec.registered {
+        return routes;
+    }
+    let mut deepseek = DeepSeekConnection {
+        defaults: DeepSeekDefaults {
+            thinking: spec.thinking.clone(),
+            reasoning_effort: spec.reasoning_effort.clone(),
+        },
+        ..DeepSeekConnection::default()
+    };
+
+    if !spec.models.is_empty() {
+        deepseek.models = spec
+            .models
+            .iter()
+            .map(|m| DeepSeekModel {
+                id: m.id.clone(),
+                context_window: m.context_window,
+                max_tokens: m.max_tokens,
+            })
+            .collect();
+    }
+    if let Some(window) = spec.default_context_window {
+        deepseek.default_context_window = window;
+    }
+    if let Some(max_tokens) = spec.max_tokens {
+        deepseek.max_tokens = max_tokens;
+    }
+    if let Some(timeout_ms) = spec.stream_idle_timeout_ms {
+        deepseek.stream_idle_timeout_ms = timeout_ms;
+    }
+    let models = deepseek
+        .models
+        .iter()
+        .map(|m| (m.id.clone(), resolve_model(&deepseek, &m.id)))
+        .collect();
+    let connection = Rc::new(Connection {
+        endpoint: Endpoint::Simulated {
+            host: PROVIDER_HOST.into(),
+            port: PROVIDER_PORT,
+        },
+        defaults: deepseek.defaults.clone(),
+        stream_idle_timeout_ms: deepseek.stream_idle_timeout_ms,
+        api_key: "sk-dshc-simulated".into(),
+        user_id: "dshc-user".into(),
+    });
+    let default_model = resolve_model(&deepseek, "");
+    routes.insert(
+        spec.provider.clone(),
+        AdapterRoute {
+            models,
+            default_model,
+            connection,
+        },
+    );
+    routes
+}
+
+/// Scripted tool results: by name, in order, the last one repeating.
+fn tool_runner(results: &[ToolResultSpec]) -> ToolRunner {
+    let results = results.to_vec();
+    let used: RefCell<BTreeMap<String, usize>> = RefCell::new(BTreeMap::new());
+    Rc::new(move |name: &str, _arguments: &str| {
+        let matching: Vec<&ToolResultSpec> = results.iter().filter(|r| r.name == name).collect();
+        let Some(last) = matching.last() else {
+            return ToolOutcome {
+                text: format!("Error: no scripted result for tool \"{name}\""),
+                is_error: true,
+                ..ToolOutcome::default()
+            };
+        };
+        let mut used = used.borrow_mut();
+        let count = used.entry(name.to_string()).or_default();
+        let spec = matching.get(*count).unwrap_or(last);
+        *count += 1;
+        ToolOutcome {
+            text: spec.text.clone(),
+            is_error: spec.is_error,
+            additional_contexts: spec.additional_contexts.clone(),
+            concludes_turn: spec.concludes_turn,
+            delay_ms: spec.delay_ms,
+        }
+    })
+}
+
+/// The loop level's commands: the registry ones plus the agent's.
+struct LoopCommands {
+    assembly: AssemblyCommands,
+    context: LoopContext,
+    world: LoopWorld,
+    agent: Agent,
+    clock: Clock,
+    /// Virtual time skipped while the agent was idle (see [`Command::Wait`]).
+    skipped_ms: Rc<std::cell::Cell<u64>>,
+}
+
+impl LoopCommands {
+    /// A new agent with the world's plugins installed.
+    fn new_agent(
+        context: &LoopContext,
+        world: &LoopWorld,
+        session: Session,
+        clock: &Clock,
+    ) -> Result<Agent, JsError> {
+        let spec = &world.agent;
+        let options = AgentOptions {
+            provider: spec.provider.clone(),
+            model: spec.model.clone(),
+            max_tokens: spec.max_tokens,
+        };
+        let agent = Agent::new(
+            context.clone(),
+            &spec.id,
+            ScopeKey::new(&spec.id),
+            options,
+            session,
+        )?;
+        dshc_agent::plugins::install(&agent, &plugins_config(&world.plugins), clock)?;
+        Ok(agent)
+    }
+
+    fn message(&self, text: &str, source: &Option<Value>) -> Value {
+        let source = source.clone().unwrap_or_else(|| json!({"kind": "user"}));
+        user_message(
+            &self.context.ids,
+            json!([{"type": "text", "text": text}]),
+            source,
+        )
+    }
+
+    /// Dispose every registration made on the agent's scope.
+    fn drop_agent_scope(&self) {
+        for disposer in self.assembly.world.disposers_in(&self.world.agent.id) {
+            disposer.dispose();
+        }
+    }
+
+    fn remove_loop_listener(&self, id: &str) {
+        let listener = loop_listeners::listener_id(id);
+        let listeners = self.agent.listeners();
+        listeners.pre_step.remove(listener);
+        listeners.request.remove(listener);
+        listeners.request_error.remove(listener);
+        listeners.turn_stopping.remove(listener);
+    }
+}
+
+impl Commands for LoopCommands {
+    async fn run(
+        &mut self,
+        command: &Command,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        match command {
+            Command::Dispose(c) => {
+                if !dispose(&c.target, &Rc::downgrade(&self.assembly.world)) {
+                    self.remove_loop_listener(&c.target);
+                }
+                Ok(())
+            }
+            Command::Section(_)
+            | Command::Context(_)
+            | Command::Suppress(_)
+            | Command::Tools(_)
+            | Command::Variable(_)
+            | Command::Listen(_)
+            | Command::Bind(_)
+            | Command::Assemble(_) => self.assembly.run(command, observation).await,
+            Command::Followup(m) => self.agent.followup(self.message(&m.text, &m.source)),
+            Command::Steer(m) => self.agent.steer(self.message(&m.text, &m.source)),
+            Command::Inject(m) => self.agent.inject(self.message(&m.text, &m.source)),
+            Command::Cancel(c) => self.agent.cancel(
+                c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
+                c.keep_inbox,
+            ),
+            Command::Wait(w) => {
+                // With the agent idle nothing is in flight and no timer is
+                // armed, so the clock can jump instead of the network
+                // simulation stepping through every millisecond.
+                if self.agent.status() == "idle" {
+                    self.skipped_ms.set(self.skipped_ms.get() + w.ms);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(w.ms)).await;
+                }
+                Ok(())
+            }
+            Command::WaitIdle(_) => {
+                self.agent.when_idle().await;
+                Ok(())
+            }
+            Command::Compact(c) => {
+                let session = self.agent.session();
+                let nodes = session.surface_nodes();
+                let start = c
+                    .start
+                    .or(nodes.first().copied())
+                    .ok_or_else(|| JsError::error("compact: the surface is empty"))?;
+                let end = c.end.or(nodes.last().copied()).unwrap_or(start);
+                let from = nodes.iter().position(|n| *n == start).unwrap_or(0);
+                let to = nodes
+                    .iter()
+                    .position(|n| *n == end)
+                    .map_or(nodes.len(), |i| i + 1);
+                let shadowed = nodes.get(from..to).unwrap_or_default().to_vec();
+                let message = user_message(
+                    &self.context.ids,
+                    json!([{"type": "text", "text": c.text}]),
+                    json!({"kind": "compaction"}),
+                );
+                session.append(
+                    "user/message",
+                    message,
+                    SurfaceMeta {
+                        surface_op: Some(SurfaceOp::Replace { start, end }),
+                        source_event_seqs: Some(shadowed),
+                    },
+                )?;
+                Ok(())
+            }
+            Command::Resume(_) => {
+                self.agent.when_idle().await;
+                self.drop_agent_scope();
+                let old = self.agent.session();
+                let session =
+                    Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
+                self.agent = Self::new_agent(&self.context, &self.world, session, &self.clock)?;
+                Ok(())
+            }
+            Command::DisposeAgent(_) => {
+                self.agent.cancel(json!({"kind": "disposed"}), false)?;
+                self.agent.when_idle().await;
+                self.drop_agent_scope();
+                Ok(())
+            }
+            Command::OnPreStep(c) => {
+                loop_listeners::on_pre_step(&self.agent, c);
+                Ok(())
+            }
+            Command::OnRequest(c) => {
+                loop_listeners::on_request(&self.agent, c);
+                Ok(())
+            }
+            Command::OnRequestError(c) => {
+                loop_listeners::on_request_error(&self.agent, c);
+                Ok(())
+            }
+            Command::OnTurnStopping(c) => {
+                loop_listeners::on_turn_stopping(&self.agent, c);
+                Ok(())
+            }
+            Command::Plugin(action) => {
+                dshc_agent::plugins::change_input(&self.agent, &input_change(action));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Run a loop-level case in a fresh simulation.
+pub(crate) fn run_loop_case(case: &Case) -> CaseResult {
+    let Some(world) = case.world.clone() else {
+        return failed_run("a loop case needs its world");
+    };
+    let provider = match MockProvider::new(world.provider.clone()) {
+        Ok(provider) => provider,
+        Err(error) => return failed_run(&error.to_string()),
+    };
+    let simulation = world.simulation.clone();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(simulation.seed)
+        .min_message_latency(Duration::from_millis(simulation.latency_ms))
+        .max_message_latency(Duration::from_millis(simulation.latency_ms))
+        .simulation_duration(Duration::from_millis(simulation.budget_ms))
+        .tick_duration(Duration::from_millis(1))
+        .build();
+    let host_provider = provider.clone();
+    sim.host(PROVIDER_HOST, move || {
+        let provider = host_provider.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
+            mock_provider::serve_turmoil(listener, provider).await?;
+            Ok(())
+        }
+    });
+    let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
+    let sink = output.clone();
+    let case = case.clone();
+    let client_provider = provider.clone();
+    sim.client("agent-host", async move {
+        let result = drive(&case, world, &client_provider).await;
+        *sink.borrow_mut() = Some(result);
+        Ok(())
+    });
+    let finished = sim.run();
+    let mut result = output.borrow_mut().take().unwrap_or_default();
+    if let Err(error) = finished {
+        let run = result.run.get_or_insert_with(LoopRun::default);
+        run.failure = Some(format!("the simulation did not finish: {error}"));
+        run.requests = provider_requests(&provider);
+    }
+    result
+}
+
+fn failed_run(message: &str) -> CaseResult {
+    CaseResult {
+        run: Some(LoopRun {
+            failure: Some(message.to_string()),
+            ..LoopRun::default()
+        }),
+        ..CaseResult::default()
+    }
+}
+
+/// What `provider` received: every request that carried a JSON body, in
+/// arrival order, with its headers and the cache-hit tokens it was answered with.
+pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
+    provider
+        .requests()
+        .into_iter()
+        .filter(|r| r.body_json.is_some())
+        .map(|r| ProviderRequest {
+            headers: r
+                .headers
+                .iter()
+                .map(|(name, value)| [name.clone(), value.clone()])
+                .collect(),
+            body: r.body_json.clone().unwrap_or(Value::Null),
+
+            cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+        })
+        .collect()
+}
+
+async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseResult {
+    let registry = match Registry::new(config_of(&case.config)) {
+        Ok(registry) => registry,
+        Err(error) => {
+            return CaseResult {
+                config_error: Some(observed(&error)),
+                ..CaseResult::default()
+            };
+        }
+    };
+    let start = tokio::time::Instant::now();
+    let start_ms = world.simulation.start_ms;
+    let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
+    let skipped = skipped_ms.clone();
+    let clock: Clock = Rc::new(move || {
+        start_ms
+            + skipped.get()
+            + tokio::time::Instant::now()
+                .duration_since(start)
+                .as_millis() as u64
+    });
+    let context = LoopContext {
+        registry: registry.clone(),
+        adapters: Rc::new(adapters(&world)),
+        tools: tool_runner(&world.tool_results),
+        ids: Ids::default(),
+        live_events: Rc::new(RefCell::new(Vec::new())),
+        dispatches: Rc::new(RefCell::new(Vec::new())),
+        plugin_world: Default::default(),
+    };
+    // `agentLoop.createAgent` takes one id for the agent and its session.
+    let session = Session::new(&world.agent.id, world.agent.cwd.clone(), clock.clone());
+
+    let setup = context
+        .register_loop_variables()
+        .and_then(|()| LoopCommands::new_agent(&context, &world, session, &clock));
+    let agent = match setup {
+        Ok(agent) => agent,
+        Err(error) => return failed_run(&format!("setup failed: {error}")),
+    };
+    let scripted = Rc::new(World::default());
+    let mut runner = LoopCommands {
+        assembly: AssemblyCommands {
+            registry: registry.clone(),
+            world: scripted.clone(),
+        },
+        context,
+        world,
+        agent,
+        clock,
+        skipped_ms,
+    };
+    let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
+    runner.agent.when_idle().await;
+    let agent = &runner.agent;
+    let (next_turn, next_step) = agent.pending();
+    let events = agent.session().events();
+    let requests = provider_requests(provider);
+    let session_id = agent.session().id();
+    let dispatches: Vec<usize> = runner
+        .context
+        .dispatches
+        .borrow()
+        .iter()
+        .filter(|(session, _)| *session == session_id)
+        .map(|(_, at)| *at)
+        .collect();
+    let bodies: Vec<Value> = requests.iter().map(|r| r.body.clone()).collect();
+    let adapter = &runner.world.adapter;
+    let defaults = DeepSeekDefaults {
+        thinking: adapter.thinking.clone(),
+        reasoning_effort: adapter.reasoning_effort.clone(),
+    };
+    let mut violations =
+        replay::check_replay(&events, &session_id, &dispatches, &bodies, &defaults);
+    violations.extend(invariants::headers_change_only_when_different(&events));
+    violations.extend(invariants::snapshots_change_only_when_different(&events));
+    violations.extend(invariants::cache_hits_monotonic(&requests));
+    let run = LoopRun {
+        log: events.iter().map(|e| e.to_json()).collect(),
+        requests,
+        status: agent.status().to_string(),
+        pending: [next_turn, next_step],
+        live_events: runner.context.live_events.borrow().clone(),
+        failure: None,
+        violations,
+    };
+
+    CaseResult {
+        config_error: None,
+        observations,
+        run: Some(run),
+    }
+}

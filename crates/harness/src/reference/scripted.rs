@@ -1,0 +1,592 @@
+//! Scripted providers and `system-prompt/assemble` listeners built from
+//! case data, on the reference model: the building blocks both levels'
+//! command runners use.
+//!
+//! Every provider and listener evaluation is recorded in the [`World`]'s
+//! journal. Registration is total over [`Registration`]: each kind has its
+//! own function, so a new kind is a compile error here, not a panic.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::{Rc, Weak};
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use dshc_model::js::{js_key_order, js_normalize};
+use dshc_model::render::{join_context_sections, render_context_sections, render_prompt};
+use dshc_model::{
+    AssembleContext, AssembleEvent, AssembleListener, Assembly, Config, Disposer, JsError,
+    ListenerOptions, NamedText, Next, PromptEntry, ProvidedSchema, Registry, ScopeKey, Text,
+    ToolProviderResult, ToolSchema,
+};
+use dshc_scenario::protocol::{
+    AssemblyData, ConfigSpec, ContextCommand, Effect, EntryData, ListenCommand, ListenerOp,
+    Observation, ObservedError, ProviderSpec, Registration, Rendered, RenderedSections,
+    ReplaceSpec, SchemaSpec, SectionCommand, SuppressCommand, TextSpec, ToolData, ToolsCommand,
+    ToolsResultSpec, VariableCommand, VariableValue,
+};
+
+/// State shared by every scripted closure of one case. Closures hold it
+/// weakly, so a registry never keeps its own world alive.
+#[derive(Default)]
+pub struct World {
+    disposers: RefCell<BTreeMap<String, Disposer>>,
+    scopes: RefCell<BTreeMap<String, Option<String>>>,
+    journal: RefCell<Vec<String>>,
+}
+
+/// A weak handle to a [`World`], as closures hold it.
+pub type WorldRef = Weak<World>;
+
+impl World {
+    fn record(world: &WorldRef, entry: String) {
+        if let Some(world) = world.upgrade() {
+            world.journal.borrow_mut().push(entry);
+        }
+    }
+
+    /// Disposers of registrations made on this scope.
+    pub fn disposers_in(&self, scope: &str) -> Vec<Disposer> {
+        let scopes = self.scopes.borrow();
+        self.disposers
+            .borrow()
+            .iter()
+            .filter(|(id, _)| scopes.get(*id).is_some_and(|s| s.as_deref() == Some(scope)))
+            .map(|(_, disposer)| disposer.clone())
+            .collect()
+    }
+
+    /// Take the journal recorded since the last call.
+    pub fn take_journal(&self) -> Vec<String> {
+        std::mem::take(&mut self.journal.borrow_mut())
+    }
+}
+
+/// Resolve a scenario config to the model's config.
+pub fn config_of(spec: &ConfigSpec) -> Config {
+    let defaults = Config::default();
+    Config {
+        include_harness_identity: spec
+            .include_harness_identity
+            .unwrap_or(defaults.include_harness_identity),
+        include_runtime_context: spec
+            .include_runtime_context
+            .unwrap_or(defaults.include_runtime_context),
+        persona: spec.persona.clone().unwrap_or(defaults.persona),
+        tool_order: spec.tool_order.clone(),
+    }
+}
+
+/// Convert a model error for observation.
+pub fn observed(error: &JsError) -> ObservedError {
+    ObservedError {
+        name: error.name.clone(),
+        message: error.message.clone(),
+    }
+}
+
+fn scope_key(scope: &Option<String>) -> Option<ScopeKey> {
+    scope.as_deref().map(ScopeKey::new)
+}
+
+/// Build the provided schema a scripted tool provider returns.
+pub fn provided_schema(spec: &SchemaSpec) -> ProvidedSchema {
+    ProvidedSchema {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        parameters: spec.parameters.clone(),
+        extra: spec.extra.clone().unwrap_or_default(),
+        unclonable: spec
+            .unclonable_symbol
+            .as_ref()
+            .map(|s| format!("Symbol({s})")),
+    }
+}
+
+fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
+    ToolProviderResult {
+        schemas: spec
+            .schemas
+            .iter()
+            .map(provided_schema)
+            .collect::<Vec<_>>()
+            .into(),
+
+        known_names: spec.known_names.clone(),
+    }
+}
+
+/// Run a provider's effects for this call, then produce its outcome.
+fn call_provider<T: Clone>(
+    spec: &ProviderSpec<T>,
+    call: u32,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<Option<T>, JsError> {
+    for effect in &spec.effects {
+        if effect.on_call.is_none_or(|n| n == call) {
+            apply_effect(effect, world, registry)?;
+        }
+    }
+    if let Some(message) = &spec.throws {
+        let error = JsError::error(message.clone());
+        return Err(match &spec.cause {
+            Some(cause) => error.with_cause(JsError::error(cause.clone())),
+            None => error,
+        });
+    }
+    if spec.returns_undefined {
+        return Ok(None);
+    }
+    if let Some(value) = &spec.returns {
+        return Ok(Some(value.clone()));
+    }
+    let sequence = spec.sequence.as_deref().unwrap_or_default();
+    let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
+    Ok(sequence.get(index).cloned())
+}
+
+fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
+    if let Some(registration) = &effect.register {
+        register(registration, world, registry)?;
+    }
+    if let Some(target) = &effect.dispose {
+        dispose(target, world);
+    }
+    Ok(())
+}
+
+/// Call the disposer remembered under `target`; false if none or already disposed.
+pub fn dispose(target: &str, world: &WorldRef) -> bool {
+    let disposer = world
+        .upgrade()
+        .and_then(|world| world.disposers.borrow().get(target).cloned());
+    disposer.is_some_and(|disposer| disposer.dispose())
+}
+
+/// A journaled text provider for a section, context or variable.
+fn journaled_provider(
+    kind: &'static str,
+    id: &str,
+    spec: &ProviderSpec<String>,
+    world: &WorldRef,
+) -> dshc_model::registry::TextFn {
+    let calls = Rc::new(Cell::new(0u32));
+    let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
+    Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+        calls.set(calls.get() + 1);
+        World::record(&world, format!("{kind} {id}"));
+        call_provider(&spec, calls.get(), &world, registry)
+    })
+}
+
+fn text_of(kind: &'static str, id: &str, text: &TextSpec, world: &WorldRef) -> Text {
+    match text {
+        TextSpec::Static(text) => Text::Static(text.clone()),
+        TextSpec::Provider(spec) => Text::Provider(journaled_provider(kind, id, spec, world)),
+    }
+}
+
+/// Perform a registration; remember its disposer under its id.
+pub fn register(
+    registration: &Registration,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    match registration {
+        Registration::Section(command) => register_section(command, world, registry),
+        Registration::Context(command) => register_context(command, world, registry),
+        Registration::Suppress(command) => register_suppressor(command, world, registry),
+        Registration::Tools(command) => register_tools(command, world, registry),
+        Registration::Variable(command) => register_variable(command, world, registry),
+    }
+}
+
+/// Remember a registration's disposer under its id, and the scope it was
+/// made on.
+fn remember(world: &WorldRef, id: &Option<String>, scope: &Option<String>, disposer: Disposer) {
+    if let Some(world) = world.upgrade() {
+        let id = id.clone().unwrap_or_default();
+        world.scopes.borrow_mut().insert(id.clone(), scope.clone());
+        world.disposers.borrow_mut().insert(id, disposer);
+    }
+}
+
+/// `systemPrompt.section(...)`.
+pub fn register_section(
+    command: &SectionCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let id = command.id.clone().unwrap_or_default();
+    let text = text_of("section", &id, &command.text, world);
+    let disposer = registry.section(
+        scope_key(&command.scope).as_ref(),
+        NamedText {
+            name: command.name.clone(),
+            order: command.order.0,
+            text,
+            complete: command.complete,
+        },
+    )?;
+    remember(world, &command.id, &command.scope, disposer);
+    Ok(())
+}
+
+/// `systemPrompt.context(...)`.
+pub fn register_context(
+    command: &ContextCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let id = command.id.clone().unwrap_or_default();
+    let text = text_of("context", &id, &command.text, world);
+    let disposer = registry.context(
+        scope_key(&command.scope).as_ref(),
+        NamedText {
+            name: command.name.clone(),
+            order: command.order.0,
+            text,
+            complete: false,
+        },
+    )?;
+    remember(world, &command.id, &command.scope, disposer);
+    Ok(())
+}
+
+/// `systemPrompt.variable(name, provider)`: a plain string is a provider
+/// returning it, so every variable evaluation is journaled.
+pub fn register_variable(
+    command: &VariableCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let id = command.id.clone().unwrap_or_default();
+    let spec = match &command.value {
+        TextSpec::Static(value) => ProviderSpec {
+            returns: Some(value.clone()),
+            sequence: None,
+            returns_undefined: false,
+            throws: None,
+            cause: None,
+            effects: Vec::new(),
+        },
+        TextSpec::Provider(spec) => spec.clone(),
+    };
+    let provider = journaled_provider("variable", &id, &spec, world);
+    let disposer =
+        registry.variable(scope_key(&command.scope).as_ref(), &command.name, provider)?;
+    remember(world, &command.id, &command.scope, disposer);
+    Ok(())
+}
+
+/// `systemPrompt.suppressRuntimeContext()`.
+pub fn register_suppressor(
+    command: &SuppressCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref());
+    remember(world, &command.id, &command.scope, disposer);
+    Ok(())
+}
+
+/// `systemPrompt.tools(provider)`.
+pub fn register_tools(
+    command: &ToolsCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let calls = Rc::new(Cell::new(0u32));
+    let journal_id = command.id.clone().unwrap_or_default();
+    let (spec, world_ref) = (command.provider.clone(), world.clone());
+    let disposer = registry.tools(
+        scope_key(&command.scope).as_ref(),
+        Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+            calls.set(calls.get() + 1);
+            World::record(&world_ref, format!("tools {journal_id}"));
+            Ok(call_provider(&spec, calls.get(), &world_ref, registry)?.map(|r| tools_result(&r)))
+        }),
+    );
+    remember(world, &command.id, &command.scope, disposer);
+    Ok(())
+}
+
+/// `ctx.on('system-prompt/assemble', listener, options)`.
+pub fn register_listener(command: &ListenCommand, world: &WorldRef, registry: &Registry) {
+    let disposer = listen(command, world, registry);
+    remember(world, &Some(command.id.clone()), &command.scope, disposer);
+}
+
+fn entry(data: &EntryData) -> PromptEntry {
+    PromptEntry {
+        name: data.name.clone(),
+        text: data.text.clone(),
+    }
+}
+
+/// A schema a listener adds goes in as given: no clone, no rebuild.
+fn listener_tool(spec: &SchemaSpec) -> ToolSchema {
+    ToolSchema {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        parameters: spec.parameters.clone(),
+    }
+}
+
+fn replacement(spec: &ReplaceSpec) -> Assembly {
+    let mut assembly = Assembly {
+        sections: spec.sections.iter().map(entry).collect(),
+        contexts: spec.contexts.iter().map(entry).collect(),
+        tools: spec.tools.iter().map(listener_tool).collect(),
+        ..Assembly::default()
+    };
+    for (name, value) in &spec.variables {
+        assembly.variables.set(name, variable_value(value));
+    }
+    assembly
+}
+
+fn variable_value(value: &VariableValue) -> Option<String> {
+    match value {
+        VariableValue::Value(value) => Some(value.clone()),
+        VariableValue::Undefined { .. } => None,
+    }
+}
+
+fn insert_at(list: &mut Vec<PromptEntry>, index: Option<usize>, item: PromptEntry) {
+    let index = index.unwrap_or(list.len()).min(list.len());
+    list.insert(index, item);
+}
+
+fn set_path(target: &mut Value, path: &[String], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cursor = target;
+    for key in parents {
+        match cursor.get_mut(key) {
+            Some(next) => cursor = next,
+            None => return,
+        }
+    }
+    if let Some(object) = cursor.as_object_mut() {
+        object.insert(last.clone(), value);
+    }
+}
+
+/// Apply one editing op to the current assembly object.
+fn edit(assembly: &mut Assembly, op: &ListenerOp) {
+    match op {
+        ListenerOp::AddSection(spec) => insert_at(
+            &mut assembly.sections,
+            spec.index,
+            PromptEntry {
+                name: spec.name.clone(),
+                text: Some(spec.text.clone()),
+            },
+        ),
+        ListenerOp::RemoveSection(name) => assembly.sections.retain(|s| &s.name != name),
+        ListenerOp::RenameSection(spec) => {
+            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.from) {
+                section.name = spec.to.clone();
+            }
+        }
+        ListenerOp::SetSectionText(spec) => {
+            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.name) {
+                section.text = Some(spec.text.clone());
+            }
+        }
+        ListenerOp::ReorderSections(names) => {
+            let rank = |entry: &PromptEntry| {
+                names
+                    .iter()
+                    .position(|n| n == &entry.name)
+                    .unwrap_or(names.len())
+            };
+            assembly.sections.sort_by_key(rank);
+        }
+        ListenerOp::AddContext(spec) => insert_at(
+            &mut assembly.contexts,
+            spec.index,
+            PromptEntry {
+                name: spec.name.clone(),
+                text: Some(spec.text.clone()),
+            },
+        ),
+        ListenerOp::RemoveContext(name) => assembly.contexts.retain(|c| &c.name != name),
+        ListenerOp::SetContextText(spec) => {
+            if let Some(context) = assembly.contexts.iter_mut().find(|c| c.name == spec.name) {
+                context.text = Some(spec.text.clone());
+            }
+        }
+        ListenerOp::AddTool(spec) => assembly.tools.push(listener_tool(spec)),
+        ListenerOp::RemoveTool(name) => assembly.tools.retain(|t| &t.name != name),
+        ListenerOp::ReverseTools => assembly.tools.reverse(),
+        ListenerOp::SetToolParameter(spec) => {
+            if let Some(parameters) = assembly
+                .tools
+                .iter_mut()
+                .find(|t| t.name == spec.tool)
+                .and_then(|t| t.parameters.as_mut())
+            {
+                set_path(parameters, &spec.path, spec.value.clone());
+            }
+        }
+        ListenerOp::SetVariable(spec) => {
+            assembly.variables.set(&spec.name, Some(spec.value.clone()))
+        }
+        ListenerOp::UnsetVariable(name) => assembly.variables.set(name, None),
+        ListenerOp::DeleteVariable(name) => assembly.variables.delete(name),
+        ListenerOp::SetField(spec) => {
+            match assembly.extra.iter_mut().find(|(key, _)| key == &spec.name) {
+                Some(field) => field.1 = spec.value.clone(),
+                None => assembly.extra.push((spec.name.clone(), spec.value.clone())),
+            }
+        }
+        // Control ops change the flow, not the object: the listener runs them.
+        ListenerOp::Next
+        | ListenerOp::Throw(_)
+        | ListenerOp::Replace(_)
+        | ListenerOp::Register(_)
+        | ListenerOp::Dispose(_)
+        | ListenerOp::WaitForAbort
+        | ListenerOp::SleepMs(_) => {}
+    }
+}
+
+/// Register a scripted `system-prompt/assemble` listener. Its ops run in
+/// order on `current` (the argument object until `next` or `replace`
+/// changes it), which it returns.
+fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Disposer {
+    let ops = Rc::new(command.ops.clone());
+    let id = command.id.clone();
+    let world = world.clone();
+    let weak_registry = registry.downgrade();
+    let callback: AssembleListener = Rc::new(move |event: Rc<AssembleEvent>, next: Next| {
+        World::record(&world, format!("listener {id}"));
+        let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
+        Box::pin(async move {
+            let mut current = event.assembly.clone();
+            for op in ops.iter() {
+                match op {
+                    ListenerOp::Next => current = next.call().await?,
+                    ListenerOp::Throw(message) => return Err(JsError::error(message.clone())),
+                    ListenerOp::Replace(spec) => current = Rc::new(RefCell::new(replacement(spec))),
+                    ListenerOp::Register(registration) => {
+                        if let Some(registry) = weak_registry.upgrade() {
+                            register(registration, &world, &registry)?;
+                        }
+                    }
+                    ListenerOp::Dispose(target) => {
+                        dispose(target, &world);
+                    }
+                    ListenerOp::WaitForAbort => {
+                        let Some(signal) = event.context.signal.clone() else {
+                            return Err(JsError::error(
+                                "wait_for_abort: this assembly has no signal",
+                            ));
+                        };
+                        let reason = signal.aborted().await;
+                        return Err(JsError::error(format!("aborted: {reason}")));
+                    }
+                    ListenerOp::SleepMs(ms) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
+                    }
+                    ListenerOp::AddSection(_)
+                    | ListenerOp::RemoveSection(_)
+                    | ListenerOp::RenameSection(_)
+                    | ListenerOp::SetSectionText(_)
+                    | ListenerOp::ReorderSections(_)
+                    | ListenerOp::AddContext(_)
+                    | ListenerOp::RemoveContext(_)
+                    | ListenerOp::SetContextText(_)
+                    | ListenerOp::AddTool(_)
+                    | ListenerOp::RemoveTool(_)
+                    | ListenerOp::ReverseTools
+                    | ListenerOp::SetToolParameter(_)
+                    | ListenerOp::SetVariable(_)
+                    | ListenerOp::UnsetVariable(_)
+                    | ListenerOp::DeleteVariable(_)
+                    | ListenerOp::SetField(_) => edit(&mut current.borrow_mut(), op),
+                }
+            }
+            Ok(current)
+        })
+    });
+    registry.on_assemble(
+        ListenerOptions {
+            tag: scope_key(&command.scope),
+            global: command.global,
+            prepend: command.prepend,
+        },
+        callback,
+    )
+}
+
+fn entry_data(entry: &PromptEntry) -> EntryData {
+    EntryData {
+        name: entry.name.clone(),
+        text: entry.text.clone(),
+    }
+}
+
+/// The observable form of an assembly. Every object is listed in
+/// JavaScript own-key order (array-index keys first), as upstream's objects
+/// enumerate, whoever created them.
+pub fn assembly_data(assembly: &Assembly) -> AssemblyData {
+    let mut variables = IndexMap::new();
+    for (name, value) in assembly.variables.entries() {
+        let value = match value {
+            Some(value) => VariableValue::Value(value.to_string()),
+            None => VariableValue::Undefined { undefined: true },
+        };
+        variables.insert(name.to_string(), value);
+    }
+    AssemblyData {
+        sections: assembly.sections.iter().map(entry_data).collect(),
+        contexts: assembly.contexts.iter().map(entry_data).collect(),
+        tools: assembly
+            .tools
+            .iter()
+            .map(|tool| ToolData {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.as_ref().map(js_normalize),
+            })
+            .collect(),
+        variables,
+        extra: js_key_order(assembly.extra.iter().map(|(key, _)| key.as_str()))
+            .into_iter()
+            .filter_map(|key| {
+                let value = assembly
+                    .extra
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| js_normalize(v))?;
+                Some((key.to_string(), value))
+            })
+            .collect(),
+    }
+}
+
+/// Fill the render observations of a successful assembly.
+pub fn observe_renders(assembly: &Assembly, observation: &mut Observation) {
+    observation.prompt = Some(match render_prompt(assembly) {
+        Ok(text) => Rendered::Text(text),
+        Err(error) => Rendered::Error(observed(&error)),
+    });
+    match render_context_sections(assembly) {
+        Ok(sections) => {
+            observation.snapshot = Some(Rendered::Text(join_context_sections(&sections)));
+            observation.snapshot_sections = Some(RenderedSections::Sections(
+                sections.iter().map(entry_data).collect(),
+            ));
+        }
+        Err(error) => {
+            observation.snapshot = Some(Rendered::Error(observed(&error)));
+            observation.snapshot_sections = Some(RenderedSections::Error(observed(&error)));
+        }
+    }
+}

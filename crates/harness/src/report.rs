@@ -1,0 +1,271 @@
+//! Compliance reports for `dshc check`: JSON (the source of truth), JUnit XML
+//! for CI systems, and a Markdown table of spec clauses × implementations.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use dshc_scenario::protocol::ImplementationInfo;
+use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
+
+use crate::coverage::Clause;
+use crate::runner::{CaseReport, Summary, Verdict};
+
+/// One implementation's results over a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Who was checked.
+    pub implementation: ImplementationInfo,
+    /// The adapter command line.
+    pub command: String,
+    /// Totals.
+    pub summary: Summary,
+    /// Every case, in scenario order.
+    pub cases: Vec<CaseReport>,
+}
+
+/// The part of a JSON report the Markdown table needs (to merge reports).
+#[derive(Clone, Debug, Deserialize)]
+pub struct ReportDigest {
+    /// Who was checked.
+    pub implementation: ImplementationInfo,
+    /// Per case: id, covers, outcome label, expected-failure reason.
+    pub cases: Vec<CaseDigest>,
+}
+
+/// A case as read back from a JSON report.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CaseDigest {
+    /// Scenario id.
+    pub id: String,
+    /// Clauses.
+    pub covers: Vec<String>,
+    /// The outcome's kind.
+    pub outcome: OutcomeTag,
+    /// Expected-failure reason.
+    #[serde(default)]
+    pub expected_failure: Option<String>,
+}
+
+/// `{"outcome": "<kind>", ...}` with the details left out.
+#[derive(Clone, Debug, Deserialize)]
+pub struct OutcomeTag {
+    /// `pass`, `fail`, `skipped`, `errored`, `crashed` or `timed_out`.
+    pub outcome: String,
+}
+
+impl CaseDigest {
+    fn verdict(&self) -> Verdict {
+        match (
+            self.outcome.outcome.as_str(),
+            self.expected_failure.is_some(),
+        ) {
+            ("pass", false) => Verdict::Passed,
+            ("pass", true) => Verdict::UnexpectedPass,
+            ("skipped", _) => Verdict::Skipped,
+            (_, true) => Verdict::ExpectedFailure,
+            (_, false) => Verdict::Failed,
+        }
+    }
+}
+
+impl Report {
+    /// The JSON form.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// The digest [`markdown_matrix`] reads, as a JSON report reads back.
+    pub fn digest(&self) -> ReportDigest {
+        ReportDigest {
+            implementation: self.implementation.clone(),
+            cases: self
+                .cases
+                .iter()
+                .map(|case| CaseDigest {
+                    id: case.id.clone(),
+                    covers: case.covers.clone(),
+                    outcome: OutcomeTag {
+                        outcome: case.outcome.tag().to_string(),
+                    },
+                    expected_failure: case.expected_failure.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The JUnit XML form: one test case per scenario, written by
+    /// `quick-junit` (which also makes adapter text safe for XML).
+    pub fn to_junit(&self) -> Result<String, quick_junit::SerializeError> {
+        let name = self.implementation.name.as_str();
+        let mut suite = TestSuite::new(name);
+        for case in &self.cases {
+            let status = match case.verdict() {
+                Verdict::Passed => TestCaseStatus::success(),
+                Verdict::Skipped => {
+                    let mut status = TestCaseStatus::skipped();
+                    status.set_message(outcome_detail(case));
+                    status
+                }
+                Verdict::ExpectedFailure => {
+                    let mut status = TestCaseStatus::skipped();
+                    status.set_message(format!(
+                        "expected failure: {}",
+                        case.expected_failure.as_deref().unwrap_or_default()
+                    ));
+                    status
+                }
+                Verdict::UnexpectedPass => {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    status.set_message(
+                        "passed, but listed as an expected failure: remove it from the list",
+                    );
+                    status
+                }
+                Verdict::Failed => {
+                    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    status.set_message(case.outcome.label());
+                    status.set_description(outcome_detail(case));
+                    status
+                }
+            };
+            let mut test_case = TestCase::new(case.id.as_str(), status);
+            test_case.set_classname(name);
+            suite.add_test_case(test_case);
+        }
+        let mut report = quick_junit::Report::new("dshc");
+        report.add_test_suite(suite);
+        report.to_string()
+    }
+}
+
+fn outcome_detail(case: &CaseReport) -> String {
+    serde_json::to_string_pretty(&case.outcome)
+        .unwrap_or_else(|e| format!("<cannot show the outcome: {e}>"))
+}
+
+/// Writing reports failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The clause catalog for the Markdown table.
+    #[error(transparent)]
+    Catalog(#[from] crate::files::DataFileError),
+    /// A report could not be serialized.
+    #[error("cannot serialize the report: {0}")]
+    Serialize(String),
+    /// The file system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// Where.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A file name for an implementation name: ASCII letters, digits, `-` and
+/// `.` kept, everything else `_`.
+pub fn file_stem_for(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Write `<stem>.json`, `<stem>.junit.xml` and `<stem>.md` into `dir`;
+/// returns the files written.
+pub fn write_reports(
+    dir: &std::path::Path,
+    report: &Report,
+    catalog_path: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, ReportError> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let stem = file_stem_for(&report.implementation.name);
+    let catalog = crate::coverage::load_catalog(catalog_path)?;
+    let json = report
+        .to_json()
+        .map_err(|e| ReportError::Serialize(e.to_string()))?;
+    let junit = report
+        .to_junit()
+        .map_err(|e| ReportError::Serialize(e.to_string()))?;
+    let markdown = markdown_matrix(&catalog, &[report.digest()]);
+    let mut written = Vec::new();
+    for (name, text) in [
+        (format!("{stem}.json"), json),
+        (format!("{stem}.junit.xml"), junit),
+        (format!("{stem}.md"), markdown),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(io(&path))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// A Markdown table: one row per clause, one column per implementation; each
+/// cell counts the covering scenarios that passed.
+pub fn markdown_matrix(catalog: &[Clause], reports: &[ReportDigest]) -> String {
+    let mut out = String::from("| Clause |");
+    for report in reports {
+        out.push_str(&format!(
+            " {} {} |",
+            report.implementation.name, report.implementation.version
+        ));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(reports.len()));
+    out.push('\n');
+    let tallies: Vec<BTreeMap<&str, [usize; 4]>> = reports
+        .iter()
+        .map(|report| {
+            let mut by_clause: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
+            for case in &report.cases {
+                let slot = match case.verdict() {
+                    Verdict::Passed => 0,
+                    Verdict::ExpectedFailure => 1,
+                    Verdict::Skipped => 2,
+                    Verdict::Failed | Verdict::UnexpectedPass => 3,
+                };
+                for clause in &case.covers {
+                    by_clause.entry(clause.as_str()).or_default()[slot] += 1;
+                }
+            }
+            by_clause
+        })
+        .collect();
+    for clause in catalog {
+        out.push_str(&format!("| `{}` |", clause.id));
+        for tally in &tallies {
+            let cell = match tally.get(clause.id.as_str()) {
+                None => "—".to_string(),
+                Some([passed, xfail, skipped, failed]) => {
+                    let total = passed + xfail + skipped + failed;
+                    let mut cell = format!("{passed}/{total}");
+                    if *failed == 0 && *xfail == 0 && *skipped == 0 {
+                        cell.push_str(" ✓");
+                    }
+                    for (count, label) in
+                        [(failed, "failed"), (xfail, "xfail"), (skipped, "skipped")]
+                    {
+                        if *count > 0 {
+                            cell.push_str(&format!(", {count} {label}"));
+                        }
+                    }
+                    cell
+                }
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
+    }
+    out
+}

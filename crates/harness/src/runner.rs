@@ -1,0 +1,302 @@
+//! One way to run a scenario: [`check_with`] (and [`check`] for the
+//! reference), shared by `cargo test`, the CLI and the fuzzers; plus the run
+//! loop over many scenarios with expected failures.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{Implementation, Ran, Reference};
+use crate::files::{DataFileError, read_toml};
+use crate::oracle::compare::{Mismatch, compare};
+use crate::oracle::normalize;
+use dshc_scenario::load::LoadedScenario;
+
+/// The result of running one case against one implementation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every expectation held.
+    Pass,
+    /// Some expectations did not hold.
+    Fail {
+        /// What differed.
+        mismatches: Vec<Mismatch>,
+    },
+    /// The implementation declined the case.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// The adapter failed on its own or broke the protocol.
+    Errored {
+        /// What happened.
+        context: String,
+    },
+    /// The adapter process died.
+    Crashed {
+        /// What happened.
+        context: String,
+    },
+    /// No reply in time.
+    TimedOut {
+        /// The limit that passed.
+        timeout_ms: u64,
+    },
+}
+
+impl Outcome {
+    /// The serialized `outcome` tag (`pass`, `fail`, `skipped`, `errored`,
+    /// `crashed`, `timed_out`).
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail { .. } => "fail",
+            Outcome::Skipped { .. } => "skipped",
+            Outcome::Errored { .. } => "errored",
+            Outcome::Crashed { .. } => "crashed",
+            Outcome::TimedOut { .. } => "timed_out",
+        }
+    }
+
+    /// A one-word label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail { .. } => "fail",
+            Outcome::Skipped { .. } => "skipped",
+            Outcome::Errored { .. } => "errored",
+            Outcome::Crashed { .. } => "crashed",
+            Outcome::TimedOut { .. } => "timed out",
+        }
+    }
+}
+
+/// Run a scenario on the reference model and compare.
+pub fn check(scenario: &LoadedScenario) -> Outcome {
+    check_with(scenario, &mut Reference)
+}
+
+/// Run a scenario on an implementation and compare. A loop result of a
+/// real-time implementation is compared after redacting message ids and
+/// event times on both sides ([`crate::oracle::normalize`]); everything else
+/// is compared exactly.
+pub fn check_with(scenario: &LoadedScenario, implementation: &mut dyn Implementation) -> Outcome {
+    match implementation.run(&scenario.case) {
+        Ran::Observed(mut result) => {
+            let mismatches = match result.run.as_mut() {
+                Some(run) if implementation.real_time() => {
+                    normalize::redact_run(run);
+                    let mut redacted = scenario.scenario.clone();
+                    if let Some(expect) = redacted.expect.as_deref_mut() {
+                        normalize::redact_expectations(expect);
+                    }
+                    compare(&redacted, &result)
+                }
+                _ => compare(&scenario.scenario, &result),
+            };
+            if mismatches.is_empty() {
+                Outcome::Pass
+            } else {
+                Outcome::Fail { mismatches }
+            }
+        }
+        Ran::Skipped(reason) => Outcome::Skipped { reason },
+        Ran::Errored(context) => Outcome::Errored { context },
+        Ran::Crashed(context) => Outcome::Crashed { context },
+        Ran::TimedOut(timeout_ms) => Outcome::TimedOut { timeout_ms },
+    }
+}
+
+/// A case an implementation is known to fail, and why.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedFailure {
+    /// Scenario id.
+    pub id: String,
+    /// Why it fails, with the evidence.
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectedFailures {
+    #[serde(default)]
+    case: Vec<ExpectedFailure>,
+}
+
+/// Read an expected-failures file.
+pub fn load_expected_failures(path: &Path) -> Result<Vec<ExpectedFailure>, DataFileError> {
+    let parsed: ExpectedFailures = read_toml(path)?;
+    Ok(parsed.case)
+}
+
+/// How one case ended up, once expected failures are taken into account.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseReport {
+    /// Scenario id.
+    pub id: String,
+    /// Spec clauses it covers.
+    pub covers: Vec<String>,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The reason, when the case is listed as an expected failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_failure: Option<String>,
+}
+
+/// How a case counts in the closing line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Passed.
+    Passed,
+    /// Failed (including errors, crashes, timeouts and unexpected passes).
+    Failed,
+    /// Skipped by the implementation.
+    Skipped,
+    /// Failed as the expected-failures file says.
+    ExpectedFailure,
+    /// Listed as an expected failure but passed: fails the run.
+    UnexpectedPass,
+}
+
+impl CaseReport {
+    /// How this case counts.
+    pub fn verdict(&self) -> Verdict {
+        match (&self.outcome, self.expected_failure.is_some()) {
+            (Outcome::Pass, false) => Verdict::Passed,
+            (Outcome::Pass, true) => Verdict::UnexpectedPass,
+            (Outcome::Skipped { .. }, _) => Verdict::Skipped,
+            (_, true) => Verdict::ExpectedFailure,
+            (_, false) => Verdict::Failed,
+        }
+    }
+}
+
+/// Totals for a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Passed.
+    pub passed: usize,
+    /// Failed, errored, crashed, timed out, or passed while listed as expected to fail.
+    pub failed: usize,
+    /// Skipped by the implementation.
+    pub skipped: usize,
+    /// Failed as expected.
+    pub expected_failures: usize,
+    /// Scenario files that could not be loaded.
+    pub invalid: usize,
+}
+
+impl Summary {
+    /// Count one case.
+    pub fn add(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Passed => self.passed += 1,
+            Verdict::Failed | Verdict::UnexpectedPass => self.failed += 1,
+            Verdict::Skipped => self.skipped += 1,
+            Verdict::ExpectedFailure => self.expected_failures += 1,
+        }
+    }
+
+    /// The closing line: `N passed, N failed`, then any other counts.
+    pub fn line(&self) -> String {
+        let mut line = format!("{} passed, {} failed", self.passed, self.failed);
+        for (count, label) in [
+            (self.skipped, "skipped"),
+            (self.expected_failures, "expected failures"),
+            (self.invalid, "invalid"),
+        ] {
+            if count > 0 {
+                line.push_str(&format!(", {count} {label}"));
+            }
+        }
+        line
+    }
+}
+
+/// Run every scenario on `implementation`, in order, each with its
+/// expected-failure listing taken into account; `each` sees every case as it
+/// finishes. One failing case never stops the others.
+pub fn run_suite(
+    scenarios: &[LoadedScenario],
+    implementation: &mut dyn Implementation,
+    expected: &[ExpectedFailure],
+    mut each: impl FnMut(&LoadedScenario, &CaseReport),
+) -> (Vec<CaseReport>, Summary) {
+    let mut summary = Summary::default();
+    let mut cases = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        let report = CaseReport {
+            id: scenario.id.clone(),
+            covers: scenario.scenario.covers.clone(),
+            outcome: check_with(scenario, implementation),
+            expected_failure: expected
+                .iter()
+                .find(|e| e.id == scenario.id)
+                .map(|e| e.reason.clone()),
+        };
+        summary.add(report.verdict());
+        each(scenario, &report);
+        cases.push(report);
+    }
+    (cases, summary)
+}
+
+/// A readable account of an outcome: each mismatch with a line diff.
+pub fn describe(scenario: &LoadedScenario, outcome: &Outcome) -> String {
+    let header = format!("{} ({})", scenario.id, scenario.path.display());
+    match outcome {
+        Outcome::Pass => format!("{header}: pass"),
+        Outcome::Fail { mismatches } => {
+            let mut out = format!("{header}: {} mismatch(es)\n", mismatches.len());
+            for mismatch in mismatches {
+                out.push_str(&format!("  {}:\n", mismatch.path));
+                out.push_str(&diff_text(&mismatch.expected, &mismatch.actual));
+            }
+            out
+        }
+        Outcome::Skipped { reason } => format!("{header}: skipped: {reason}"),
+        Outcome::Errored { context } => format!("{header}: errored: {context}"),
+        Outcome::Crashed { context } => format!("{header}: crashed: {context}"),
+        Outcome::TimedOut { timeout_ms } => format!("{header}: timed out after {timeout_ms} ms"),
+    }
+}
+
+/// A unified line diff, `-` expected and `+` actual, indented for nesting.
+pub fn diff_text(expected: &str, actual: &str) -> String {
+    let diff = similar::TextDiff::from_lines(expected, actual);
+    let mut out = String::new();
+    for change in diff.iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => "-",
+            similar::ChangeTag::Insert => "+",
+            similar::ChangeTag::Equal => " ",
+        };
+        let line = change.value();
+        out.push_str(&format!("    {sign} {}", escape_controls(line)));
+        if !line.ends_with('\n') {
+            out.push_str("\n    \\ no newline at end\n");
+        }
+    }
+    out
+}
+
+/// Show control characters other than the line's own newline, so that
+/// whitespace differences are visible.
+fn escape_controls(line: &str) -> String {
+    let (body, newline) = match line.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (line, ""),
+    };
+    let escaped: String = body
+        .chars()
+        .map(|c| match c {
+            '\t' => "\\t".to_string(),
+            '\r' => "\\r".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("{escaped}{newline}")
+}

@@ -1,0 +1,157 @@
+//! Misbehaving adapters each get the right outcome within their timeout, the
+//! harness restarts them and goes on with the next case, and nothing hangs or
+//! panics. The double is `tests/doubles/adapter.sh`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use dshc_harness::adapter::External;
+use dshc_harness::adapter::process::{AdapterProcess, Limits};
+use dshc_harness::runner::{Outcome, check_with};
+use dshc_scenario::load::{LoadedScenario, parse_scenario};
+
+const TIMEOUT_MS: u64 = 1_500;
+
+fn empty_scenario(id: &str) -> LoadedScenario {
+    let source = "format = 1\ntitle = \"empty\"\ncovers = [\"01:R4.4\"]\n";
+    parse_scenario(Path::new(&format!("scenarios/{id}.toml")), source).expect("valid scenario")
+}
+
+/// Run ok-1, boom, ok-2 on the double in `mode`; return the three outcomes,
+/// how many processes were started, and how long the bad case took.
+fn run(mode: &str) -> (Vec<Outcome>, u32, Duration) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles/adapter.sh");
+    let limits = Limits {
+        timeout_ms: TIMEOUT_MS,
+        handshake_timeout_ms: TIMEOUT_MS,
+        max_reply_bytes: 1 << 20,
+    };
+    let mut adapter = External::new(AdapterProcess::new(
+        &format!("{} {mode}", script.display()),
+        limits,
+    ));
+    let mut outcomes = Vec::new();
+    let mut bad_case_took = Duration::ZERO;
+    for id in ["ok-1", "boom", "ok-2"] {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bound under test is the supervisor's real-time timeout"
+        )]
+        let started = Instant::now();
+        outcomes.push(check_with(&empty_scenario(id), &mut adapter));
+        if id == "boom" {
+            bad_case_took = started.elapsed();
+        }
+    }
+    let starts = adapter.starts();
+    adapter.stop();
+    (outcomes, starts, bad_case_took)
+}
+
+fn assert_recovered(outcomes: &[Outcome], starts: u32) {
+    assert_eq!(outcomes[0], Outcome::Pass);
+    assert_eq!(
+        outcomes[2],
+        Outcome::Pass,
+        "the case after the fault runs on a restarted adapter"
+    );
+    assert_eq!(starts, 2, "one restart after the fault");
+}
+
+#[test]
+fn a_crashing_adapter_is_reported_crashed_with_its_stderr_and_restarted() {
+    let (outcomes, starts, took) = run("crash");
+    match &outcomes[1] {
+        Outcome::Crashed { context } => {
+            assert!(context.contains("crashing on purpose"), "{context}")
+        }
+        other => panic!("expected crashed, got {other:?}"),
+    }
+    assert!(
+        took < Duration::from_millis(TIMEOUT_MS),
+        "a crash is noticed before the timeout ({took:?})"
+    );
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn a_hanging_adapter_times_out_and_is_restarted() {
+    let (outcomes, starts, took) = run("hang");
+    assert_eq!(
+        outcomes[1],
+        Outcome::TimedOut {
+            timeout_ms: TIMEOUT_MS
+        }
+    );
+    assert!(
+        took >= Duration::from_millis(TIMEOUT_MS) && took < Duration::from_millis(TIMEOUT_MS * 3),
+        "{took:?}"
+    );
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn garbage_output_is_a_protocol_error() {
+    let (outcomes, starts, _) = run("garbage");
+    match &outcomes[1] {
+        Outcome::Errored { context } => {
+            assert!(
+                context.contains("protocol error") && context.contains("this is not json"),
+                "{context}"
+            )
+        }
+        other => panic!("expected errored, got {other:?}"),
+    }
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn a_flooding_adapter_is_cut_off_at_the_reply_limit() {
+    let (outcomes, starts, took) = run("flood");
+    match &outcomes[1] {
+        Outcome::Errored { context } => assert!(
+            context.contains("exceeds the 1048576 byte limit"),
+            "{context}"
+        ),
+        other => panic!("expected errored, got {other:?}"),
+    }
+    assert!(
+        took < Duration::from_millis(TIMEOUT_MS),
+        "the limit trips before the timeout ({took:?})"
+    );
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn a_reply_with_the_wrong_seq_is_a_protocol_error() {
+    let (outcomes, starts, _) = run("wrong_seq");
+    match &outcomes[1] {
+        Outcome::Errored { context } => assert!(context.contains("answers seq"), "{context}"),
+        other => panic!("expected errored, got {other:?}"),
+    }
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn a_reply_that_breaks_the_schema_is_a_protocol_error() {
+    let (outcomes, starts, _) = run("schema");
+    match &outcomes[1] {
+        Outcome::Errored { context } => {
+            assert!(context.contains("does not match the protocol"), "{context}")
+        }
+        other => panic!("expected errored, got {other:?}"),
+    }
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_crashed_not_a_panic() {
+    let mut adapter = External::new(AdapterProcess::new(
+        "/nonexistent/adapter",
+        Limits::default(),
+    ));
+    match check_with(&empty_scenario("ok"), &mut adapter) {
+        Outcome::Crashed { .. } => {}
+        other => panic!("expected crashed, got {other:?}"),
+    }
+}

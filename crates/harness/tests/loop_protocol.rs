@@ -1,0 +1,152 @@
+//! The loop level of the adapter protocol: the harness starts a provider per
+//! loop case, hands its URL to the adapter and fills `requests` itself; and
+//! a real-time implementation's loop results are compared with message ids
+//! and event times redacted, while the reference's stay exact.
+
+use std::path::Path;
+
+use dshc_harness::adapter::process::{AdapterProcess, Limits};
+use dshc_harness::adapter::{External, Implementation, Ran};
+use dshc_harness::runner::{Outcome, check_with};
+use dshc_scenario::load::{LoadedScenario, load_scenario, parse_scenario};
+use dshc_scenario::protocol::{Case, ImplementationInfo};
+use serde_json::Value;
+
+fn scenario(relative: &str) -> LoadedScenario {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    load_scenario(&root.join(relative)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_loop_case_gets_a_provider_url_and_the_harness_reports_what_the_provider_received() {
+    let source = r#"
+format = 1
+title = "the double posts one request"
+covers = ["09:W6"]
+level = "loop"
+
+[provider]
+responses = [{ content = ["Hel", "lo"] }]
+
+[expect]
+request_count = 1
+requests = [{ model = "m", messages = [{ role = "user", content = "hi" }], stream = true }]
+cache_hit_tokens = [0]
+events = [{ type = "user/message", seq = 0, data = { content = [{ type = "text", text = "hi" }], source = { kind = "user" }, role = "user", id = "msg-1" } }]
+log = """
+{"type":"user/message","seq":0,"time":1767225600000,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"},"role":"user","id":"msg-1"},"surfaceOp":"append"}
+"""
+"#;
+    let scenario = parse_scenario(Path::new("scenarios/loop/double.toml"), source)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let double = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles/loop_adapter.sh");
+    let mut adapter = External::new(AdapterProcess::new(
+        &double.display().to_string(),
+        Limits {
+            timeout_ms: 5_000,
+            handshake_timeout_ms: 5_000,
+            max_reply_bytes: 1 << 20,
+        },
+    ));
+    let outcome = check_with(&scenario, &mut adapter);
+    adapter.stop();
+    assert_eq!(outcome, Outcome::Pass, "{outcome:?}");
+}
+
+/// The reference's loop result in disguise: every message id and event time
+/// rewritten as a real-time implementation would produce them.
+struct Disguised {
+    real_time: bool,
+    /// Also change one logged text, a real difference.
+    alter_text: bool,
+}
+
+fn disguise_ids(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("role")
+                && let Some(Value::String(id)) = map.get_mut("id")
+            {
+                *id = format!("{}-4f1c-8e2a-uuid", id.replace("msg-", "0000000"));
+            }
+            map.values_mut().for_each(disguise_ids);
+        }
+        Value::Array(items) => items.iter_mut().for_each(disguise_ids),
+        _ => {}
+    }
+}
+
+impl Implementation for Disguised {
+    fn info(&mut self) -> Option<ImplementationInfo> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        let mut result = dshc_harness::reference::run_case(case).expect("a compiled case is valid");
+        let run = result.run.as_mut().expect("a loop run");
+        for event in &mut run.log {
+            event["time"] = Value::from(event["time"].as_u64().unwrap_or(0) + 29_102_400_123);
+            disguise_ids(event);
+        }
+        if self.alter_text {
+            let text = run
+                .log
+                .iter_mut()
+                .find_map(|e| e["data"]["inserted"][0]["content"][0].get_mut("text"))
+                .expect("an inserted prompt");
+            *text = Value::from("changed");
+        }
+        Ran::Observed(Box::new(result))
+    }
+
+    fn real_time(&self) -> bool {
+        self.real_time
+    }
+}
+
+#[test]
+fn real_time_results_are_compared_with_ids_and_times_redacted() {
+    // A whole-log expectation and event expectations with message ids.
+    for relative in [
+        "loop/cancel/cancel_cooperative_blocked_assembly.toml",
+        "loop/cache/cache_hits_grow_across_tool_round_trip_and_later_turn.toml",
+        "loop/cancel/cancel_drops_latched_wake.toml",
+    ] {
+        let scenario = scenario(relative);
+        let mut real_time = Disguised {
+            real_time: true,
+            alter_text: false,
+        };
+        assert_eq!(
+            check_with(&scenario, &mut real_time),
+            Outcome::Pass,
+            "{relative}"
+        );
+        let mut exact = Disguised {
+            real_time: false,
+            alter_text: false,
+        };
+        assert!(
+            matches!(check_with(&scenario, &mut exact), Outcome::Fail { .. }),
+            "{relative}: the reference is compared exactly"
+        );
+    }
+}
+
+#[test]
+fn redaction_keeps_every_other_difference() {
+    let scenario = scenario("loop/cancel/cancel_cooperative_blocked_assembly.toml");
+    let mut altered = Disguised {
+        real_time: true,
+        alter_text: true,
+    };
+    match check_with(&scenario, &mut altered) {
+        Outcome::Fail { mismatches } => {
+            assert!(
+                mismatches.iter().any(|m| m.path == "expect.log"),
+                "{mismatches:?}"
+            )
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}

@@ -1,0 +1,109 @@
+//! The fuzz oracles on stable: replay every corpus and artifact file, then
+//! run each oracle over seeded random inputs. A fuzzer finding that is kept
+//! in `fuzz/artifacts/` is therefore a regression test under `cargo test`.
+
+use std::path::Path;
+
+use dshc_harness::oracle::render::check_render_bytes;
+use dshc_harness::oracle::run_seeded;
+use dshc_harness::oracle::tool_order::check_tool_order_bytes;
+
+fn replay(target: &str, oracle: fn(&[u8])) -> usize {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut replayed = 0;
+    for folder in ["corpus", "artifacts"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(folder).join(target)) else {
+            continue;
+        };
+        let mut files: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for file in files {
+            if file
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            {
+                continue;
+            }
+            let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            oracle(&data);
+            replayed += 1;
+        }
+    }
+    replayed
+}
+
+#[test]
+fn render_corpus_replays() {
+    assert!(
+        replay("render", check_render_bytes) > 0,
+        "the render corpus is empty"
+    );
+}
+
+#[test]
+fn tool_order_corpus_replays() {
+    assert!(
+        replay("tool_order", check_tool_order_bytes) > 0,
+        "the tool_order corpus is empty"
+    );
+}
+
+#[test]
+fn render_oracle_holds_on_seeded_inputs() {
+    run_seeded(0x5EED_0001, 5_000, check_render_bytes);
+}
+
+#[test]
+fn tool_order_oracle_holds_on_seeded_inputs() {
+    run_seeded(0x5EED_0002, 5_000, check_tool_order_bytes);
+}
+
+/// The seeded inputs must reach every branch the oracle distinguishes, or the
+/// seeded test above would pass vacuously.
+#[test]
+fn seeded_render_inputs_reach_every_outcome() {
+    use arbitrary::{Arbitrary, Unstructured};
+    use dshc_harness::oracle::render::{Refusal, RenderInput, simple_render};
+    let mut rng = dshc_harness::generate::rng::SplitMix64::new(0x5EED_0001);
+    let mut counts = [0usize; 5];
+    for _ in 0..5_000 {
+        let len = rng.below(256) as usize;
+        let bytes = rng.bytes(len);
+        let Ok(input) = RenderInput::arbitrary_take_rest(Unstructured::new(&bytes)) else {
+            continue;
+        };
+        let slot = match simple_render(&input.text, &input.variables) {
+            Ok(_) => 0,
+            Err(Refusal::MalformedAt(_)) => 1,
+            Err(Refusal::MalformedName(_)) => 2,
+            Err(Refusal::Unknown(_)) => 3,
+            Err(Refusal::NoValue(_)) => 4,
+        };
+        counts[slot] += 1;
+    }
+    assert!(
+        counts.iter().all(|&n| n >= 50),
+        "outcome counts [ok, malformed-at, malformed-name, unknown, no-value] = {counts:?}"
+    );
+}
+
+#[test]
+fn seeded_tool_order_inputs_reach_every_rule() {
+    use arbitrary::{Arbitrary, Unstructured};
+    use dshc_harness::oracle::tool_order::{Decided, ToolOrderInput, check_tool_order};
+    let mut rng = dshc_harness::generate::rng::SplitMix64::new(0x5EED_0002);
+    let mut counts = std::collections::BTreeMap::<Decided, usize>::new();
+    for _ in 0..5_000 {
+        let len = rng.below(256) as usize;
+        let bytes = rng.bytes(len);
+        let Ok(input) = ToolOrderInput::arbitrary_take_rest(Unstructured::new(&bytes)) else {
+            continue;
+        };
+        *counts.entry(check_tool_order(&input)).or_default() += 1;
+    }
+    assert_eq!(counts.len(), 5, "rules reached: {counts:?}");
+    assert!(
+        counts.values().all(|&n| n >= 50),
+        "rules reached: {counts:?}"
+    );
+}
