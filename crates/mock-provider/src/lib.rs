@@ -11,8 +11,9 @@
 //!   pauses, faults);
 //! * [`sse`] — a spec-strict SSE splitter for tests;
 //! * [`provider`] — [`MockProvider`]: routing, validation, script cursor, cache, request log;
-//! * [`server`] — hyper HTTP/1.1 over any `AsyncRead + AsyncWrite`, with
-//!   [`serve_tokio`] and (feature `turmoil`) `serve_turmoil` accept loops.
+//! * `server` (feature `server`, on by default) — hyper HTTP/1.1 over any
+//!   `AsyncRead + AsyncWrite`, with `serve_tokio` and (feature `turmoil`)
+//!   `serve_turmoil` accept loops.
 //!
 //! Nothing reads the wall clock or an unseeded random source; `created` and ids come
 //! from the script and the request order, and all waits are `tokio::time::sleep`.
@@ -35,6 +36,7 @@ pub mod prompt_cache;
 pub mod provider;
 pub mod render;
 pub mod script;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod sse;
 pub mod tokenizer;
@@ -52,5 +54,6 @@ pub use script::{
 };
 #[cfg(feature = "turmoil")]
 pub use server::serve_turmoil;
+#[cfg(feature = "server")]
 pub use server::{serve_connection, serve_tokio};
 pub use wire::{CompletionTokensDetails, ErrorBody, ErrorDetail, PromptTokensDetails, Usage};
