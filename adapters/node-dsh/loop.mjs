@@ -28,6 +28,7 @@ import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
 
 import {
   AdapterFault,
+  abortOf,
   CaseWorld,
   bootCase,
   copyJson,
@@ -126,16 +127,6 @@ function isOwned(message) {
 
 function messageOf(error) {
   return error instanceof Error ? error.message : String(error)
-}
-
-/** Resolve never; reject with the reference's abort error once `signal`
- * aborts (`aborted: <reason as JSON>`). */
-function abortOf(signal) {
-  return new Promise((_, reject) => {
-    const fail = () => reject(new Error(`aborted: ${JSON.stringify(signal.reason)}`))
-    if (signal.aborted) fail()
-    else signal.addEventListener('abort', fail, { once: true })
-  })
 }
 
 /** Why this adapter cannot run a loop case faithfully, or `undefined`. */

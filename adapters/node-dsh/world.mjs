@@ -235,6 +235,16 @@ export async function bootCase(config) {
   return { root, host, counter }
 }
 
+/** Resolve never; reject with the reference's abort error once `signal`
+ * aborts (`aborted: <reason as JSON>`). */
+export function abortOf(signal) {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new Error(`aborted: ${JSON.stringify(signal.reason)}`))
+    if (signal.aborted) fail()
+    else signal.addEventListener('abort', fail, { once: true })
+  })
+}
+
 export class CaseWorld {
   constructor(root, host, counter) {
     this.root = root
@@ -452,11 +462,7 @@ export class CaseWorld {
           // the reference's abort error.
           const signal = context?.signal
           if (signal === undefined) throw new Error('wait_for_abort: this assembly has no signal')
-          await new Promise((_, reject) => {
-            const fail = () => reject(new Error(`aborted: ${JSON.stringify(signal.reason)}`))
-            if (signal.aborted) fail()
-            else signal.addEventListener('abort', fail, { once: true })
-          })
+          await abortOf(signal)
           continue
         }
         if (op !== null && typeof op === 'object' && 'sleep_ms' in op) {

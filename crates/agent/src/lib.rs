@@ -572,7 +572,7 @@ impl Agent {
                     turn,
                     signal: signal.clone(),
                 };
-                self.0.listeners.turn_stopping.run(payload).await?;
+                listeners::run_serial(&self.0.listeners.turn_stopping, payload).await?;
                 throw_if_aborted(signal)?;
             }
             if turn_ends.is_some() && self.0.inbox.borrow().next_step().is_empty() {

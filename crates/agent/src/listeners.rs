@@ -6,10 +6,11 @@
 //! `system-prompt/assemble` event uses: a `prepend` listener goes outermost,
 //! others are appended innermost, and the list is snapshotted per dispatch.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
-pub use dshc_model::waterfall::{Continuation, DefaultFn, ListenerFn, LocalFuture, Waterfall};
+pub use dshc_model::waterfall::{
+    Continuation, DefaultFn, ListenerFn, Listeners, LocalFuture, Waterfall,
+};
 use dshc_model::{AbortSignal, JsError};
 use serde_json::Value;
 
@@ -76,52 +77,20 @@ pub struct TurnStoppingPayload {
     pub signal: AbortSignal,
 }
 
-/// A serial event: listeners run in order, each awaited.
-pub struct Serial<P> {
-    listeners: RefCell<Vec<(u64, SerialFn<P>)>>,
-}
-
 /// One serial listener.
 pub type SerialFn<P> = Rc<dyn Fn(Rc<P>) -> LocalFuture<Result<(), JsError>>>;
 
-impl<P> Default for Serial<P> {
-    fn default() -> Self {
-        Serial {
-            listeners: RefCell::new(Vec::new()),
-        }
-    }
-}
+/// A serial event: listeners run in order, each awaited.
+pub type Serial<P> = Listeners<SerialFn<P>>;
 
-impl<P: 'static> Serial<P> {
-    /// Register.
-    pub fn on(&self, id: u64, prepend: bool, callback: SerialFn<P>) {
-        let mut listeners = self.listeners.borrow_mut();
-        if prepend {
-            listeners.insert(0, (id, callback));
-        } else {
-            listeners.push((id, callback));
-        }
+/// Run every listener of a serial event (snapshotted) in order; the first
+/// that throws stops the rest.
+pub async fn run_serial<P: 'static>(listeners: &Serial<P>, payload: P) -> Result<(), JsError> {
+    let payload = Rc::new(payload);
+    for listener in listeners.snapshot() {
+        listener(payload.clone()).await?;
     }
-
-    /// Remove a listener.
-    pub fn remove(&self, id: u64) {
-        self.listeners.borrow_mut().retain(|(l, _)| *l != id);
-    }
-
-    /// Run every listener (snapshotted) in order.
-    pub async fn run(&self, payload: P) -> Result<(), JsError> {
-        let payload = Rc::new(payload);
-        let listeners: Vec<SerialFn<P>> = self
-            .listeners
-            .borrow()
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        for listener in listeners {
-            listener(payload.clone()).await?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// The loop's dispatchers for one agent.

@@ -14,19 +14,40 @@ use dshc_scenario::protocol::{
     CaseResult, Command, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
 };
 
+/// Blessing cannot be done.
+#[derive(Debug, thiserror::Error)]
+pub enum BlessError {
+    /// `DSHC_BLESS=1` under CI.
+    #[error("DSHC_BLESS=1 is refused when CI is set: CI never rewrites expectations")]
+    RefusedUnderCi,
+    /// `DSHC_BLESS` is neither 1 nor 0.
+    #[error("DSHC_BLESS must be 1 or 0, not {0:?}")]
+    BadSetting(String),
+    /// The scenario text does not parse as TOML.
+    #[error("the scenario is not valid TOML: {0}")]
+    Toml(#[from] toml_edit::TomlError),
+    /// An observation has no TOML form.
+    #[error("cannot write the expectation as TOML: {0}")]
+    Unrepresentable(String),
+}
+
 /// Whether blessing was requested, refusing under CI.
-pub fn bless_requested() -> Result<bool, String> {
+pub fn bless_requested() -> Result<bool, BlessError> {
     match std::env::var("DSHC_BLESS").as_deref() {
         Err(_) | Ok("") | Ok("0") => Ok(false),
         Ok("1") => {
             if std::env::var_os("CI").is_some() {
-                Err("DSHC_BLESS=1 is refused when CI is set: CI never rewrites expectations".into())
+                Err(BlessError::RefusedUnderCi)
             } else {
                 Ok(true)
             }
         }
-        Ok(other) => Err(format!("DSHC_BLESS must be 1 or 0, not {other:?}")),
+        Ok(other) => Err(BlessError::BadSetting(other.to_string())),
     }
+}
+
+fn unrepresentable(message: impl ToString) -> BlessError {
+    BlessError::Unrepresentable(message.to_string())
 }
 
 fn expected(error: &ObservedError) -> ExpectedError {
@@ -140,8 +161,8 @@ fn blessed_loop(old: &LoopExpect, run: &LoopRun) -> LoopExpect {
 /// An expectation as a TOML item: a table of inline values for a struct,
 /// an inline value otherwise. Built straight from JSON so that key order
 /// inside objects survives (TOML's table syntax would move scalar keys first).
-fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, String> {
-    let json = serde_json::to_value(value).map_err(|e| e.to_string())?;
+fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, BlessError> {
+    let json = serde_json::to_value(value).map_err(unrepresentable)?;
     match json {
         serde_json::Value::Object(fields) => {
             let mut table = toml_edit::Table::new();
@@ -154,12 +175,12 @@ fn to_item<T: Serialize>(value: &T) -> Result<toml_edit::Item, String> {
         }
         other => toml_value(&other)?
             .map(toml_edit::Item::Value)
-            .ok_or_else(|| "an expectation cannot be null".to_string()),
+            .ok_or_else(|| unrepresentable("an expectation cannot be null")),
     }
 }
 
 /// A JSON value as an inline TOML value, keys in order; `None` for null.
-fn toml_value(json: &serde_json::Value) -> Result<Option<toml_edit::Value>, String> {
+fn toml_value(json: &serde_json::Value) -> Result<Option<toml_edit::Value>, BlessError> {
     use serde_json::Value as Json;
     Ok(Some(match json {
         Json::Null => return Ok(None),
@@ -167,25 +188,26 @@ fn toml_value(json: &serde_json::Value) -> Result<Option<toml_edit::Value>, Stri
         Json::Number(n) => match (n.as_i64(), n.as_f64()) {
             (Some(i), _) => toml_edit::Value::from(i),
             (None, Some(f)) => toml_edit::Value::from(f),
-            (None, None) => return Err(format!("number {n} does not fit TOML")),
+            (None, None) => return Err(unrepresentable(format!("number {n} does not fit TOML"))),
         },
         // Multi-line text is written as a `"""` string, as people write it.
         Json::String(text) if text.contains('\n') => {
             let snippet = toml::to_string_pretty(&std::collections::BTreeMap::from([("v", text)]))
-                .map_err(|e| e.to_string())?;
-            let document: toml_edit::DocumentMut = snippet
-                .parse()
-                .map_err(|e: toml_edit::TomlError| e.to_string())?;
+                .map_err(unrepresentable)?;
+            let document: toml_edit::DocumentMut = snippet.parse()?;
             document["v"]
                 .as_value()
                 .cloned()
-                .ok_or("a string did not round-trip")?
+                .ok_or_else(|| unrepresentable("a string did not round-trip"))?
         }
         Json::String(text) => toml_edit::Value::from(text.as_str()),
         Json::Array(items) => {
             let mut array = toml_edit::Array::new();
             for item in items {
-                array.push(toml_value(item)?.ok_or("arrays cannot hold null in TOML")?);
+                array.push(
+                    toml_value(item)?
+                        .ok_or_else(|| unrepresentable("arrays cannot hold null in TOML"))?,
+                );
             }
             // Lists of objects read best one element per line.
             if items.iter().any(Json::is_object) {
@@ -222,11 +244,11 @@ fn set_expect(table: &mut toml_edit::Table, item: Option<toml_edit::Item>) {
 }
 
 /// The scenario text with expectations rewritten from `result`.
-pub fn blessed_source(scenario: &LoadedScenario, result: &CaseResult) -> Result<String, String> {
-    let mut document: toml_edit::DocumentMut = scenario
-        .source
-        .parse()
-        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+pub fn blessed_source(
+    scenario: &LoadedScenario,
+    result: &CaseResult,
+) -> Result<String, BlessError> {
+    let mut document: toml_edit::DocumentMut = scenario.source.parse()?;
     match &result.config_error {
         Some(error) => {
             document["config_error"] = to_item(&expected(error))?;

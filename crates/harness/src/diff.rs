@@ -50,10 +50,7 @@ pub fn compare_once(scenario: &Scenario, id: &str, other: &mut dyn Implementatio
             reference: Box::new(reference),
             other: result,
         },
-        Ran::Skipped(reason) => Comparison::NotRun(format!("skipped: {reason}")),
-        Ran::Errored(context) => Comparison::NotRun(format!("errored: {context}")),
-        Ran::Crashed(context) => Comparison::NotRun(format!("crashed: {context}")),
-        Ran::TimedOut(ms) => Comparison::NotRun(format!("timed out after {ms} ms")),
+        Ran::NotRun(not_run) => Comparison::NotRun(not_run.to_string()),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod diff;
 pub mod files;
 pub mod generate;
 pub mod oracle;
+pub mod outcome;
 pub mod reference;
 pub mod report;
 pub mod runner;

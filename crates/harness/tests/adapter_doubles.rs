@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use dshc_harness::adapter::External;
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
-use dshc_harness::runner::{Outcome, check_with};
+use dshc_harness::runner::{NotRun, Outcome, check_with};
 use dshc_scenario::load::{LoadedScenario, parse_scenario};
 
 const TIMEOUT_MS: u64 = 1_500;
@@ -62,7 +62,7 @@ fn assert_recovered(outcomes: &[Outcome], starts: u32) {
 fn a_crashing_adapter_is_reported_crashed_with_its_stderr_and_restarted() {
     let (outcomes, starts, took) = run("crash");
     match &outcomes[1] {
-        Outcome::Crashed { context } => {
+        Outcome::NotRun(NotRun::Crashed { context }) => {
             assert!(context.contains("crashing on purpose"), "{context}")
         }
         other => panic!("expected crashed, got {other:?}"),
@@ -79,9 +79,9 @@ fn a_hanging_adapter_times_out_and_is_restarted() {
     let (outcomes, starts, took) = run("hang");
     assert_eq!(
         outcomes[1],
-        Outcome::TimedOut {
+        Outcome::NotRun(NotRun::TimedOut {
             timeout_ms: TIMEOUT_MS
-        }
+        })
     );
     assert!(
         took >= Duration::from_millis(TIMEOUT_MS) && took < Duration::from_millis(TIMEOUT_MS * 3),
@@ -94,7 +94,7 @@ fn a_hanging_adapter_times_out_and_is_restarted() {
 fn garbage_output_is_a_protocol_error() {
     let (outcomes, starts, _) = run("garbage");
     match &outcomes[1] {
-        Outcome::Errored { context } => {
+        Outcome::NotRun(NotRun::Errored { context }) => {
             assert!(
                 context.contains("protocol error") && context.contains("this is not json"),
                 "{context}"
@@ -109,7 +109,7 @@ fn garbage_output_is_a_protocol_error() {
 fn a_flooding_adapter_is_cut_off_at_the_reply_limit() {
     let (outcomes, starts, took) = run("flood");
     match &outcomes[1] {
-        Outcome::Errored { context } => assert!(
+        Outcome::NotRun(NotRun::Errored { context }) => assert!(
             context.contains("exceeds the 1048576 byte limit"),
             "{context}"
         ),
@@ -126,7 +126,9 @@ fn a_flooding_adapter_is_cut_off_at_the_reply_limit() {
 fn a_reply_with_the_wrong_seq_is_a_protocol_error() {
     let (outcomes, starts, _) = run("wrong_seq");
     match &outcomes[1] {
-        Outcome::Errored { context } => assert!(context.contains("answers seq"), "{context}"),
+        Outcome::NotRun(NotRun::Errored { context }) => {
+            assert!(context.contains("answers seq"), "{context}")
+        }
         other => panic!("expected errored, got {other:?}"),
     }
     assert_recovered(&outcomes, starts);
@@ -136,7 +138,7 @@ fn a_reply_with_the_wrong_seq_is_a_protocol_error() {
 fn a_reply_that_breaks_the_schema_is_a_protocol_error() {
     let (outcomes, starts, _) = run("schema");
     match &outcomes[1] {
-        Outcome::Errored { context } => {
+        Outcome::NotRun(NotRun::Errored { context }) => {
             assert!(context.contains("does not match the protocol"), "{context}")
         }
         other => panic!("expected errored, got {other:?}"),
@@ -151,7 +153,7 @@ fn a_command_that_does_not_exist_is_crashed_not_a_panic() {
         Limits::default(),
     ));
     match check_with(&empty_scenario("ok"), &mut adapter) {
-        Outcome::Crashed { .. } => {}
+        Outcome::NotRun(NotRun::Crashed { .. }) => {}
         other => panic!("expected crashed, got {other:?}"),
     }
 }

@@ -295,6 +295,7 @@ impl MockProvider {
         self.lock().connection_errors.clone()
     }
 
+    #[cfg(feature = "server")]
     pub(crate) fn record_connection_error(&self, message: String) {
         self.lock().connection_errors.push(message);
     }

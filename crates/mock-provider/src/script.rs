@@ -112,6 +112,7 @@ pub enum ScriptError {
 /// 5. the finish chunk (`delta: {}`, `finish_reason`);
 /// 6. the usage chunk (`choices: []`, `usage`), when usage is trailing;
 /// 7. `[DONE]`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptEntry {
@@ -129,21 +130,17 @@ pub struct ScriptEntry {
     pub tool_calls: Vec<ScriptToolCall>,
     /// `finish_reason` of the finish chunk: `stop` (default), `tool_calls`, `length`,
     /// `content_filter`, or any other string (sent verbatim).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// Overrides the computed `completion_tokens` (default: tokens of the reasoning,
     /// content and tool-call argument text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
     /// Overrides the computed `completion_tokens_details.reasoning_tokens` (default:
     /// tokens of the reasoning text). Setting it also makes the field present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
     /// Where usage goes: `trailing` (a last chunk with `choices: []`), `on_finish`
     /// (attached to the finish chunk, as DeepSeek itself does) or `omit`. Default:
     /// `trailing` when the request sent `stream_options.include_usage = true`, else
     /// `omit`. Non-streaming answers always carry usage unless this is `omit`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsagePlacement>,
     /// Whether usage carries `prompt_tokens_details.cached_tokens` (default true). Set
     /// false to leave only DeepSeek's own `prompt_cache_hit_tokens` field.
@@ -164,43 +161,33 @@ pub struct ScriptEntry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keep_alive_before: Vec<usize>,
     /// Overrides `created` (Unix seconds) of this response.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_s: Option<u64>,
     /// Sent as the `x-request-id` response header (the adapter reports it as the
     /// error's `requestId`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// A fault to inject. HTTP errors: `rate_limit`, `server_error`,
     /// `context_overflow`, `http_error`. Stream faults: `drop_connection`, `stall`,
     /// `malformed_json`, `missing_done`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultKind>,
     /// For stream faults: how many `data:` events are sent before the fault strikes
     /// (keep-alive comments do not count). Required for `drop_connection`, `stall`,
     /// `malformed_json`; optional for `missing_done` (the stream then ends cleanly after
     /// this many events; default: every event except `[DONE]`). Values past the last
     /// event mean "after the last event".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_events: Option<usize>,
     /// For `stall`: how long no byte is sent, in milliseconds of tokio time; the stream
     /// then continues normally.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_ms: Option<u64>,
     /// For HTTP errors: value of the `Retry-After` header in seconds (absent if unset).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u64>,
     /// For `http_error`: the status code (400–599). Not allowed on other entries.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// For HTTP errors: overrides the `error.message` of the JSON error body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// For HTTP errors: overrides `error.type` of the JSON error body.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
     /// For `malformed_json`: the exact `data:` payload to send (default: a truncated
     /// chunk object).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub malformed_payload: Option<String>,
 }
 
@@ -246,12 +233,12 @@ fn is_zero(value: &u64) -> bool {
 }
 
 /// One scripted tool call.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
     /// Call id sent in the first fragment (default `call_<response number>_<index>`,
     /// e.g. `call_1_0`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Function name, sent in the first fragment.
     pub name: String,
@@ -382,7 +369,7 @@ impl ScriptEntry {
     }
 
     /// Check that the fields fit together; the error names the offending fields.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let fault = self.fault;
         let is_http = self.is_http_error();
         let fault_name = fault.map_or("none", fault_name);

@@ -87,34 +87,44 @@ impl Event {
     }
 
     /// Read an event back from its JSON form.
-    pub fn from_json(value: &Value) -> Result<Event, String> {
-        let object = value.as_object().ok_or("an event is a JSON object")?;
+    pub fn from_json(value: &Value) -> Result<Event, EventFormatError> {
+        let object = value
+            .as_object()
+            .ok_or(EventFormatError("an event is a JSON object"))?;
         let kind = object
             .get("type")
             .and_then(Value::as_str)
-            .ok_or("event without a string `type`")?;
+            .ok_or(EventFormatError("event without a string `type`"))?;
         let seq = object
             .get("seq")
             .and_then(Value::as_u64)
-            .ok_or("event without a `seq`")?;
+            .ok_or(EventFormatError("event without a `seq`"))?;
         let time = object
             .get("time")
             .and_then(Value::as_u64)
-            .ok_or("event without a `time`")?;
-        let data = object.get("data").cloned().ok_or("event without `data`")?;
+            .ok_or(EventFormatError("event without a `time`"))?;
+        let data = object
+            .get("data")
+            .cloned()
+            .ok_or(EventFormatError("event without `data`"))?;
         let source_event_seqs = match object.get("sourceEventSeqs") {
             None => None,
             Some(seqs) => Some(
                 seqs.as_array()
-                    .ok_or("`sourceEventSeqs` is not an array")?
+                    .ok_or(EventFormatError("`sourceEventSeqs` is not an array"))?
                     .iter()
-                    .map(|s| s.as_u64().ok_or("`sourceEventSeqs` holds a non-integer"))
+                    .map(|s| {
+                        s.as_u64()
+                            .ok_or(EventFormatError("`sourceEventSeqs` holds a non-integer"))
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
         let surface_op = match object.get("surfaceOp") {
             None => None,
-            Some(op) => Some(SurfaceOp::from_json(op).ok_or("invalid `surfaceOp`")?),
+            Some(op) => {
+                Some(SurfaceOp::from_json(op).ok_or(EventFormatError("invalid `surfaceOp`"))?)
+            }
         };
         Ok(Event {
             kind: kind.to_string(),
@@ -466,3 +476,14 @@ pub fn fold_surface(events: &[Event]) -> Result<Vec<u64>, JsError> {
     }
     Ok(surface.nodes)
 }
+/// A JSON value that is not a session event; says which part is wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventFormatError(pub &'static str);
+
+impl std::fmt::Display for EventFormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for EventFormatError {}

@@ -6,7 +6,7 @@
 //! listener that calls `next()` twice advances the queue twice. The
 //! `system-prompt/assemble` event (01 R5.2) and the loop's `agent/pre-step`,
 //! `agent/request` and `agent/request-error` events (05, 10 P1) all dispatch
-//! through [`dispatch`]. [`Waterfall`] keeps a listener list in cordis
+//! through [`dispatch`]. [`Listeners`] keeps a listener list in cordis
 //! order (a `prepend` listener goes outermost, others innermost); the
 //! registry keeps its own, scope-filtered list and dispatches a snapshot.
 
@@ -71,47 +71,52 @@ pub fn dispatch<P: 'static, R: 'static>(
     .call()
 }
 
-/// A listener list in cordis order, for events whose listeners are not
-/// filtered per dispatch.
-pub struct Waterfall<P, R> {
-    listeners: RefCell<Vec<(u64, ListenerFn<P, R>)>>,
+/// A listener list in cordis order: a `prepend` listener goes outermost
+/// (first), others innermost (last). Shared by waterfalls and serial events.
+pub struct Listeners<F> {
+    entries: RefCell<Vec<(u64, F)>>,
 }
 
-impl<P, R> Default for Waterfall<P, R> {
+impl<F> Default for Listeners<F> {
     fn default() -> Self {
-        Waterfall {
-            listeners: RefCell::new(Vec::new()),
+        Listeners {
+            entries: RefCell::new(Vec::new()),
         }
     }
 }
 
-impl<P: 'static, R: 'static> Waterfall<P, R> {
-    /// Register under `id` (for [`Waterfall::remove`]): outermost with
-    /// `prepend`, innermost otherwise.
-    pub fn on(&self, id: u64, prepend: bool, callback: ListenerFn<P, R>) {
-        let mut listeners = self.listeners.borrow_mut();
+impl<F: Clone> Listeners<F> {
+    /// Register under `id` (for [`Listeners::remove`]).
+    pub fn on(&self, id: u64, prepend: bool, callback: F) {
+        let mut entries = self.entries.borrow_mut();
         if prepend {
-            listeners.insert(0, (id, callback));
+            entries.insert(0, (id, callback));
         } else {
-            listeners.push((id, callback));
+            entries.push((id, callback));
         }
     }
 
     /// Remove the listeners registered under `id`.
     pub fn remove(&self, id: u64) {
-        self.listeners.borrow_mut().retain(|(l, _)| *l != id);
+        self.entries.borrow_mut().retain(|(l, _)| *l != id);
     }
 
-    /// The listeners now registered, outermost first (a dispatch works on
-    /// this snapshot, so registering during a dispatch affects the next one).
-    pub fn snapshot(&self) -> Vec<ListenerFn<P, R>> {
-        self.listeners
+    /// The listeners now registered, first first. A dispatch works on this
+    /// snapshot, so registering during a dispatch affects the next one.
+    pub fn snapshot(&self) -> Vec<F> {
+        self.entries
             .borrow()
             .iter()
             .map(|(_, callback)| callback.clone())
             .collect()
     }
+}
 
+/// A waterfall event's listeners, for events whose listeners are not
+/// filtered per dispatch.
+pub type Waterfall<P, R> = Listeners<ListenerFn<P, R>>;
+
+impl<P: 'static, R: 'static> Listeners<ListenerFn<P, R>> {
     /// Dispatch over a snapshot; `default` is the innermost `next`.
     pub fn dispatch(&self, payload: P, default: DefaultFn<R>) -> LocalFuture<Result<R, JsError>> {
         dispatch(self.snapshot(), Rc::new(payload), default)

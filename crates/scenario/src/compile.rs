@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use crate::format::{FORMAT_VERSION, Scenario};
 use crate::protocol::{
-    BindCommand, Case, Command, Effect, Level, ListenerOp, LoopListenerCommand, LoopWorld,
-    ProviderSpec, Registration, TextSpec,
+    BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp, LoopListenerCommand,
+    LoopWorld, ProviderSpec, Registration, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
 };
 
 /// A scenario that parses but does not make sense.
@@ -95,27 +95,35 @@ impl Compiler {
         registration: &mut Registration,
     ) -> Result<(), CompileError> {
         match registration {
-            Registration::Section(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.text"), &mut s.text)
-            }
-            Registration::Context(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.text"), &mut s.text)
-            }
-            Registration::Variable(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.value"), &mut s.value)
-            }
+            Registration::Section(s) => self.section(path, s),
+            Registration::Context(s) => self.context(path, s),
+            Registration::Variable(s) => self.variable(path, s),
             Registration::Suppress(s) => {
                 self.define_suppressor(&mut s.id);
                 Ok(())
             }
-            Registration::Tools(s) => {
-                self.define_tools(&mut s.id);
-                self.check_provider(&format!("{path}.provider"), &mut s.provider)
-            }
+            Registration::Tools(s) => self.tools(path, s),
         }
+    }
+
+    fn section(&mut self, path: &str, s: &mut SectionCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.text"), &mut s.text)
+    }
+
+    fn context(&mut self, path: &str, s: &mut ContextCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.text"), &mut s.text)
+    }
+
+    fn variable(&mut self, path: &str, s: &mut VariableCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.value"), &mut s.value)
+    }
+
+    fn tools(&mut self, path: &str, s: &mut ToolsCommand) -> Result<(), CompileError> {
+        self.define_tools(&mut s.id);
+        self.check_provider(&format!("{path}.provider"), &mut s.provider)
     }
 
     fn define_suppressor(&mut self, id: &mut Option<String>) {
@@ -154,26 +162,14 @@ impl Compiler {
     /// Validate a command and fill its default ids.
     fn command(&mut self, path: &str, command: &mut Command) -> Result<(), CompileError> {
         match command {
-            Command::Section(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.text"), &mut s.text)
-            }
-            Command::Context(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.text"), &mut s.text)
-            }
-            Command::Variable(s) => {
-                self.define_named(&mut s.id, &s.name, &s.scope);
-                self.text(&format!("{path}.value"), &mut s.value)
-            }
+            Command::Section(s) => self.section(path, s),
+            Command::Context(s) => self.context(path, s),
+            Command::Variable(s) => self.variable(path, s),
             Command::Suppress(s) => {
                 self.define_suppressor(&mut s.id);
                 Ok(())
             }
-            Command::Tools(s) => {
-                self.define_tools(&mut s.id);
-                self.check_provider(&format!("{path}.provider"), &mut s.provider)
-            }
+            Command::Tools(s) => self.tools(path, s),
             Command::Listen(s) => {
                 self.define(&s.id.clone());
                 for (index, op) in s.ops.iter_mut().enumerate() {

@@ -148,6 +148,7 @@ impl JsonSchema for Step {
 pub const FORMAT_VERSION: u32 = 1;
 
 /// One scenario file.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -156,7 +157,6 @@ pub struct Scenario {
     /// One line saying what the scenario shows.
     pub title: String,
     /// Longer explanation: the rule, where it comes from, why it matters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Spec clauses this scenario covers, as `<chapter>:<clause>` ids from
     /// `scenarios/clauses.toml`, e.g. `02:A3.1`.
@@ -168,7 +168,6 @@ pub struct Scenario {
     #[serde(default)]
     pub config: ConfigSpec,
     /// Expect loading the config to fail with this error; no steps run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_error: Option<ExpectedError>,
     /// Scope parent bindings made before the first step, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -177,77 +176,60 @@ pub struct Scenario {
     #[serde(default)]
     pub steps: Vec<Step>,
     /// Loop level: the agent under test.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
     /// Loop level: the mock provider's script, one response per request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<mock_provider::Script>,
     /// Loop level: the DeepSeek adapter registration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<AdapterSpec>,
     /// Loop level: simulated time and network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulation: Option<SimulationSpec>,
     /// Loop level: scripted tool results, by tool name in order (the last repeats).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolResultSpec>,
     /// Loop level: context plugins (spec 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugins: Option<PluginsSpec>,
     /// Loop level: expectations on the whole run, checked after the last step
     /// (and after the agent went idle).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Box<LoopExpect>>,
 }
 
 /// Expectations on a loop run.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopExpect {
     /// The event types of the whole log, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_types: Option<Vec<String>>,
     /// Events that appear in this order (others may come between); each
     /// compares the fields it states, `data` exactly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<EventExpect>>,
     /// Event types that must not appear.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absent: Option<Vec<String>>,
     /// The whole session log as JSON lines, byte for byte.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
     /// The request bodies the provider received, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Vec<Value>>,
     /// The HTTP headers of each request the provider received, `[name, value]`
     /// in arrival order (names lowercased).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_headers: Option<Vec<Vec<[String; 2]>>>,
     /// How many requests the provider received.
-
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_count: Option<usize>,
     /// `prompt_cache_hit_tokens` the provider reported per request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<Vec<u64>>,
     /// The agent's final status (`idle` or `running`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Inbox items still pending at the end: `[next-turn, next-step]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<[usize; 2]>,
     /// Messages of live `agent/error` events, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_errors: Option<Vec<String>>,
     /// The run fails before its steps with exactly this text, e.g.
     /// `setup failed: TypeError: <message>` when a plugin rejects its config
     /// at load. Without it, any run failure is a mismatch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
 }
 
 /// One expected event.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventExpect {
@@ -255,16 +237,12 @@ pub struct EventExpect {
     #[serde(rename = "type")]
     pub kind: String,
     /// Its seq.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
     /// Its data, exactly (key order included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
     /// `surfaceOp`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface_op: Option<Value>,
     /// `sourceEventSeqs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_event_seqs: Option<Vec<u64>>,
 }
 
@@ -311,63 +289,49 @@ impl ExpectedError {
 }
 
 /// What any step but `assemble` can expect of its command.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandExpect {
     /// The call throws this error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ExpectedError>,
     /// Number of `system-prompt/change` events the step emitted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<u64>,
 }
 
 /// What an `assemble` step compares. Keys left out are not compared; an
 /// unexpected error always fails.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssembleExpect {
     /// `assemble()` rejects with this error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ExpectedError>,
     /// Final sections, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sections: Option<Vec<EntryData>>,
     /// Final contexts, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contexts: Option<Vec<EntryData>>,
     /// Final tools, in order, compared in full.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolData>>,
     /// Final tool names, in order (shorthand when schemas don't matter).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_names: Option<Vec<String>>,
     /// Final variables, in key order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variables: Option<IndexMap<String, VariableValue>>,
     /// Extra top-level fields on the final assembly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<serde_json::Map<String, Value>>,
     /// `renderPrompt(assembly)`, byte-exact.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
     /// `renderPrompt(assembly)` throws this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_error: Option<ExpectedError>,
     /// `renderContextSnapshot(assembly)`, byte-exact.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
     /// `renderContextSections(assembly)`: the non-empty rendered contexts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_sections: Option<Vec<EntryData>>,
     /// Rendering the context snapshot throws this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_error: Option<ExpectedError>,
     /// Provider and listener evaluations during the step, in order:
     /// `variable <id>`, `section <id>`, `context <id>`, `tools <id>`, `listener <id>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<Vec<String>>,
     /// Number of `system-prompt/change` events during the step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<u64>,
 }

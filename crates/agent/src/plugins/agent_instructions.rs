@@ -701,6 +701,18 @@ impl Plugin {
                     state: None,
                 });
             };
+        // A scope that yields nothing now: retract what it showed, or forget
+        // the version nothing showed.
+        let retract = |items: &mut Vec<Item>,
+                       updates: &mut Vec<VersionUpdate>,
+                       versions: &mut IndexMap<String, VersionState>,
+                       scope: &str,
+                       previous: Option<&Change>| match previous {
+            Some(previous) => push_removal(items, updates, scope, &previous.path),
+            None => {
+                versions.shift_remove(scope);
+            }
+        };
         let mut by_directory: IndexMap<String, Vec<String>> = IndexMap::new();
         for scope in &scopes {
             let (directory, _) = decode_scope_key(scope);
@@ -733,14 +745,7 @@ impl Plugin {
             for scope in probed_scopes {
                 let previous = effective.get(scope).filter(|p| !p.is_remove());
                 let Some(probed) = self.probe_scope(fs, scope, root) else {
-                    match previous {
-                        Some(previous) => {
-                            push_removal(&mut items, &mut updates, scope, &previous.path);
-                        }
-                        None => {
-                            versions.shift_remove(scope);
-                        }
-                    }
+                    retract(&mut items, &mut updates, &mut versions, scope, previous);
                     continue;
                 };
                 if !seen_paths.insert(probed.absolute_path.clone()) {
@@ -769,14 +774,7 @@ impl Plugin {
                 let digest = sha1_hex(loaded.file.content.as_bytes());
                 let trimmed = trimmed_digest(&loaded.file.content);
                 if register_trimmed(&trimmed) {
-                    match previous {
-                        Some(previous) => {
-                            push_removal(&mut items, &mut updates, scope, &previous.path);
-                        }
-                        None => {
-                            versions.shift_remove(scope);
-                        }
-                    }
+                    retract(&mut items, &mut updates, &mut versions, scope, previous);
                     continue;
                 }
                 let next_version = VersionState {

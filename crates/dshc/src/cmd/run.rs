@@ -22,7 +22,7 @@ pub struct Args {
 
 fn bless(scenario: &LoadedScenario) -> anyhow::Result<()> {
     let result = dshc_harness::reference::run_case(&scenario.case)?;
-    let text = blessed_source(scenario, &result).map_err(anyhow::Error::msg)?;
+    let text = blessed_source(scenario, &result)?;
     std::fs::write(&scenario.path, text)
         .with_context(|| format!("cannot write {}", scenario.path.display()))?;
     Ok(())
@@ -30,7 +30,7 @@ fn bless(scenario: &LoadedScenario) -> anyhow::Result<()> {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
-    let bless_failures = bless_requested().map_err(anyhow::Error::msg)?;
+    let bless_failures = bless_requested()?;
     let (scenarios, bad) = load_all(&default_paths(args.paths));
     let (_, mut summary) = run_suite(&scenarios, &mut Reference, &[], |scenario, report| {
         if report.verdict() == Verdict::Passed {

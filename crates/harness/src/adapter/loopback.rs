@@ -20,6 +20,22 @@ use tokio::sync::oneshot;
 
 use dshc_scenario::protocol::ProviderRequest;
 
+/// The loopback provider could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopbackError {
+    /// The case's provider script is invalid.
+    #[error("provider script: {0}")]
+    Script(#[from] mock_provider::ScriptError),
+    /// The operating system refused.
+    #[error("cannot {what}: {source}")]
+    Io {
+        /// What was attempted.
+        what: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
 /// A running loopback mock provider; stopped on drop.
 pub struct LoopbackProvider {
     provider: MockProvider,
@@ -31,18 +47,19 @@ pub struct LoopbackProvider {
 impl LoopbackProvider {
     /// Validate `script`, bind `127.0.0.1:0` and start serving. The socket is
     /// listening when this returns, so the URL can be handed out at once.
-    pub fn start(script: Script) -> Result<Self, String> {
-        let provider = MockProvider::new(script).map_err(|e| format!("provider script: {e}"))?;
+    pub fn start(script: Script) -> Result<Self, LoopbackError> {
+        let provider = MockProvider::new(script)?;
+        let io = |what: &'static str| move |source| LoopbackError::Io { what, source };
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
-            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+            .map_err(io("listen on 127.0.0.1"))?;
         let address = listener
             .local_addr()
-            .map_err(|e| format!("cannot read the provider's address: {e}"))?;
+            .map_err(io("read the provider's address"))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the provider's runtime: {e}"))?;
+            .map_err(io("start the provider's runtime"))?;
         let (shutdown, stopped) = oneshot::channel::<()>();
         let served = provider.clone();
         let thread = thread::Builder::new()
@@ -61,7 +78,7 @@ impl LoopbackProvider {
                 // still running (a stall, a connection the client abandoned).
                 drop(runtime);
             })
-            .map_err(|e| format!("cannot start the provider thread: {e}"))?;
+            .map_err(io("start the provider thread"))?;
         Ok(LoopbackProvider {
             provider,
             url: format!("http://{address}"),

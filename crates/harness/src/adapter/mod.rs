@@ -5,6 +5,7 @@ pub mod loopback;
 pub mod process;
 pub mod serve;
 
+use crate::outcome::NotRun;
 use dshc_scenario::protocol::Level;
 use dshc_scenario::protocol::{Case, CaseResult, ImplementationInfo, ReplyBody, RequestBody};
 use loopback::LoopbackProvider;
@@ -15,14 +16,22 @@ use process::{AdapterFault, AdapterProcess};
 pub enum Ran {
     /// The case ran; here is what was observed.
     Observed(Box<CaseResult>),
-    /// The implementation declined the case.
-    Skipped(String),
-    /// The adapter failed on its own, or broke the protocol.
-    Errored(String),
-    /// The adapter process died.
-    Crashed(String),
-    /// No reply in time.
-    TimedOut(u64),
+    /// It did not.
+    NotRun(NotRun),
+}
+
+impl Ran {
+    fn skipped(reason: impl Into<String>) -> Ran {
+        Ran::NotRun(NotRun::Skipped {
+            reason: reason.into(),
+        })
+    }
+
+    fn errored(context: impl Into<String>) -> Ran {
+        Ran::NotRun(NotRun::Errored {
+            context: context.into(),
+        })
+    }
 }
 
 /// Something that can run cases.
@@ -68,7 +77,7 @@ impl Implementation for Reference {
     fn run(&mut self, case: &Case) -> Ran {
         match crate::reference::run_case(case) {
             Ok(result) => Ran::Observed(Box::new(result)),
-            Err(error) => Ran::Errored(format!("invalid case: {error}")),
+            Err(error) => Ran::errored(format!("invalid case: {error}")),
         }
     }
 }
@@ -97,9 +106,9 @@ impl External {
 
 fn fault(fault: AdapterFault) -> Ran {
     match fault {
-        AdapterFault::Crashed(context) => Ran::Crashed(context),
-        AdapterFault::TimedOut(timeout_ms) => Ran::TimedOut(timeout_ms),
-        AdapterFault::Protocol(context) => Ran::Errored(format!("protocol error: {context}")),
+        AdapterFault::Crashed(context) => Ran::NotRun(NotRun::Crashed { context }),
+        AdapterFault::TimedOut(timeout_ms) => Ran::NotRun(NotRun::TimedOut { timeout_ms }),
+        AdapterFault::Protocol(context) => Ran::errored(format!("protocol error: {context}")),
     }
 }
 
@@ -118,7 +127,7 @@ impl Implementation for External {
             return fault(error);
         }
         if !self.process.capabilities.levels.contains(&case.level) {
-            return Ran::Skipped(format!(
+            return Ran::skipped(format!(
                 "the adapter does not implement the {:?} level",
                 case.level
             ));
@@ -129,7 +138,7 @@ impl Implementation for External {
             (Level::Loop, Some(world)) => match LoopbackProvider::start(world.provider.clone()) {
                 Ok(provider) => Some(provider),
                 Err(error) => {
-                    return Ran::Errored(format!("cannot start the mock provider: {error}"));
+                    return Ran::errored(format!("cannot start the mock provider: {error}"));
                 }
             },
             _ => None,
@@ -145,11 +154,11 @@ impl Implementation for External {
                 }
                 Ran::Observed(Box::new(result))
             }
-            Ok(ReplyBody::Skipped { reason }) => Ran::Skipped(reason),
-            Ok(ReplyBody::Errored { context }) => Ran::Errored(context),
+            Ok(ReplyBody::Skipped { reason }) => Ran::skipped(reason),
+            Ok(ReplyBody::Errored { context }) => Ran::errored(context),
             Ok(other) => {
                 let _ = self.process.kill();
-                Ran::Errored(format!("protocol error: `run` answered with {other:?}"))
+                Ran::errored(format!("protocol error: `run` answered with {other:?}"))
             }
             Err(error) => fault(error),
         }

@@ -83,10 +83,6 @@ struct Generator {
 }
 
 impl Generator {
-    fn chance(&mut self, percent: u64) -> bool {
-        self.rng.percent(percent)
-    }
-
     fn pick(&mut self, items: &[&str]) -> String {
         self.rng.pick(items).to_string()
     }
@@ -99,7 +95,7 @@ impl Generator {
     }
 
     fn scope(&mut self) -> Option<String> {
-        if self.chance(40) {
+        if self.rng.percent(40) {
             None
         } else {
             Some(self.pick(SCOPES))
@@ -115,7 +111,7 @@ impl Generator {
         match self.rng.below(20) {
             0 => Order(0.5),
             1 => Order(-0.0),
-            2 if self.chance(30) => Order(f64::NAN),
+            2 if self.rng.percent(30) => Order(f64::NAN),
             _ => Order(self.rng.below(5) as f64 - 2.0),
         }
     }
@@ -141,13 +137,13 @@ impl Generator {
             17 | 18 => spec.returns_undefined = true,
             _ => {
                 spec.throws = Some(self.text(&["boom", " ", "é", "{{x}}"], 3));
-                if self.chance(50) {
+                if self.rng.percent(50) {
                     spec.cause = Some("disk".into());
                 }
             }
         }
-        if allow_effects && self.chance(15) {
-            let effect = if !self.ids.is_empty() && self.chance(30) {
+        if allow_effects && self.rng.percent(15) {
+            let effect = if !self.ids.is_empty() && self.rng.percent(30) {
                 let target = self.rng.pick(&self.ids).clone();
                 Effect {
                     on_call: Some(1),
@@ -167,7 +163,7 @@ impl Generator {
     }
 
     fn text_spec(&mut self, allow_effects: bool) -> TextSpec {
-        if self.chance(40) {
+        if self.rng.percent(40) {
             TextSpec::Static(self.text(TEXT_FRAGMENTS, 4))
         } else {
             TextSpec::Provider(self.provider(|g| g.text(TEXT_FRAGMENTS, 4), allow_effects))
@@ -177,10 +173,10 @@ impl Generator {
     fn schema(&mut self) -> SchemaSpec {
         let mut parameters = serde_json::Map::new();
         parameters.insert("type".into(), "object".into());
-        if self.chance(50) {
+        if self.rng.percent(50) {
             let mut properties = serde_json::Map::new();
             for key in ["path", "b", "a", "1"] {
-                if self.chance(40) {
+                if self.rng.percent(40) {
                     properties.insert(key.into(), serde_json::json!({ "type": "string" }));
                 }
             }
@@ -188,17 +184,17 @@ impl Generator {
         }
         SchemaSpec {
             name: self.pick(TOOL_NAMES),
-            description: if self.chance(85) {
+            description: if self.rng.percent(85) {
                 Some(self.text(&["Reads a file.", " ", "é"], 2))
             } else {
                 None
             },
-            parameters: if self.chance(90) {
+            parameters: if self.rng.percent(90) {
                 Some(parameters.into())
             } else {
                 None
             },
-            extra: if self.chance(10) {
+            extra: if self.rng.percent(10) {
                 Some(serde_json::Map::from_iter([(
                     "strict".to_string(),
                     true.into(),
@@ -214,7 +210,7 @@ impl Generator {
         let schemas = (0..self.rng.below(4))
             .map(|_| self.schema())
             .collect::<Vec<_>>();
-        let known_names = if self.chance(15) {
+        let known_names = if self.rng.percent(15) {
             Some(
                 (0..self.rng.below(4))
                     .map(|_| self.pick(TOOL_NAMES))
@@ -240,7 +236,7 @@ impl Generator {
                 name: self.pick(SECTION_NAMES),
                 order: self.order(),
                 text: self.text_spec(top_level),
-                complete: self.chance(8),
+                complete: self.rng.percent(8),
             }),
             4..=5 => Registration::Context(ContextCommand {
                 id: Some(self.fresh_id("c")),
@@ -250,12 +246,12 @@ impl Generator {
                 text: self.text_spec(top_level),
             }),
             6..=8 => {
-                let name = if self.chance(90) {
+                let name = if self.rng.percent(90) {
                     self.pick(VARIABLE_NAMES)
                 } else {
                     self.pick(&["Model", "_x", "1a"])
                 };
-                let value = if self.chance(30) {
+                let value = if self.rng.percent(30) {
                     TextSpec::Static(self.text(VALUE_FRAGMENTS, 2))
                 } else {
                     TextSpec::Provider(self.provider(|g| g.text(VALUE_FRAGMENTS, 2), top_level))
@@ -352,8 +348,8 @@ impl Generator {
         Command::Listen(ListenCommand {
             id: self.fresh_id("l"),
             scope: self.scope(),
-            global: self.chance(10),
-            prepend: self.chance(30),
+            global: self.rng.percent(10),
+            prepend: self.rng.percent(30),
             ops,
         })
     }
@@ -366,23 +362,27 @@ impl Generator {
 
     fn config(&mut self) -> ConfigSpec {
         ConfigSpec {
-            include_harness_identity: if self.chance(50) {
-                Some(self.chance(50))
+            include_harness_identity: if self.rng.percent(50) {
+                Some(self.rng.percent(50))
             } else {
                 None
             },
-            include_runtime_context: if self.chance(15) { Some(false) } else { None },
-            persona: if self.chance(50) {
+            include_runtime_context: if self.rng.percent(15) {
+                Some(false)
+            } else {
+                None
+            },
+            persona: if self.rng.percent(50) {
                 Some(self.text(TEXT_FRAGMENTS, 3))
             } else {
                 None
             },
-            tool_order: if self.chance(30) {
+            tool_order: if self.rng.percent(30) {
                 let mut order: Vec<String> = (0..self.rng.below(3))
                     .map(|_| self.pick(TOOL_NAMES))
                     .collect();
                 order.dedup();
-                if self.chance(95) {
+                if self.rng.percent(95) {
                     let at = self.rng.below(order.len() as u64 + 1) as usize;
                     order.insert(at, "<unlisted-tools>".into());
                 }

@@ -65,10 +65,6 @@ struct Generator {
 }
 
 impl Generator {
-    fn chance(&mut self, percent: u64) -> bool {
-        self.rng.percent(percent)
-    }
-
     fn words(&mut self, max: u64) -> String {
         let count = 1 + self.rng.below(max);
         (0..count)
@@ -83,7 +79,7 @@ impl Generator {
     }
 
     fn text(&mut self) -> TextSpec {
-        if self.chance(50) {
+        if self.rng.percent(50) {
             TextSpec::Static(self.words(6))
         } else {
             let values = (0..2 + self.rng.below(2)).map(|_| self.words(5)).collect();
@@ -105,7 +101,11 @@ impl Generator {
             if !self.registered_tools.contains(&name) {
                 self.registered_tools.push(name.clone());
             }
-            let key = if self.chance(50) { "path" } else { "pattern" };
+            let key = if self.rng.percent(50) {
+                "path"
+            } else {
+                "pattern"
+            };
             schemas.push(SchemaSpec {
                 name,
                 description: Some(self.words(4)),
@@ -118,7 +118,7 @@ impl Generator {
         }
         Command::Tools(ToolsCommand {
             id: Some(self.id("tools")),
-            scope: if self.chance(30) {
+            scope: if self.rng.percent(30) {
                 Some("agent".into())
             } else {
                 None
@@ -149,7 +149,7 @@ impl Generator {
                 delay_ms,
                 ..ScriptEntry::stream()
             };
-            if self.chance(20) {
+            if self.rng.percent(20) {
                 entry.reasoning = Fragments(vec!["Thinking ".into(), self.words(2)]);
             }
             return entry;
@@ -202,7 +202,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     for index in 0..1 + g.rng.below(3) {
         steps.push(Command::Section(SectionCommand {
             id: None,
-            scope: if g.chance(30) {
+            scope: if g.rng.percent(30) {
                 Some("agent".into())
             } else {
                 None
@@ -213,7 +213,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             complete: false,
         }));
     }
-    if g.chance(10) {
+    if g.rng.percent(10) {
         let text = format!("COMPLETE {}", g.words(4));
         steps.push(Command::Section(SectionCommand {
             id: None,
@@ -237,8 +237,8 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         let tools = g.tools();
         steps.push(tools);
     }
-    if g.chance(70) {
-        let calls: Vec<u32> = (1..=8).filter(|_| g.chance(60)).collect();
+    if g.rng.percent(70) {
+        let calls: Vec<u32> = (1..=8).filter(|_| g.rng.percent(60)).collect();
         steps.push(Command::OnRequestError(LoopListenerCommand {
             id: "retry".into(),
             prepend: false,
@@ -252,7 +252,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             text: format!("task {turn}: {}", g.words(4)),
             source: None,
         }));
-        if g.chance(15) {
+        if g.rng.percent(15) {
             steps.push(Command::Wait(WaitCommand {
                 ms: 1 + g.rng.below(20),
             }));
@@ -261,7 +261,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
                 source: None,
             }));
         }
-        if g.chance(10) {
+        if g.rng.percent(10) {
             steps.push(Command::Wait(WaitCommand {
                 ms: g.rng.below(25),
             }));
@@ -271,24 +271,24 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             }));
         }
         steps.push(Command::WaitIdle(WaitIdleCommand {}));
-        if g.chance(15) {
+        if g.rng.percent(15) {
             steps.push(Command::Compact(CompactCommand {
                 text: format!("summary {turn}"),
                 start: None,
                 end: None,
             }));
         }
-        if g.chance(10) && !suppressed {
+        if g.rng.percent(10) && !suppressed {
             suppressed = true;
             steps.push(Command::Suppress(SuppressCommand {
                 id: None,
                 scope: None,
             }));
         }
-        if g.chance(10) {
+        if g.rng.percent(10) {
             steps.push(Command::Resume(ResumeCommand {}));
         }
-        if g.chance(30) {
+        if g.rng.percent(30) {
             steps.push(Command::Wait(WaitCommand {
                 ms: g.rng.below(2_000),
             }));
@@ -314,9 +314,13 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         covers: vec!["00:DIFF".into()],
         level: Level::Loop,
         config: ConfigSpec {
-            include_harness_identity: Some(g.chance(50)),
-            include_runtime_context: if g.chance(10) { Some(false) } else { None },
-            persona: if g.chance(50) { Some(g.words(5)) } else { None },
+            include_harness_identity: Some(g.rng.percent(50)),
+            include_runtime_context: if g.rng.percent(10) { Some(false) } else { None },
+            persona: if g.rng.percent(50) {
+                Some(g.words(5))
+            } else {
+                None
+            },
             tool_order: None,
         },
         config_error: None,

@@ -8,13 +8,37 @@
 
 use serde_json::{Map, Value, json};
 
+use dshc_model::JsError;
+
 use dshc_deepseek::{DeepSeekDefaults, serialize_request};
 use dshc_model::session::{Event, derive_messages, fold_request_header, fold_surface};
 
+/// Why a request cannot be rebuilt from a log.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A line is not JSON, or not an event.
+    #[error("line {line}: {message}")]
+    BadLine {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// No header is in force at the dispatch.
+    #[error("no request/header before the dispatch")]
+    NoHeader,
+    /// The surface does not fold (a bad compaction range, say).
+    #[error("the surface does not fold: {}", .0.message)]
+    Surface(JsError),
+    /// The rebuilt request does not serialize for the wire.
+    #[error("the request does not serialize: {}", .0.message)]
+    Serialize(JsError),
+}
+
 /// The harness request dispatched after this log prefix.
-pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, String> {
-    let header = fold_request_header(prefix).ok_or("no request/header before the dispatch")?;
-    let nodes = fold_surface(prefix).map_err(|e| e.message)?;
+pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, ReplayError> {
+    let header = fold_request_header(prefix).ok_or(ReplayError::NoHeader)?;
+    let nodes = fold_surface(prefix).map_err(ReplayError::Surface)?;
     let mut request: Map<String, Value> = header["config"].as_object().cloned().unwrap_or_default();
     request.insert(
         "messages".into(),
@@ -35,9 +59,9 @@ pub fn wire_body_at(
     prefix: &[Event],
     session_id: &str,
     defaults: &DeepSeekDefaults,
-) -> Result<Value, String> {
+) -> Result<Value, ReplayError> {
     let request = request_at(prefix, session_id)?;
-    serialize_request(&request, defaults).map_err(|e| e.message)
+    serialize_request(&request, defaults).map_err(ReplayError::Serialize)
 }
 
 /// Dispatch points recoverable from a log alone: the position of the first
@@ -68,14 +92,17 @@ pub fn dispatch_points(events: &[Event]) -> Vec<usize> {
 }
 
 /// Read a JSON-lines session log.
-pub fn read_log(text: &str) -> Result<Vec<Event>, String> {
+pub fn read_log(text: &str) -> Result<Vec<Event>, ReplayError> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(number, line)| {
-            let value: Value =
-                serde_json::from_str(line).map_err(|e| format!("line {}: {e}", number + 1))?;
-            Event::from_json(&value).map_err(|e| format!("line {}: {e}", number + 1))
+            let bad = |message: String| ReplayError::BadLine {
+                line: number + 1,
+                message,
+            };
+            let value: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+            Event::from_json(&value).map_err(|e| bad(e.to_string()))
         })
         .collect()
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use dshc_agent::listeners::{
-    Continuation, Decision, LocalFuture, PreStepPayload, RequestErrorAction, RequestErrorPayload,
-    RequestPayload, TurnStoppingPayload,
+    Continuation, Decision, LocalFuture, PreStepPayload, RequestErrorAction, TurnStoppingPayload,
+    Waterfall,
 };
 use dshc_agent::{Agent, Ids, WeakAgent, user_prompt};
 use dshc_model::JsError;
@@ -37,26 +37,40 @@ pub fn listener_id(id: &str) -> u64 {
     })
 }
 
-/// Register an `agent/pre-step` listener.
-pub fn on_pre_step(agent: &Agent, step: &LoopListenerCommand<PreStepOp>) {
+/// Register a scripted listener on one of the loop's waterfalls: it counts
+/// its invocations and, on those `calls` selects, runs `ops` through `run`;
+/// on the others it just calls `next`.
+fn on_waterfall<P: 'static, R: 'static, Op: Clone + 'static>(
+    waterfall: &Waterfall<P, R>,
+    command: &LoopListenerCommand<Op>,
+    run: impl Fn(Rc<[Op]>, Rc<P>, Continuation<P, R>) -> LocalFuture<Result<R, JsError>> + 'static,
+) {
     let counter = Rc::new(Cell::new(0));
-    let (ops, calls) = (Rc::new(step.ops.clone()), step.calls.clone());
+    let (ops, calls): (Rc<[Op]>, _) = (command.ops.clone().into(), command.calls.clone());
+    waterfall.on(
+        listener_id(&command.id),
+        command.prepend,
+        Rc::new(move |payload: Rc<P>, next: Continuation<P, R>| {
+            if acts(&calls, &counter) {
+                run(ops.clone(), payload, next)
+            } else {
+                next.call()
+            }
+        }),
+    );
+}
+
+/// Register an `agent/pre-step` listener.
+pub fn on_pre_step(agent: &Agent, command: &LoopListenerCommand<PreStepOp>) {
     let agent_ref = agent.downgrade();
     let ids = agent.context().ids.clone();
-    agent.listeners().pre_step.on(
-        listener_id(&step.id),
-        step.prepend,
-        Rc::new(
-            move |payload: Rc<PreStepPayload>,
-                  next: Continuation<PreStepPayload, Decision>|
-                  -> LocalFuture<Result<Decision, JsError>> {
-                if !acts(&calls, &counter) {
-                    return next.call();
-                }
-                let (ops, agent, ids) = (ops.clone(), agent_ref.clone(), ids.clone());
-                Box::pin(async move { run_pre_step(&ops, &payload, next, &agent, &ids).await })
-            },
-        ),
+    on_waterfall(
+        &agent.listeners().pre_step,
+        command,
+        move |ops, payload, next| {
+            let (agent, ids) = (agent_ref.clone(), ids.clone());
+            Box::pin(async move { run_pre_step(&ops, &payload, next, &agent, &ids).await })
+        },
     );
 }
 
@@ -124,80 +138,58 @@ async fn run_pre_step(
 }
 
 /// Register an `agent/request` listener.
-pub fn on_request(agent: &Agent, step: &LoopListenerCommand<RequestOp>) {
-    let counter = Rc::new(Cell::new(0));
-    let (ops, calls) = (Rc::new(step.ops.clone()), step.calls.clone());
-    agent.listeners().request.on(
-        listener_id(&step.id),
-        step.prepend,
-        Rc::new(
-            move |_payload: Rc<RequestPayload>,
-                  next: Continuation<RequestPayload, Value>|
-                  -> LocalFuture<Result<Value, JsError>> {
-                if !acts(&calls, &counter) {
-                    return next.call();
-                }
-                let ops = ops.clone();
-                Box::pin(async move {
-                    let mut current = json!({});
-                    for op in ops.iter() {
-                        match op {
-                            RequestOp::Next => current = next.call().await?,
-                            RequestOp::Set(fields) => {
-                                let mut object = current.as_object().cloned().unwrap_or_default();
-                                for (key, value) in fields {
-                                    object.insert(key.clone(), value.clone());
-                                }
-                                current = Value::Object(object);
+pub fn on_request(agent: &Agent, command: &LoopListenerCommand<RequestOp>) {
+    on_waterfall(
+        &agent.listeners().request,
+        command,
+        |ops, _payload, next| {
+            Box::pin(async move {
+                let mut current = json!({});
+                for op in ops.iter() {
+                    match op {
+                        RequestOp::Next => current = next.call().await?,
+                        RequestOp::Set(fields) => {
+                            let mut object = current.as_object().cloned().unwrap_or_default();
+                            for (key, value) in fields {
+                                object.insert(key.clone(), value.clone());
                             }
-                            RequestOp::Remove(key) => {
-                                let mut object = current.as_object().cloned().unwrap_or_default();
-                                object.remove(key);
-                                current = Value::Object(object);
-                            }
-                            RequestOp::Throw(message) => {
-                                return Err(JsError::error(message.clone()));
-                            }
+                            current = Value::Object(object);
                         }
+                        RequestOp::Remove(key) => {
+                            let mut object = current.as_object().cloned().unwrap_or_default();
+                            object.remove(key);
+                            current = Value::Object(object);
+                        }
+                        RequestOp::Throw(message) => return Err(JsError::error(message.clone())),
                     }
-                    Ok(current)
-                })
-            },
-        ),
+                }
+                Ok(current)
+            })
+        },
     );
 }
 
 /// Register an `agent/request-error` listener.
-pub fn on_request_error(agent: &Agent, step: &LoopListenerCommand<RequestErrorOp>) {
-    let counter = Rc::new(Cell::new(0));
-    let (ops, calls) = (Rc::new(step.ops.clone()), step.calls.clone());
-    agent.listeners().request_error.on(
-        listener_id(&step.id),
-        step.prepend,
-        Rc::new(
-            move |_payload: Rc<RequestErrorPayload>,
-                  next: Continuation<RequestErrorPayload, RequestErrorAction>|
-                  -> LocalFuture<Result<RequestErrorAction, JsError>> {
-                if !acts(&calls, &counter) {
-                    return next.call();
-                }
-                let ops = ops.clone();
-                Box::pin(async move {
-                    let mut current = RequestErrorAction::GiveUp;
-                    for op in ops.iter() {
-                        match op {
-                            RequestErrorOp::Next => current = next.call().await?,
-                            RequestErrorOp::Retry => current = RequestErrorAction::Retry,
-                            RequestErrorOp::GiveUp => current = RequestErrorAction::GiveUp,
-                            RequestErrorOp::Throw(message) => {
-                                return Err(JsError::error(message.clone()));
-                            }
+pub fn on_request_error(agent: &Agent, command: &LoopListenerCommand<RequestErrorOp>) {
+    on_waterfall(
+        &agent.listeners().request_error,
+        command,
+        |ops, _payload, next| {
+            Box::pin(async move {
+                let mut current = RequestErrorAction::GiveUp;
+                for op in ops.iter() {
+                    match op {
+                        RequestErrorOp::Next => current = next.call().await?,
+                        RequestErrorOp::Retry => current = RequestErrorAction::Retry,
+                        RequestErrorOp::GiveUp => current = RequestErrorAction::GiveUp,
+                        RequestErrorOp::Throw(message) => {
+                            return Err(JsError::error(message.clone()));
                         }
                     }
-                    Ok(current)
-                })
-            },
-        ),
+                }
+                Ok(current)
+            })
+        },
     );
 }
 

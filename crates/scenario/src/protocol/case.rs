@@ -15,6 +15,7 @@ pub use super::order::Order;
 pub use super::plugins::*;
 
 /// One compiled scenario.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -29,7 +30,6 @@ pub struct Case {
     /// bindings come first as `bind`.
     pub commands: Vec<Command>,
     /// Loop level only: the agent's world with every default resolved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world: Option<LoopWorld>,
 }
 
@@ -71,6 +71,7 @@ pub struct LoopWorld {
 }
 
 /// The agent: `AgentOptions` and its session.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
@@ -84,7 +85,6 @@ pub struct AgentSpec {
     #[serde(default = "default_model", skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// `AgentOptions.maxTokens`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// `session.header.cwd`.
     #[serde(default = "default_cwd", skip_serializing_if = "Option::is_none")]
@@ -120,6 +120,7 @@ impl Default for AgentSpec {
 }
 
 /// The DeepSeek adapter registration (spec 09 W5).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdapterSpec {
@@ -133,19 +134,14 @@ pub struct AdapterSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelSpec>,
     /// Context window of models not in the catalog (default 1000000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_context_window: Option<u64>,
     /// Output cap of models not in the catalog (default 256000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// Deployment default effort: `off`, `low`, `high` (default) or `max`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// Deployment thinking: `enabled` or `disabled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
     /// Idle watchdog between stream reads (default 300000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_idle_timeout_ms: Option<u64>,
 }
 
@@ -173,16 +169,15 @@ impl Default for AdapterSpec {
 }
 
 /// One catalog model.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// Model id.
     pub id: String,
     /// Its context window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
     /// Its output cap.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
 }
 
@@ -271,20 +266,17 @@ pub enum Level {
 }
 
 /// `SystemPrompt` config (spec 01 §1). Absent keys take upstream defaults.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigSpec {
     /// Register `harness:identity` (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_harness_identity: Option<bool>,
     /// `false` registers a global runtime-context suppressor (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_runtime_context: Option<bool>,
     /// Text of `deployment:persona` (default empty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persona: Option<String>,
     /// Explicit tool order, with the `<unlisted-tools>` rest entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_order: Option<Vec<String>>,
 }
 
@@ -346,22 +338,22 @@ pub enum Command {
 }
 
 /// A message sent to the agent.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageCommand {
     /// Text of a user prompt.
     pub text: String,
     /// The message's `source` (default `{kind = "user"}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Value>,
 }
 
 /// Cancel the agent.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelCommand {
     /// The abort cause (default `{kind = "user"}`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -382,16 +374,15 @@ pub struct WaitCommand {
 pub struct WaitIdleCommand {}
 
 /// Compact the surface.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactCommand {
     /// Summary text.
     pub text: String,
     /// First replaced surface node (seq); default the first node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<u64>,
     /// Last replaced surface node (seq); default the last node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<u64>,
 }
 
@@ -406,6 +397,7 @@ pub struct ResumeCommand {}
 pub struct DisposeAgentCommand {}
 
 /// A scripted loop listener.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "Op: Deserialize<'de>"))]
 pub struct LoopListenerCommand<Op> {
@@ -415,7 +407,6 @@ pub struct LoopListenerCommand<Op> {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prepend: bool,
     /// Act only on these invocations (1-based); on others just pass through.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<Vec<u32>>,
     /// What it does, in order.
     pub ops: Vec<Op>,
@@ -492,15 +483,14 @@ pub enum TurnStoppingOp {
 }
 
 /// Registers a prompt section.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SectionCommand {
     /// Handle for `dispose` and journal entries. Default: the name, plus
     /// `@<scope>` when scoped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Section name.
     pub name: String,
@@ -514,14 +504,13 @@ pub struct SectionCommand {
 }
 
 /// Registers a runtime-context entry.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextCommand {
     /// Handle; default the name, plus `@<scope>` when scoped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Context name.
     pub name: String,
@@ -532,40 +521,37 @@ pub struct ContextCommand {
 }
 
 /// Registers a runtime-context suppressor.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuppressCommand {
     /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }
 
 /// Registers a tool provider.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsCommand {
     /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// The scripted provider.
     pub provider: ProviderSpec<ToolsResultSpec>,
 }
 
 /// Registers a prompt variable.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VariableCommand {
     /// Handle; default the name, plus `@<scope>` when scoped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Variable name (validated by the registry).
     pub name: String,
@@ -575,13 +561,13 @@ pub struct VariableCommand {
 }
 
 /// Registers a waterfall listener on `system-prompt/assemble`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenCommand {
     /// Listener handle, used in the journal (`listener <id>`) and by `dispose`.
     pub id: String,
     /// Register from this scope's context (a tagged listener); absent = untagged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// `{global: true}`: receive every assembly regardless of scope.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -613,11 +599,11 @@ pub struct BindCommand {
 }
 
 /// Assembles for a scope and renders the result.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssembleCommand {
     /// `assemble({scope})`; absent = `assemble({})`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }
 
@@ -636,23 +622,20 @@ pub enum TextSpec {
 /// `returns_undefined` and `throws` is set. Returned objects are created once
 /// at registration and returned by reference on every call, as a JavaScript
 /// closure over a constant would.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
 pub struct ProviderSpec<T> {
     /// Return this value on every call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub returns: Option<T>,
     /// Return the n-th value on the n-th call; after the last, repeat the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Vec<T>>,
     /// Return `undefined`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub returns_undefined: bool,
     /// Throw `new Error(throws)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throws: Option<String>,
     /// With `throws`: attach `{cause: new Error(cause)}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
     /// Side effects run during the call, before it returns or throws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -662,21 +645,20 @@ pub struct ProviderSpec<T> {
 /// A registry side effect performed from inside a provider or listener.
 /// Exactly one of `register` and `dispose` is set. A failing registration
 /// makes the provider throw that error.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Effect {
     /// Only on this call (1-based); absent = on every call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_call: Option<u32>,
     /// Register an entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub register: Option<Box<Registration>>,
     /// Dispose the registration with this id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispose: Option<String>,
 }
 
 /// What a tool provider returns.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsResultSpec {
@@ -684,28 +666,24 @@ pub struct ToolsResultSpec {
     #[serde(default)]
     pub schemas: Vec<SchemaSpec>,
     /// Pre-restriction known names; replaces the implicit schema names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known_names: Option<Vec<String>>,
 }
 
 /// A tool schema as a provider returns it.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SchemaSpec {
     /// Tool name.
     pub name: String,
     /// Description; absent = `undefined`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON parameters; absent = `undefined`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
     /// Extra fields on the schema object (e.g. `strict = true`); assembly drops them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<serde_json::Map<String, Value>>,
     /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
     /// `structuredClone` fails.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unclonable_symbol: Option<String>,
 }
 
@@ -785,6 +763,7 @@ pub struct ReplaceSpec {
 }
 
 /// A section or context a listener inserts.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntrySpec {
@@ -793,7 +772,6 @@ pub struct EntrySpec {
     /// Text.
     pub text: String,
     /// Insert position; absent = append. Clamped to the list length.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
 }
 
@@ -851,27 +829,26 @@ pub struct SetFieldSpec {
 }
 
 /// A section or context: name and text (absent text = `undefined`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntryData {
     /// Name.
     pub name: String,
     /// Text; absent = `undefined`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 
 /// A tool schema in an assembly: exactly `{name, description, parameters}`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolData {
     /// Name.
     pub name: String,
     /// Description; absent = `undefined`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Parameters; absent = `undefined`. Key order is compared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
 }
 

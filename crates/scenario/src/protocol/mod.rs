@@ -31,6 +31,7 @@ pub struct Request {
 }
 
 /// What the harness asks.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum RequestBody {
@@ -47,7 +48,6 @@ pub enum RequestBody {
         /// trailing slash) of the mock provider the harness started for this
         /// case on a loopback socket, serving `case.world.provider`. Point the
         /// implementation's DeepSeek adapter at it (`baseURL`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         provider_url: Option<String>,
     },
     /// Finish: the adapter replies, then exits.
@@ -55,6 +55,7 @@ pub enum RequestBody {
 }
 
 /// Who is answering: the implementation under test.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImplementationInfo {
@@ -65,7 +66,6 @@ pub struct ImplementationInfo {
     /// Its language.
     pub language: String,
     /// Where it lives.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub homepage: Option<String>,
 }
 

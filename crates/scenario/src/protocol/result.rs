@@ -48,11 +48,11 @@ pub struct AssemblyData {
 }
 
 /// What one command did.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Observation {
     /// The command threw (registration, bind, dispose) or `assemble()` rejected.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ObservedError>,
     /// `system-prompt/change` events emitted during the command.
     pub changes: u64,
@@ -60,16 +60,12 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journal: Vec<String>,
     /// `assemble` only, on success: the final assembly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assembly: Option<AssemblyData>,
     /// `assemble` only, on success: `renderPrompt(assembly)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Rendered>,
     /// `assemble` only, on success: `renderContextSections(assembly)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_sections: Option<RenderedSections>,
     /// `assemble` only, on success: `renderContextSnapshot(assembly)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Rendered>,
 }
 
@@ -84,20 +80,20 @@ pub enum RenderedSections {
 }
 
 /// Everything an implementation observed for one case.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseResult {
     /// Loading the config threw; no command ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_error: Option<ObservedError>,
     /// One observation per command, in order.
     pub observations: Vec<Observation>,
     /// Loop level only: what the whole run produced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<LoopRun>,
 }
 
 /// What a loop-level run produced.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopRun {
@@ -115,7 +111,6 @@ pub struct LoopRun {
     /// Live, non-durable events (`agent/error`, `agent/status`), in order.
     pub live_events: Vec<Value>,
     /// The run could not finish (virtual-time budget, setup failure).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
     /// Violated run invariants (replay equality, change-only logging, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -123,6 +118,7 @@ pub struct LoopRun {
 }
 
 /// One request the provider received.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderRequest {
@@ -133,6 +129,5 @@ pub struct ProviderRequest {
     pub body: Value,
 
     /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<u64>,
 }
