@@ -207,20 +207,29 @@ pub fn describe(scenario: &LoadedScenario, outcome: &Outcome) -> String {
     }
 }
 
-/// A unified line diff, `-` expected and `+` actual, indented for nesting.
+/// A unified line diff, `-` expected and `+` actual, with three lines of
+/// context around each change (equal stretches are elided), indented for
+/// nesting.
 pub fn diff_text(expected: &str, actual: &str) -> String {
     let diff = similar::TextDiff::from_lines(expected, actual);
     let mut out = String::new();
-    for change in diff.iter_all_changes() {
-        let sign = match change.tag() {
-            similar::ChangeTag::Delete => "-",
-            similar::ChangeTag::Insert => "+",
-            similar::ChangeTag::Equal => " ",
-        };
-        let line = change.value();
-        out.push_str(&format!("    {sign} {}", escape_controls(line)));
-        if !line.ends_with('\n') {
-            out.push_str("\n    \\ no newline at end\n");
+    for (index, group) in diff.grouped_ops(3).iter().enumerate() {
+        if index > 0 {
+            out.push_str("    ...\n");
+        }
+        for op in group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Delete => "-",
+                    similar::ChangeTag::Insert => "+",
+                    similar::ChangeTag::Equal => " ",
+                };
+                let line = change.value();
+                out.push_str(&format!("    {sign} {}", escape_controls(line)));
+                if !line.ends_with('\n') {
+                    out.push_str("\n    \\ no newline at end\n");
+                }
+            }
         }
     }
     out
