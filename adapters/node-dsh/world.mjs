@@ -72,7 +72,15 @@ export function observed(error) {
     if (name === undefined || name === null) name = error.constructor?.name ?? 'Error'
     let message = error.message
     if (message === undefined || message === null) message = safeString(error)
-    return { name: safeString(name), message: safeString(message) }
+    const seen = { name: safeString(name), message: safeString(message) }
+    let code
+    try {
+      code = error.code
+    } catch {
+      code = undefined
+    }
+    if (typeof code === 'string') seen.code = code
+    return seen
   }
   return { name: typeof error, message: safeString(error) }
 }

@@ -219,7 +219,7 @@ pub fn loop_scenario(rounds: usize) -> dshc_scenario::load::LoadedScenario {
     }
     responses.push_str("  { content = [\"All \", \"done.\"] },\n");
     let source = format!(
-        r#"format = 1
+        r#"format = 2
 title = "bench"
 covers = ["05:ORDER"]
 level = "loop"

@@ -64,6 +64,8 @@ enum Command {
     /// scenario authors): the session log as JSON lines for loop scenarios,
     /// the observations as JSON otherwise.
     Show(cmd::show::Args),
+    /// Rewrite format 1 scenario files as the current format, keeping what they assert.
+    Migrate(cmd::migrate::Args),
     /// Print spec clauses against the scenarios that cover them.
     Coverage(cmd::coverage::Args),
     /// Merge JSON reports of several implementations into one Markdown table.
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Show(args) => cmd::show::run(args),
+        Command::Migrate(args) => cmd::migrate::run(args),
         Command::Coverage(args) => cmd::coverage::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Schema(args) => cmd::schema::run(args),

@@ -8,7 +8,12 @@
 
 use serde::Serialize;
 
-use dshc_scenario::format::{AssembleExpect, CommandExpect, ExpectedError, LoopExpect};
+use dshc_model::js::stringify;
+use dshc_scenario::format::{AssembleExpect, CommandExpect, LoopExpect, Pattern, StepExpect};
+use dshc_scenario::pattern::is_matcher;
+use serde_json::{Map, Value, json};
+
+use crate::oracle::matching::Matcher;
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{
     CaseResult, Command, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
@@ -50,111 +55,199 @@ fn unrepresentable(message: impl ToString) -> BlessError {
     BlessError::Unrepresentable(message.to_string())
 }
 
-fn expected(error: &ObservedError) -> ExpectedError {
+/// An observed error as an expectation: its message when it is a plain
+/// `Error`, else `{name, message}`.
+fn expected_error(error: &ObservedError) -> Value {
     if error.name == "Error" {
-        ExpectedError::Message(error.message.clone())
+        Value::String(error.message.clone())
     } else {
-        ExpectedError::Detailed {
-            message: error.message.clone(),
-            name: error.name.clone(),
-        }
+        json!({ "name": error.name, "message": error.message })
     }
 }
 
-fn blessed_register(
+/// `pattern` rewritten so that it holds for `actual`: kept where it holds
+/// already (matchers included), its shape kept where it is a plain object or
+/// an array of the same length, the observed value where nothing else fits.
+fn bless_value(pattern: &Value, actual: Option<&Value>) -> Option<Value> {
+    let mut matcher = Matcher::new();
+    if matcher.test(pattern, actual) {
+        return Some(pattern.clone());
+    }
+    let actual = actual?;
+    match (pattern, actual) {
+        (Value::Object(fields), Value::Object(object)) if !is_matcher(pattern) => {
+            let mut blessed = Map::new();
+            for (key, field) in fields {
+                let value = bless_value(field, object.get(key))
+                    .unwrap_or_else(|| json!({ "$absent": true }));
+                blessed.insert(key.clone(), value);
+            }
+            Some(Value::Object(blessed))
+        }
+        (Value::Array(patterns), Value::Array(items)) if patterns.len() == items.len() => {
+            Some(Value::Array(
+                patterns
+                    .iter()
+                    .zip(items)
+                    .map(|(p, item)| bless_value(p, Some(item)).unwrap_or_else(|| item.clone()))
+                    .collect(),
+            ))
+        }
+        _ => Some(actual.clone()),
+    }
+}
+
+/// The blessed form of a stated pattern (`None` when the value is absent).
+fn bless(pattern: &Option<Pattern>, actual: Option<&Value>) -> Option<Pattern> {
+    let pattern = pattern.as_ref()?;
+    bless_value(&pattern.0, actual).map(Pattern)
+}
+
+fn blessed_error(pattern: &Option<Pattern>, actual: Option<&ObservedError>) -> Option<Pattern> {
+    let error = actual?;
+    let about_message = pattern
+        .as_ref()
+        .is_some_and(|p| p.0.is_string() || is_matcher(&p.0));
+    let observed = if about_message {
+        Value::String(error.message.clone())
+    } else {
+        serde_json::to_value(error).ok()?
+    };
+    match pattern {
+        Some(pattern) => bless(&Some(pattern.clone()), Some(&observed)),
+        None => Some(Pattern(expected_error(error))),
+    }
+}
+
+fn blessed_command(
     old: Option<&CommandExpect>,
     observation: &Observation,
 ) -> Option<CommandExpect> {
     let old = old.cloned().unwrap_or_default();
     let new = CommandExpect {
-        error: observation.error.as_ref().map(expected),
-        changes: old.changes.map(|_| observation.changes),
+        error: blessed_error(&old.error, observation.error.as_ref()),
+        changes: bless(&old.changes, Some(&Value::from(observation.changes))),
     };
     (new != CommandExpect::default()).then_some(new)
+}
+
+fn rendered_value(rendered: &Option<Rendered>) -> (Option<Value>, Option<&ObservedError>) {
+    match rendered {
+        Some(Rendered::Text(text)) => (Some(Value::String(text.clone())), None),
+        Some(Rendered::Error(error)) => (None, Some(error)),
+        None => (None, None),
+    }
 }
 
 fn blessed_assemble(old: Option<&AssembleExpect>, observation: &Observation) -> AssembleExpect {
     let fresh = old.is_none_or(|o| *o == AssembleExpect::default());
     let old = old.cloned().unwrap_or_default();
+    let stated = |p: &Option<Pattern>, fresh_value: bool| {
+        if p.is_some() {
+            p.clone()
+        } else if fresh_value {
+            Some(Pattern(Value::Null))
+        } else {
+            None
+        }
+    };
+    let journal = json!(observation.journal);
     let mut new = AssembleExpect {
-        error: observation.error.as_ref().map(expected),
-        journal: (fresh || old.journal.is_some()).then(|| observation.journal.clone()),
-        changes: old.changes.map(|_| observation.changes),
+        error: blessed_error(&old.error, observation.error.as_ref()),
+        journal: bless(&stated(&old.journal, fresh), Some(&journal)),
+        changes: bless(&old.changes, Some(&Value::from(observation.changes))),
         ..AssembleExpect::default()
     };
-    let Some(assembly) = &observation.assembly else {
+    let Some(assembly) = observation
+        .assembly
+        .as_ref()
+        .and_then(|a| serde_json::to_value(a).ok())
+    else {
         return new;
     };
-    new.sections = old.sections.map(|_| assembly.sections.clone());
-    new.contexts = old.contexts.map(|_| assembly.contexts.clone());
-    new.tools = old.tools.map(|_| assembly.tools.clone());
-    new.tool_names = (fresh && !assembly.tools.is_empty() || old.tool_names.is_some())
-        .then(|| assembly.tools.iter().map(|t| t.name.clone()).collect());
-    new.variables = old.variables.map(|_| assembly.variables.clone());
-    new.extra = old.extra.map(|_| assembly.extra.clone());
+    let names = Value::Array(
+        assembly["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["name"].clone())
+            .collect(),
+    );
+    let has_tools = names.as_array().is_some_and(|n| !n.is_empty());
+    new.sections = bless(&old.sections, assembly.get("sections"));
+    new.contexts = bless(&old.contexts, assembly.get("contexts"));
+    new.tools = bless(&old.tools, assembly.get("tools"));
+    new.tool_names = bless(&stated(&old.tool_names, fresh && has_tools), Some(&names));
+    new.variables = bless(&old.variables, assembly.get("variables"));
+    new.extra = bless(
+        &old.extra,
+        Some(assembly.get("extra").unwrap_or(&json!({}))),
+    );
+    let (prompt, prompt_error) = rendered_value(&observation.prompt);
     let wants_prompt = fresh || old.prompt.is_some() || old.prompt_error.is_some();
-    match (&observation.prompt, wants_prompt) {
-        (Some(Rendered::Text(text)), true) => new.prompt = Some(text.clone()),
-        (Some(Rendered::Error(error)), true) => new.prompt_error = Some(expected(error)),
-        _ => {}
+    if wants_prompt {
+        new.prompt = bless(&stated(&old.prompt, true), prompt.as_ref());
+        new.prompt_error = blessed_error(&old.prompt_error, prompt_error);
     }
+    let (snapshot, snapshot_error) = rendered_value(&observation.snapshot);
     let wants_snapshot = fresh || old.snapshot.is_some() || old.snapshot_error.is_some();
-    match (&observation.snapshot, wants_snapshot) {
-        (Some(Rendered::Text(text)), true) => new.snapshot = Some(text.clone()),
-        (Some(Rendered::Error(error)), true) => new.snapshot_error = Some(expected(error)),
-        _ => {}
+    if wants_snapshot {
+        new.snapshot = bless(&stated(&old.snapshot, true), snapshot.as_ref());
+        new.snapshot_error = blessed_error(&old.snapshot_error, snapshot_error);
     }
-    if old.snapshot_sections.is_some()
-        && let Some(RenderedSections::Sections(sections)) = &observation.snapshot_sections
-    {
-        new.snapshot_sections = Some(sections.clone());
+    if let Some(RenderedSections::Sections(sections)) = &observation.snapshot_sections {
+        new.snapshot_sections = bless(&old.snapshot_sections, Some(&json!(sections)));
     }
     new
 }
 
-/// A loop scenario's `[expect]` with each stated key rewritten from the run.
-/// `events` and `absent` are hand-picked assertions and stay as written.
+/// A loop scenario's `[expect]` with each stated value rewritten from the
+/// run. Event lists, queries and per-request expectations are hand-picked
+/// assertions and stay as written (a still-failing one is reported).
 fn blessed_loop(old: &LoopExpect, run: &LoopRun) -> LoopExpect {
-    let types = || {
-        run.log
-            .iter()
-            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
-            .collect()
-    };
-    let errors = || {
+    let types = Value::Array(run.log.iter().map(|e| e["type"].clone()).collect());
+    let errors = Value::Array(
         run.live_events
             .iter()
             .filter(|e| e["type"] == "agent/error")
-            .map(|e| e["data"]["error"].as_str().unwrap_or_default().to_string())
-            .collect()
-    };
+            .map(|e| e["data"]["error"].clone())
+            .collect(),
+    );
+    let transitions = Value::Array(
+        run.live_events
+            .iter()
+            .filter(|e| e["type"] == "agent/status")
+            .map(|e| e["data"]["status"].clone())
+            .collect(),
+    );
+    let log = Value::String(run.log.iter().map(|e| stringify(e) + "\n").collect());
+    let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
+    let headers = json!(run.requests.iter().map(|r| &r.headers).collect::<Vec<_>>());
+    let hits = json!(
+        run.requests
+            .iter()
+            .map(|r| r.cache_hit_tokens.unwrap_or(0))
+            .collect::<Vec<_>>()
+    );
     LoopExpect {
-        event_types: old.event_types.as_ref().map(|_| types()),
-        events: old.events.clone(),
-        absent: old.absent.clone(),
-        log: old
-            .log
-            .as_ref()
-            .map(|_| run.log.iter().map(|e| format!("{e}\n")).collect()),
-        requests: old
-            .requests
-            .as_ref()
-            .map(|_| run.requests.iter().map(|r| r.body.clone()).collect()),
-        request_headers: old
-            .request_headers
-            .as_ref()
-            .map(|_| run.requests.iter().map(|r| r.headers.clone()).collect()),
-        request_count: old.request_count.map(|_| run.requests.len()),
-        cache_hit_tokens: old.cache_hit_tokens.as_ref().map(|_| {
-            run.requests
-                .iter()
-                .map(|r| r.cache_hit_tokens.unwrap_or(0))
-                .collect()
-        }),
-        status: old.status.as_ref().map(|_| run.status.clone()),
-        pending: old.pending.map(|_| run.pending),
-        agent_errors: old.agent_errors.as_ref().map(|_| errors()),
-        failure: old.failure.as_ref().and(run.failure.clone()),
+        event_types: bless(&old.event_types, Some(&types)),
+        log: bless(&old.log, Some(&log)),
+        requests: bless(&old.requests, Some(&bodies)),
+        request_headers: bless(&old.request_headers, Some(&headers)),
+        request_count: bless(&old.request_count, Some(&Value::from(run.requests.len()))),
+        cache_hit_tokens: bless(&old.cache_hit_tokens, Some(&hits)),
+        status: bless(&old.status, Some(&Value::String(run.status.clone()))),
+        status_transitions: bless(&old.status_transitions, Some(&transitions)),
+        pending: bless(&old.pending, Some(&json!(run.pending))),
+        agent_errors: bless(&old.agent_errors, Some(&errors)),
+        failure: match (&old.failure, &run.failure) {
+            (_, None) => None,
+            (old, Some(failure)) => bless(
+                &Some(old.clone().unwrap_or(Pattern(Value::Null))),
+                Some(&Value::String(failure.clone())),
+            ),
+        },
+        ..old.clone()
     }
 }
 
@@ -251,7 +344,8 @@ pub fn blessed_source(
     let mut document: toml_edit::DocumentMut = scenario.source.parse()?;
     match &result.config_error {
         Some(error) => {
-            document["config_error"] = to_item(&expected(error))?;
+            let blessed = blessed_error(&scenario.scenario.config_error, Some(error));
+            document["config_error"] = to_item(&blessed)?;
             return Ok(document.to_string());
         }
         None => {
@@ -275,12 +369,15 @@ pub fn blessed_source(
         let Some(table) = steps.get_mut(index) else {
             break;
         };
-        let item = match step.command {
-            Command::Assemble(_) => Some(to_item(&blessed_assemble(
-                step.assemble_expect(),
-                observation,
-            ))?),
-            _ => blessed_register(step.command_expect(), observation)
+        let item = match (&step.command, &step.expect) {
+            (Command::Assemble(_), expect) => {
+                let old = match expect {
+                    Some(StepExpect::Assemble(old)) => Some(old.as_ref()),
+                    _ => None,
+                };
+                Some(to_item(&blessed_assemble(old, observation))?)
+            }
+            (_, _) => blessed_command(step.command_expect(), observation)
                 .map(|e| to_item(&e))
                 .transpose()?,
         };
@@ -318,7 +415,7 @@ mod tests {
     #[test]
     fn assembly_expectations_are_rewritten_in_place() {
         let blessed = bless_round_trip(
-            "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\npersona = \"A\\nB\"\n\n[[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"t\", parameters = { z = 1, a = 2 } }] } }\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"wrong\"\nexpect.tools = []\n",
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\npersona = \"A\\nB\"\n\n[[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"t\", parameters = { z = 1, a = 2 } }] } }\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"wrong\"\nexpect.tools = []\n",
         );
         assert!(blessed.contains("prompt = \"\"\"\nA\nB\"\"\""), "{blessed}");
         assert!(
@@ -330,7 +427,7 @@ mod tests {
     #[test]
     fn loop_expectations_are_rewritten_and_hand_picked_events_kept() {
         let blessed = bless_round_trip(
-            "format = 1\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n\n[expect]\nrequest_count = 7\nstatus = \"running\"\nevents = [{ type = \"turn/end\", data = { turn = 1, reason = { kind = \"completed\" } } }]\n",
+            "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n\n[expect]\nrequest_count = 7\nstatus = \"running\"\nevents = [{ type = \"turn/end\", data = { turn = 1, reason = { kind = \"completed\" } } }]\n",
         );
         assert!(
             blessed.contains("request_count = 1") && blessed.contains("status = \"idle\""),

@@ -13,7 +13,7 @@ use dshc_scenario::load::{LoadedScenario, parse_scenario};
 const TIMEOUT_MS: u64 = 1_500;
 
 fn empty_scenario(id: &str) -> LoadedScenario {
-    let source = "format = 1\ntitle = \"empty\"\ncovers = [\"01:R4.4\"]\n";
+    let source = "format = 2\ntitle = \"empty\"\ncovers = [\"01:R4.4\"]\n";
     parse_scenario(Path::new(&format!("scenarios/{id}.toml")), source).expect("valid scenario")
 }
 

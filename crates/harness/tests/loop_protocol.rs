@@ -20,7 +20,7 @@ fn scenario(relative: &str) -> LoadedScenario {
 #[test]
 fn a_loop_case_gets_a_provider_url_and_the_harness_reports_what_the_provider_received() {
     let source = r#"
-format = 1
+format = 2
 title = "the double posts one request"
 covers = ["09:W6"]
 level = "loop"

@@ -6,7 +6,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::format::{FORMAT_VERSION, Scenario};
+use serde_json::Value;
+
+use crate::format::{FORMAT_VERSION, Pattern, Scenario, StepExpect};
 use crate::protocol::{
     BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp, LoopListenerCommand,
     LoopWorld, ProviderSpec, Registration, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
@@ -255,8 +257,126 @@ pub fn needs_loop(command: &Command) -> bool {
     }
 }
 
+fn pattern(path: &str, pattern: &Option<Pattern>) -> Result<(), CompileError> {
+    match pattern {
+        Some(pattern) => pattern.validate().map_err(|error| CompileError {
+            path: format!("{path}{}", error.path),
+            message: error.message,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Every pattern of the scenario is well formed; a few shapes are checked
+/// where a literal of the wrong size could never match.
+fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
+    pattern("config_error", &scenario.config_error)?;
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let path = format!("steps[{index}].expect");
+        match &step.expect {
+            None => {}
+            Some(StepExpect::Command(e)) => {
+                pattern(&format!("{path}.error"), &e.error)?;
+                pattern(&format!("{path}.changes"), &e.changes)?;
+            }
+            Some(StepExpect::Assemble(e)) => {
+                for (key, value) in [
+                    ("error", &e.error),
+                    ("sections", &e.sections),
+                    ("contexts", &e.contexts),
+                    ("tools", &e.tools),
+                    ("tool_names", &e.tool_names),
+                    ("variables", &e.variables),
+                    ("extra", &e.extra),
+                    ("prompt", &e.prompt),
+                    ("prompt_error", &e.prompt_error),
+                    ("snapshot", &e.snapshot),
+                    ("snapshot_sections", &e.snapshot_sections),
+                    ("snapshot_error", &e.snapshot_error),
+                    ("journal", &e.journal),
+                    ("changes", &e.changes),
+                ] {
+                    pattern(&format!("{path}.{key}"), value)?;
+                }
+            }
+        }
+    }
+    let Some(expect) = &scenario.expect else {
+        return Ok(());
+    };
+    for (key, value) in [
+        ("event_types", &expect.event_types),
+        ("log", &expect.log),
+        ("requests", &expect.requests),
+        ("request_headers", &expect.request_headers),
+        ("request_count", &expect.request_count),
+        ("cache_hit_tokens", &expect.cache_hit_tokens),
+        ("status", &expect.status),
+        ("status_transitions", &expect.status_transitions),
+        ("pending", &expect.pending),
+        ("agent_errors", &expect.agent_errors),
+        ("failure", &expect.failure),
+    ] {
+        pattern(&format!("expect.{key}"), value)?;
+    }
+    if let Some(Pattern(Value::Array(items))) = &expect.pending
+        && items.len() != 2
+    {
+        return fail(
+            "expect.pending",
+            format!(
+                "`pending` is [next-turn, next-step]: 2 numbers, not {}",
+                items.len()
+            ),
+        );
+    }
+    for (index, event) in expect.events.iter().flatten().enumerate() {
+        pattern(&format!("expect.events[{index}]"), &Some(event.clone()))?;
+    }
+    for (list, queries) in [("query", &expect.query), ("live", &expect.live)] {
+        for (index, query) in queries.iter().enumerate() {
+            let path = format!("expect.{list}[{index}]");
+            for (key, value) in [
+                ("select", &Some(query.select.clone())),
+                ("count", &query.count),
+                ("first", &query.first),
+                ("last", &query.last),
+                ("each", &query.each),
+                ("before", &query.before),
+                ("after", &query.after),
+                ("directly_before", &query.directly_before),
+                ("directly_after", &query.directly_after),
+            ] {
+                pattern(&format!("{path}.{key}"), value)?;
+            }
+            if let Some(nth) = &query.nth {
+                pattern(&format!("{path}.nth.event"), &Some(nth.event.clone()))?;
+            }
+        }
+    }
+    for (index, request) in expect.request.iter().enumerate() {
+        let path = format!("expect.request[{index}]");
+        pattern(&format!("{path}.body"), &request.body)?;
+        pattern(&format!("{path}.headers"), &request.headers)?;
+        pattern(
+            &format!("{path}.cache_hit_tokens"),
+            &request.cache_hit_tokens,
+        )?;
+    }
+    Ok(())
+}
+
 /// Compile a scenario into the case an implementation runs.
 pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
+    if scenario.format == 1 {
+        return fail(
+            "format",
+            format!(
+                "scenario format 1 is no longer read; `dshc migrate <file>` rewrites it as \
+                 format {FORMAT_VERSION}, keeping what it asserts"
+            ),
+        );
+    }
     if scenario.format != FORMAT_VERSION {
         return fail(
             "format",
@@ -266,6 +386,7 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
             ),
         );
     }
+    check_expectations(scenario)?;
     if scenario.covers.is_empty() {
         return fail("covers", "name at least one spec clause");
     }

@@ -16,9 +16,9 @@ use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+pub use crate::pattern::Pattern;
 use crate::protocol::{
-    AdapterSpec, AgentSpec, Command, ConfigSpec, EntryData, Level, PluginsSpec, SimulationSpec,
-    ToolData, ToolResultSpec, VariableValue,
+    AdapterSpec, AgentSpec, Command, ConfigSpec, Level, PluginsSpec, SimulationSpec, ToolResultSpec,
 };
 
 /// One scenario step: a command, and what it is expected to do. In a file
@@ -144,8 +144,9 @@ impl JsonSchema for Step {
     }
 }
 
-/// The only scenario format version this harness reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The scenario format version this harness reads. Format 1 files are
+/// upgraded by `dshc migrate` (the loader says so).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One scenario file.
 #[serde_with::skip_serializing_none]
@@ -167,8 +168,9 @@ pub struct Scenario {
     /// `SystemPrompt` plugin config.
     #[serde(default)]
     pub config: ConfigSpec,
-    /// Expect loading the config to fail with this error; no steps run.
-    pub config_error: Option<ExpectedError>,
+    /// Expect loading the config to fail with this error (message, or
+    /// `{name, message, code}`); no steps run.
+    pub config_error: Option<Pattern>,
     /// Scope parent bindings made before the first step, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<ScopeSpec>,
@@ -193,57 +195,118 @@ pub struct Scenario {
     pub expect: Option<Box<LoopExpect>>,
 }
 
-/// Expectations on a loop run.
+/// Expectations on a loop run. Every value is a [`Pattern`]
+/// (`docs/matching.md`); keys left out are not compared.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopExpect {
-    /// The event types of the whole log, in order.
-    pub event_types: Option<Vec<String>>,
-    /// Events that appear in this order (others may come between); each
-    /// compares the fields it states, `data` exactly.
-    pub events: Option<Vec<EventExpect>>,
+    /// The list of event types of the whole log (`["turn/start", ...]`).
+    pub event_types: Option<Pattern>,
+    /// Events that appear in this order, others between; each a pattern on
+    /// the event as logged (`{type, seq, time, data, sourceEventSeqs?,
+    /// surfaceOp?}`), so only the fields it names are compared.
+    pub events: Option<Vec<Pattern>>,
+    /// Queries over the session log: select events, then assert on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<EventQuery>,
     /// Event types that must not appear.
     pub absent: Option<Vec<String>>,
-    /// The whole session log as JSON lines, byte for byte.
-    pub log: Option<String>,
-    /// The request bodies the provider received, in order.
-    pub requests: Option<Vec<Value>>,
-    /// The HTTP headers of each request the provider received, `[name, value]`
-    /// in arrival order (names lowercased).
-    pub request_headers: Option<Vec<Vec<[String; 2]>>>,
+    /// The whole session log as JSON lines (as `JSON.stringify` writes each
+    /// event), byte for byte when a string: key order is compared here.
+    pub log: Option<Pattern>,
+    /// The request bodies the provider received, as an array.
+    pub requests: Option<Pattern>,
+    /// One request the provider received, by position.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request: Vec<RequestExpect>,
+    /// The HTTP headers of each request, `[name, value]` in arrival order
+    /// (names lowercased): where header order is the contract.
+    pub request_headers: Option<Pattern>,
     /// How many requests the provider received.
-    pub request_count: Option<usize>,
-    /// `prompt_cache_hit_tokens` the provider reported per request.
-    pub cache_hit_tokens: Option<Vec<u64>>,
+    pub request_count: Option<Pattern>,
+    /// `prompt_cache_hit_tokens` the provider reported, per request.
+    pub cache_hit_tokens: Option<Pattern>,
     /// The agent's final status (`idle` or `running`).
-    pub status: Option<String>,
+    pub status: Option<Pattern>,
+    /// Every status the agent reported (`agent/status`), in order.
+    pub status_transitions: Option<Pattern>,
     /// Inbox items still pending at the end: `[next-turn, next-step]`.
-    pub pending: Option<[usize; 2]>,
+    pub pending: Option<Pattern>,
     /// Messages of live `agent/error` events, in order.
-    pub agent_errors: Option<Vec<String>>,
-    /// The run fails before its steps with exactly this text, e.g.
+    pub agent_errors: Option<Pattern>,
+    /// Queries over the live (non-durable) events: `agent/status`,
+    /// `agent/error`, `logger/warn`, each `{type, agent, data}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<EventQuery>,
+    /// The run fails before or while running its steps with this text, e.g.
     /// `setup failed: TypeError: <message>` when a plugin rejects its config
     /// at load. Without it, any run failure is a mismatch.
-    pub failure: Option<String>,
+    pub failure: Option<Pattern>,
 }
 
-/// One expected event.
+/// A query over events: which events ([`EventQuery::select`]), then what
+/// must hold of them. Every assertion given must hold.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EventExpect {
-    /// Event type.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Its seq.
-    pub seq: Option<u64>,
-    /// Its data, exactly (key order included).
-    pub data: Option<Value>,
-    /// `surfaceOp`.
-    pub surface_op: Option<Value>,
-    /// `sourceEventSeqs`.
-    pub source_event_seqs: Option<Vec<u64>>,
+pub struct EventQuery {
+    /// The events: a pattern on each event as logged, e.g.
+    /// `{ type = "assistant/chunk", data = { chunk = { type = "finish" } } }`;
+    /// a string is short for `{ type = "<string>" }`.
+    pub select: Pattern,
+    /// How many: `2`, `0` (none), `{ "$ge" = 1 }`, ...
+    pub count: Option<Pattern>,
+    /// The first selected event.
+    pub first: Option<Pattern>,
+    /// The last selected event.
+    pub last: Option<Pattern>,
+    /// One selected event by position.
+    pub nth: Option<NthEvent>,
+    /// Every selected event.
+    pub each: Option<Pattern>,
+    /// The last selected event comes before the first event this selects.
+    pub before: Option<Pattern>,
+    /// The first selected event comes after the last event this selects.
+    pub after: Option<Pattern>,
+    /// Each selected event is immediately followed by an event this selects.
+    pub directly_before: Option<Pattern>,
+    /// Each selected event immediately follows an event this selects.
+    pub directly_after: Option<Pattern>,
+    /// Bind a name to the value at a path (`data.message.id`,
+    /// `data.content[0].text`) of the first selected event.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub capture: IndexMap<String, String>,
+    /// Bind a name to the array of the values at a path across every
+    /// selected event (`{ chunk_seqs = "seq" }`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub capture_each: IndexMap<String, String>,
+}
+
+/// One selected event by position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NthEvent {
+    /// Position in the selection, from 0.
+    pub index: usize,
+    /// What must hold of it.
+    pub event: Pattern,
+}
+
+/// One request the provider received.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestExpect {
+    /// Its position, from 0.
+    pub index: usize,
+    /// Its JSON body.
+    pub body: Option<Pattern>,
+    /// Its headers as an object: lowercased name → value (repeated names
+    /// joined with `, `).
+    pub headers: Option<Pattern>,
+    /// The `prompt_cache_hit_tokens` it was answered with.
+    pub cache_hit_tokens: Option<Pattern>,
 }
 
 /// A scope parent binding (`createScope(ctx, key, {parent})`).
@@ -256,82 +319,51 @@ pub struct ScopeSpec {
     pub parent: String,
 }
 
-/// An expected error: its message, or its message and class name.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ExpectedError {
-    /// The exact message.
-    Message(String),
-    /// The exact message and error class (`Error`, `TypeError`, ...).
-    Detailed {
-        /// Exact message.
-        message: String,
-        /// Error class name.
-        name: String,
-    },
-}
-
-impl ExpectedError {
-    /// The expected message.
-    pub fn message(&self) -> &str {
-        match self {
-            ExpectedError::Message(message) | ExpectedError::Detailed { message, .. } => message,
-        }
-    }
-
-    /// The expected class name, if given.
-    pub fn name(&self) -> Option<&str> {
-        match self {
-            ExpectedError::Message(_) => None,
-            ExpectedError::Detailed { name, .. } => Some(name),
-        }
-    }
-}
-
 /// What any step but `assemble` can expect of its command.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandExpect {
-    /// The call throws this error.
-    pub error: Option<ExpectedError>,
+    /// The call throws this error: a string (pattern) for its message, or an
+    /// object pattern over `{name, message, code}`.
+    pub error: Option<Pattern>,
     /// Number of `system-prompt/change` events the step emitted.
-    pub changes: Option<u64>,
+    pub changes: Option<Pattern>,
 }
 
 /// What an `assemble` step compares. Keys left out are not compared; an
-/// unexpected error always fails.
+/// unexpected error always fails. Every value is a [`Pattern`].
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssembleExpect {
-    /// `assemble()` rejects with this error.
-    pub error: Option<ExpectedError>,
-    /// Final sections, in order.
-    pub sections: Option<Vec<EntryData>>,
-    /// Final contexts, in order.
-    pub contexts: Option<Vec<EntryData>>,
-    /// Final tools, in order, compared in full.
-    pub tools: Option<Vec<ToolData>>,
-    /// Final tool names, in order (shorthand when schemas don't matter).
-    pub tool_names: Option<Vec<String>>,
-    /// Final variables, in key order.
-    pub variables: Option<IndexMap<String, VariableValue>>,
+    /// `assemble()` rejects with this error (message, or `{name, message, code}`).
+    pub error: Option<Pattern>,
+    /// Final sections, `[{name, text?}]` in order.
+    pub sections: Option<Pattern>,
+    /// Final contexts, `[{name, text?}]` in order.
+    pub contexts: Option<Pattern>,
+    /// Final tools, `[{name, description?, parameters?}]` in order.
+    pub tools: Option<Pattern>,
+    /// Final tool names, in order.
+    pub tool_names: Option<Pattern>,
+    /// Final variables, an object (an `undefined` value is `{ undefined = true }`).
+    pub variables: Option<Pattern>,
     /// Extra top-level fields on the final assembly.
-    pub extra: Option<serde_json::Map<String, Value>>,
-    /// `renderPrompt(assembly)`, byte-exact.
-    pub prompt: Option<String>,
+    pub extra: Option<Pattern>,
+    /// `renderPrompt(assembly)`; a string is byte-exact.
+    pub prompt: Option<Pattern>,
     /// `renderPrompt(assembly)` throws this.
-    pub prompt_error: Option<ExpectedError>,
-    /// `renderContextSnapshot(assembly)`, byte-exact.
-    pub snapshot: Option<String>,
+    pub prompt_error: Option<Pattern>,
+    /// `renderContextSnapshot(assembly)`; a string is byte-exact.
+    pub snapshot: Option<Pattern>,
     /// `renderContextSections(assembly)`: the non-empty rendered contexts.
-    pub snapshot_sections: Option<Vec<EntryData>>,
+    pub snapshot_sections: Option<Pattern>,
     /// Rendering the context snapshot throws this.
-    pub snapshot_error: Option<ExpectedError>,
+    pub snapshot_error: Option<Pattern>,
     /// Provider and listener evaluations during the step, in order:
     /// `variable <id>`, `section <id>`, `context <id>`, `tools <id>`, `listener <id>`.
-    pub journal: Option<Vec<String>>,
+    pub journal: Option<Pattern>,
     /// Number of `system-prompt/change` events during the step.
-    pub changes: Option<u64>,
+    pub changes: Option<Pattern>,
 }

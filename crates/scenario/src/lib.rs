@@ -14,5 +14,7 @@
 pub mod compile;
 pub mod format;
 pub mod load;
+pub mod migrate;
+pub mod pattern;
 pub mod protocol;
 pub mod schema;

@@ -66,6 +66,7 @@ pub fn scenario_id(path: &Path) -> String {
     let components: Vec<String> = path
         .with_extension("")
         .components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     let start = components
@@ -75,23 +76,85 @@ pub fn scenario_id(path: &Path) -> String {
     components[start..].join("/")
 }
 
-/// Byte span of `steps[i]` (or another top-level key) for a compile error path.
-fn span_of_path(source: &str, error_path: &str) -> Option<std::ops::Range<usize>> {
-    let document = source.parse::<toml_edit::Document<String>>().ok()?;
-    let head = error_path.split('.').next()?;
-    let (key, index) = match head.split_once('[') {
-        Some((key, rest)) => (key, rest.trim_end_matches(']').parse::<usize>().ok()),
-        None => (head, None),
-    };
-    let item = document.as_table().get(key)?;
-    match index {
-        None => item.span(),
-        Some(index) => match item {
-            toml_edit::Item::ArrayOfTables(tables) => tables.get(index)?.span(),
-            toml_edit::Item::Value(toml_edit::Value::Array(array)) => array.get(index)?.span(),
-            _ => item.span(),
-        },
+/// One step of an error path: a key, or an array index.
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// `steps[3].expect.prompt["$regex"]` → key `steps`, index 3, key `expect`, ...
+fn segments(path: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("[\"") {
+            let end = after.find("\"]").unwrap_or(after.len());
+            out.push(Segment::Key(after[..end].to_string()));
+            rest = after.get(end + 2..).unwrap_or_default();
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').unwrap_or(after.len());
+            if let Ok(index) = after[..end].parse() {
+                out.push(Segment::Index(index));
+            }
+            rest = after.get(end + 1..).unwrap_or_default();
+        } else {
+            let rest_trimmed = rest.strip_prefix('.').unwrap_or(rest);
+            let end = rest_trimmed.find(['.', '[']).unwrap_or(rest_trimmed.len());
+            if end > 0 {
+                out.push(Segment::Key(rest_trimmed[..end].to_string()));
+            }
+            rest = &rest_trimmed[end..];
+        }
     }
+    out
+}
+
+/// The byte span of the deepest part of `error_path` the document has
+/// (a compile error's path, e.g. `steps[2].expect.prompt["$regex"]`).
+fn span_of_path(source: &str, error_path: &str) -> Option<std::ops::Range<usize>> {
+    use toml_edit::{Item, Value};
+    enum Node<'a> {
+        Item(&'a Item),
+        Value(&'a Value),
+        Table(&'a toml_edit::Table),
+    }
+    let document = source.parse::<toml_edit::Document<String>>().ok()?;
+    let mut node = Node::Table(document.as_table());
+    let mut span = None;
+    for segment in segments(error_path) {
+        let as_value: Option<&Value> = match &node {
+            Node::Item(Item::Value(value)) => Some(value),
+            Node::Value(value) => Some(value),
+            _ => None,
+        };
+        let next = match (&node, as_value, &segment) {
+            (Node::Table(table), _, Segment::Key(key)) => table.get(key).map(Node::Item),
+            (Node::Item(Item::Table(table)), _, Segment::Key(key)) => {
+                table.get(key).map(Node::Item)
+            }
+            (Node::Item(Item::ArrayOfTables(tables)), _, Segment::Index(index)) => {
+                tables.get(*index).map(Node::Table)
+            }
+            (_, Some(Value::InlineTable(table)), Segment::Key(key)) => {
+                table.get(key).map(Node::Value)
+            }
+            (_, Some(Value::Array(array)), Segment::Index(index)) => {
+                array.get(*index).map(Node::Value)
+            }
+            _ => None,
+        };
+        let Some(next) = next else { break };
+        let next_span = match &next {
+            Node::Item(item) => item.span(),
+            Node::Value(value) => value.span(),
+            Node::Table(table) => table.span(),
+        };
+        if next_span.is_some() {
+            span = next_span;
+        }
+        node = next;
+    }
+    span
 }
 
 /// Serde reports errors inside a tagged step at the step's table. For an
@@ -129,8 +192,52 @@ fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usi
     span.start
 }
 
+/// The position of the first key of the document named in `keys`.
+fn first_key_position(source: &str, keys: &[&str]) -> Option<(usize, usize)> {
+    let document = source.parse::<toml_edit::Document<String>>().ok()?;
+    let table = document.as_table();
+    let start = table
+        .iter()
+        .filter(|(key, _)| keys.contains(key))
+        .filter_map(|(key, item)| {
+            table
+                .key(key)
+                .and_then(|k| k.span())
+                .or_else(|| item.span())
+        })
+        .map(|span| span.start)
+        .min()?;
+    Some(line_column(source, start))
+}
+
+/// A format 1 file is refused before its steps are read, with the upgrade.
+fn check_format(path: &Path, source: &str) -> Result<(), LoadError> {
+    let Ok(document) = source.parse::<toml_edit::Document<String>>() else {
+        return Ok(());
+    };
+    let Some(item) = document.as_table().get("format") else {
+        return Ok(());
+    };
+    if item.as_integer() == Some(1) {
+        let position = item.span().map(|span| line_column(source, span.start));
+        return Err(LoadError {
+            path: path.to_path_buf(),
+            line: position.map(|p| p.0),
+            column: position.map(|p| p.1),
+            message: format!(
+                "scenario format 1 is no longer read; `dshc migrate {}` rewrites it as format {}, \
+                 keeping what it asserts",
+                path.display(),
+                crate::format::FORMAT_VERSION
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Parse and compile scenario text.
 pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadError> {
+    check_format(path, source)?;
     let scenario: Scenario = toml::from_str(source).map_err(|error| {
         let (line, column) = match error.span() {
             Some(span) => {
@@ -149,8 +256,22 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
     })?;
     let id = scenario_id(path);
     let case = compile(&id, &scenario).map_err(|error| {
-        let position =
-            span_of_path(source, &error.path).map(|span| line_column(source, span.start));
+        let position = match error.path.as_str() {
+            // `level` is missing where loop-only keys are present: point at the first.
+            "level" => first_key_position(
+                source,
+                &[
+                    "agent",
+                    "provider",
+                    "adapter",
+                    "simulation",
+                    "tool_results",
+                    "plugins",
+                    "expect",
+                ],
+            ),
+            path => span_of_path(source, path).map(|span| line_column(source, span.start)),
+        };
         LoadError {
             path: path.to_path_buf(),
             line: position.map(|p| p.0),
@@ -169,11 +290,22 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
 
 /// Read, parse and compile one scenario file.
 pub fn load_scenario(path: &Path) -> Result<LoadedScenario, LoadError> {
-    let source = std::fs::read_to_string(path).map_err(|error| LoadError {
+    let bytes = std::fs::read(path).map_err(|error| LoadError {
         path: path.to_path_buf(),
         line: None,
         column: None,
         message: format!("cannot read: {error}"),
+    })?;
+    let source = String::from_utf8(bytes).map_err(|error| {
+        let valid = error.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(&error.as_bytes()[..valid]).into_owned();
+        let (line, column) = line_column(&text, valid);
+        LoadError {
+            path: path.to_path_buf(),
+            line: Some(line),
+            column: Some(column),
+            message: "not valid UTF-8 (a scenario is UTF-8 text)".into(),
+        }
     })?;
     parse_scenario(path, &source)
 }
@@ -243,14 +375,14 @@ mod tests {
 
     #[test]
     fn syntax_error_reports_line_and_column() {
-        let source = "format = 1\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \n";
+        let source = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
         assert_eq!((error.line, error.column), (Some(8), Some(8)), "{error}");
     }
 
     #[test]
     fn unknown_field_is_an_error_with_position() {
-        let source = "format = 1\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\nexpect = { promt = \"x\" }\n";
+        let source = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\nexpect = { promt = \"x\" }\n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
         assert!(error.message.contains("promt"), "{error}");
         assert_eq!((error.line, error.column), (Some(7), Some(12)), "{error}");
@@ -258,7 +390,7 @@ mod tests {
 
     #[test]
     fn compile_error_points_at_the_step() {
-        let source = "format = 1\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\n\n[[steps]]\ndo = \"dispose\"\ntarget = \"nope\"\n";
+        let source = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\n\n[[steps]]\ndo = \"dispose\"\ntarget = \"nope\"\n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
         assert!(
             error.message.contains("no registration has id \"nope\""),

@@ -12,7 +12,7 @@ fn pretty(schema: &schemars::Schema) -> String {
     text
 }
 
-/// The scenario file schema (`scenarios/schema/scenario.v1.json`).
+/// The scenario file schema (`scenarios/schema/scenario.v2.json`).
 pub fn scenario_schema() -> String {
     let generator = SchemaSettings::draft2020_12().into_generator();
     pretty(&generator.into_root_schema_for::<Scenario>())

@@ -1,5 +1,5 @@
 //! The committed JSON Schemas match the types they are generated from. If
-//! this fails, regenerate with `cargo run -p dshc -- schema > scenarios/schema/scenario.v1.json`
+//! this fails, regenerate with `cargo run -p dshc -- schema > scenarios/schema/scenario.v2.json`
 //! and `cargo run -p dshc -- schema --protocol > docs/adapter-protocol.v1.json`.
 
 use std::path::Path;
@@ -18,7 +18,7 @@ fn assert_fresh(relative: &str, generated: String, command: &str) {
 #[test]
 fn scenario_schema_is_fresh() {
     assert_fresh(
-        "scenarios/schema/scenario.v1.json",
+        "scenarios/schema/scenario.v2.json",
         dshc_scenario::schema::scenario_schema(),
         "cargo run -p dshc -- schema",
     );

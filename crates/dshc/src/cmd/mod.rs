@@ -4,6 +4,7 @@
 pub mod check;
 pub mod coverage;
 pub mod diff;
+pub mod migrate;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -1,67 +1,97 @@
 //! Comparing a scenario's expectations with what an implementation observed.
 //!
-//! Only the keys a scenario states are compared, except that an error nobody
-//! expected always fails. Each mismatch names the step and key, and carries
-//! both sides in a form a person can diff.
+//! Every expectation is a pattern, checked by the one matching module
+//! ([`super::matching`]) against the observation in JSON form: the same code
+//! for both levels and for every implementation. Keys a scenario leaves out
+//! are not compared, except that an error nobody expected always fails. Each
+//! mismatch names the expectation, the matcher and what was there; a query
+//! or an event list that finds nothing shows the nearest candidates.
 
 use serde::Serialize;
+use serde_json::{Map, Value, json};
 
-use serde_json::Value;
-
-use dshc_scenario::format::{
-    AssembleExpect, CommandExpect, EventExpect, ExpectedError, LoopExpect, Scenario,
-};
+use dshc_model::js::stringify;
+use dshc_scenario::format::{EventQuery, LoopExpect, Pattern, RequestExpect, Scenario, StepExpect};
+use dshc_scenario::pattern::is_matcher;
 use dshc_scenario::protocol::{
-    AssemblyData, CaseResult, Command, LoopRun, Observation, ObservedError, Rendered,
-    RenderedSections,
+    CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
 };
+
+use super::matching::{Matcher, Miss, show};
 
 /// One expectation that did not hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Mismatch {
-    /// Where: `config_error`, `steps[3].expect.prompt`, ...
+    /// Where: `config_error`, `steps[3].expect.prompt`, `expect.query[0].count`, ...
     pub path: String,
-    /// The expected side, rendered for a diff.
+    /// The expected side, naming the matcher, rendered for a diff.
     pub expected: String,
     /// The observed side, rendered for a diff.
     pub actual: String,
 }
 
-fn json<T: Serialize>(value: &T) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("<unserializable: {e}>"))
+/// How many candidates a failed selection shows.
+const MAX_CANDIDATES: usize = 8;
+
+fn error_json(error: &ObservedError) -> Value {
+    serde_json::to_value(error).unwrap_or_else(|e| json!({ "unserializable": e.to_string() }))
 }
 
-fn error_text(error: Option<&ObservedError>) -> String {
-    match error {
-        None => "(no error)".into(),
-        Some(error) => format!("{}: {}", error.name, error.message),
+fn error_text(error: &ObservedError) -> String {
+    match &error.code {
+        Some(code) => format!("{}: {} [{code}]", error.name, error.message),
+        None => format!("{}: {}", error.name, error.message),
     }
 }
 
-fn expected_error_text(error: Option<&ExpectedError>) -> String {
-    match error {
-        None => "(no error)".into(),
-        Some(ExpectedError::Message(message)) => format!("<any>: {message}"),
-        Some(ExpectedError::Detailed { message, name }) => format!("{name}: {message}"),
-    }
-}
-
-fn error_matches(expected: Option<&ExpectedError>, actual: Option<&ObservedError>) -> bool {
-    match (expected, actual) {
-        (None, None) => true,
-        (Some(expected), Some(actual)) => {
-            expected.message() == actual.message
-                && expected.name().is_none_or(|name| name == actual.name)
+/// The value at a dotted path (`data.message.content[0].text`).
+pub fn value_at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut current = value;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, indices) = match part.find('[') {
+            Some(at) => (&part[..at], &part[at..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            current = current.get(key)?;
         }
-        _ => false,
+        for index in indices.split('[').filter(|i| !i.is_empty()) {
+            let index: usize = index.trim_end_matches(']').parse().ok()?;
+            current = current.get(index)?;
+        }
+    }
+    Some(current)
+}
+
+/// A query's selector as a pattern: a string is short for `{type = ...}`.
+fn selector(pattern: &Pattern) -> Value {
+    match &pattern.0 {
+        Value::String(kind) => json!({ "type": kind }),
+        other => other.clone(),
     }
 }
 
-struct Collector {
+/// The headers of a request as an object: lowercased names, repeated
+/// names joined with `, ` (as fetch's `Headers` reads them).
+fn headers_object(headers: &[[String; 2]]) -> Value {
+    let mut object = Map::new();
+    for [name, value] in headers {
+        let name = name.to_ascii_lowercase();
+        let joined = match object.get(&name).and_then(Value::as_str) {
+            Some(previous) => format!("{previous}, {value}"),
+            None => value.clone(),
+        };
+        object.insert(name, Value::String(joined));
+    }
+    Value::Object(object)
+}
+
+struct Comparison {
+    matcher: Matcher,
     mismatches: Vec<Mismatch>,
 }
 
-impl Collector {
+impl Comparison {
     fn push(&mut self, path: String, expected: String, actual: String) {
         self.mismatches.push(Mismatch {
             path,
@@ -70,347 +100,613 @@ impl Collector {
         });
     }
 
-    fn error(
-        &mut self,
-        path: String,
-        expected: Option<&ExpectedError>,
-        actual: Option<&ObservedError>,
-    ) {
-        if !error_matches(expected, actual) {
-            self.push(path, expected_error_text(expected), error_text(actual));
+    fn miss(&mut self, path: &str, miss: Miss) {
+        self.push(format!("{path}{}", miss.path), miss.expected, miss.actual);
+    }
+
+    /// `pattern` (when stated) against `actual` (`None`: absent).
+    fn value(&mut self, path: &str, pattern: Option<&Pattern>, actual: Option<&Value>) {
+        let Some(pattern) = pattern else { return };
+        if let Err(miss) = self.matcher.check(pattern, actual) {
+            self.miss(path, miss);
         }
     }
 
-    fn value<T: Serialize + PartialEq>(
-        &mut self,
-        path: String,
-        expected: &Option<T>,
-        actual: Option<&T>,
-    ) {
-        let Some(expected) = expected else { return };
-        if actual != Some(expected) {
-            let actual = actual.map(json).unwrap_or_else(|| "(not observed)".into());
-            self.push(path, json(expected), actual);
-        }
-    }
-
-    fn text(&mut self, path: String, expected: &Option<String>, actual: Option<&Rendered>) {
-        let Some(expected) = expected else { return };
-        match actual {
-            Some(Rendered::Text(text)) if text == expected => {}
-            Some(Rendered::Text(text)) => self.push(path, expected.clone(), text.clone()),
-            Some(Rendered::Error(error)) => {
-                self.push(path, expected.clone(), error_text(Some(error)))
+    /// An error expectation: a string or string matcher is about the
+    /// message; an object is a partial pattern over `{name, message, code}`.
+    /// An error nobody expected always fails.
+    fn error(&mut self, path: &str, pattern: Option<&Pattern>, actual: Option<&ObservedError>) {
+        match (pattern, actual) {
+            (None, None) => {}
+            (None, Some(error)) => self.push(path.into(), "(no error)".into(), error_text(error)),
+            (Some(pattern), None) => {
+                self.push(path.into(), show(Some(&pattern.0)), "(no error)".into())
             }
-            None => self.push(path, expected.clone(), "(not observed)".into()),
+            (Some(pattern), Some(error)) => {
+                let about_message = pattern.0.is_string() || is_matcher(&pattern.0);
+                let result = if about_message {
+                    let message = Value::String(error.message.clone());
+                    self.matcher
+                        .check(pattern, Some(&message))
+                        .map_err(|miss| Miss {
+                            path: ".message".into(),
+                            actual: error_text(error),
+                            ..miss
+                        })
+                } else {
+                    self.matcher.check(pattern, Some(&error_json(error)))
+                };
+                if let Err(miss) = result {
+                    self.miss(path, miss);
+                }
+            }
         }
     }
 
-    fn render_error(
-        &mut self,
-        path: String,
-        expected: &Option<ExpectedError>,
-        actual: Option<&Rendered>,
-    ) {
-        let Some(expected) = expected else { return };
+    fn rendered(&mut self, path: &str, pattern: Option<&Pattern>, actual: Option<&Rendered>) {
+        let Some(pattern) = pattern else { return };
         match actual {
-            Some(Rendered::Error(error)) => self.error(path, Some(expected), Some(error)),
+            Some(Rendered::Text(text)) => {
+                self.value(path, Some(pattern), Some(&Value::String(text.clone())))
+            }
+            Some(Rendered::Error(error)) => self.push(
+                path.into(),
+                show(Some(&pattern.0)),
+                format!("(rendering threw) {}", error_text(error)),
+            ),
+            None => self.push(path.into(), show(Some(&pattern.0)), "(not observed)".into()),
+        }
+    }
+
+    fn render_error(&mut self, path: &str, pattern: Option<&Pattern>, actual: Option<&Rendered>) {
+        let Some(pattern) = pattern else { return };
+        match actual {
+            Some(Rendered::Error(error)) => self.error(path, Some(pattern), Some(error)),
             Some(Rendered::Text(text)) => self.push(
-                path,
-                expected_error_text(Some(expected)),
+                path.into(),
+                show(Some(&pattern.0)),
                 format!("(rendered) {text}"),
             ),
-            None => self.push(
-                path,
-                expected_error_text(Some(expected)),
-                "(not observed)".into(),
-            ),
+            None => self.push(path.into(), show(Some(&pattern.0)), "(not observed)".into()),
         }
     }
 
-    fn register(&mut self, path: &str, expect: Option<&CommandExpect>, observation: &Observation) {
-        let default = CommandExpect::default();
-        let expect = expect.unwrap_or(&default);
+    fn command(&mut self, path: &str, step: &StepExpect, observation: &Observation) {
+        match step {
+            StepExpect::Command(expect) => {
+                self.error(
+                    &format!("{path}.error"),
+                    expect.error.as_ref(),
+                    observation.error.as_ref(),
+                );
+                let changes = Value::from(observation.changes);
+                self.value(
+                    &format!("{path}.changes"),
+                    expect.changes.as_ref(),
+                    Some(&changes),
+                );
+            }
+            StepExpect::Assemble(expect) => self.assemble(path, expect, observation),
+        }
+    }
+
+    fn assemble(
+        &mut self,
+        path: &str,
+        expect: &dshc_scenario::format::AssembleExpect,
+        observation: &Observation,
+    ) {
         self.error(
-            format!("{path}.error"),
+            &format!("{path}.error"),
             expect.error.as_ref(),
             observation.error.as_ref(),
         );
+        let journal = json!(observation.journal);
         self.value(
-            format!("{path}.changes"),
-            &expect.changes,
-            Some(&observation.changes),
+            &format!("{path}.journal"),
+            expect.journal.as_ref(),
+            Some(&journal),
+        );
+        let changes = Value::from(observation.changes);
+        self.value(
+            &format!("{path}.changes"),
+            expect.changes.as_ref(),
+            Some(&changes),
+        );
+        let assembly = observation
+            .assembly
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok());
+        let field = |key: &str| assembly.as_ref().and_then(|a| a.get(key)).cloned();
+        let tool_names = assembly.as_ref().map(|a| {
+            let names = a["tools"].as_array().into_iter().flatten();
+            Value::Array(names.map(|t| t["name"].clone()).collect())
+        });
+        let extra = assembly
+            .as_ref()
+            .map(|a| a.get("extra").cloned().unwrap_or(json!({})));
+        for (key, pattern, actual) in [
+            ("sections", &expect.sections, field("sections")),
+            ("contexts", &expect.contexts, field("contexts")),
+            ("tools", &expect.tools, field("tools")),
+            ("tool_names", &expect.tool_names, tool_names),
+            ("variables", &expect.variables, field("variables")),
+            ("extra", &expect.extra, extra),
+        ] {
+            if pattern.is_some() && actual.is_none() {
+                let wanted = show(pattern.as_ref().map(|p| &p.0));
+                self.push(format!("{path}.{key}"), wanted, "(no assembly)".into());
+                continue;
+            }
+            self.value(&format!("{path}.{key}"), pattern.as_ref(), actual.as_ref());
+        }
+        self.rendered(
+            &format!("{path}.prompt"),
+            expect.prompt.as_ref(),
+            observation.prompt.as_ref(),
+        );
+        self.render_error(
+            &format!("{path}.prompt_error"),
+            expect.prompt_error.as_ref(),
+            observation.prompt.as_ref(),
+        );
+        self.rendered(
+            &format!("{path}.snapshot"),
+            expect.snapshot.as_ref(),
+            observation.snapshot.as_ref(),
+        );
+        self.render_error(
+            &format!("{path}.snapshot_error"),
+            expect.snapshot_error.as_ref(),
+            observation.snapshot.as_ref(),
+        );
+        if let Some(pattern) = &expect.snapshot_sections {
+            let key = format!("{path}.snapshot_sections");
+            match &observation.snapshot_sections {
+                Some(RenderedSections::Sections(sections)) => {
+                    let sections = json!(sections);
+                    self.value(&key, Some(pattern), Some(&sections));
+                }
+                Some(RenderedSections::Error(error)) => {
+                    self.push(key, show(Some(&pattern.0)), error_text(error))
+                }
+                None => self.push(key, show(Some(&pattern.0)), "(not observed)".into()),
+            }
+        }
+    }
+
+    /// The candidates shown when nothing matches `pattern`: events of the
+    /// type it names (or all), each with its first differing field.
+    fn candidates(&self, pattern: &Value, events: &[Value]) -> String {
+        let kind = pattern.get("type").filter(|k| k.is_string());
+        let mut lines = Vec::new();
+        let mut shown = 0;
+        for event in events {
+            if kind.is_some_and(|kind| event.get("type") != Some(kind)) {
+                continue;
+            }
+            if shown == MAX_CANDIDATES {
+                lines.push("  …".to_string());
+                break;
+            }
+            shown += 1;
+            let seq = event.get("seq").map_or("-".into(), |s| show(Some(s)));
+            let why = match self.matcher.clone().check_value(pattern, Some(event), "") {
+                Ok(()) => "matches".to_string(),
+                Err(miss) => format!(
+                    "{}: expected {}, got {}",
+                    miss.path, miss.expected, miss.actual
+                ),
+            };
+            lines.push(format!("  seq {seq} ({}): {why}", show(event.get("type"))));
+        }
+        if lines.is_empty() {
+            match kind {
+                Some(kind) => format!("no event of type {} at all", show(Some(kind))),
+                None => "the log is empty".into(),
+            }
+        } else {
+            format!("nearest candidates:\n{}", lines.join("\n"))
+        }
+    }
+
+    fn select(&self, pattern: &Value, events: &[Value]) -> Vec<usize> {
+        (0..events.len())
+            .filter(|&i| self.matcher.clone().test(pattern, Some(&events[i])))
+            .collect()
+    }
+
+    fn query(&mut self, path: &str, query: &EventQuery, events: &[Value]) {
+        let select = selector(&query.select);
+        let selected = self.select(&select, events);
+        if let Some(count) = &query.count {
+            let len = Value::from(selected.len());
+            if let Err(miss) = self.matcher.check(count, Some(&len)) {
+                let actual = format!("{} ({})", miss.actual, self.candidates(&select, events));
+                self.push(format!("{path}.count"), miss.expected, actual);
+            }
+        }
+        let needs_events = query.first.is_some()
+            || query.last.is_some()
+            || query.nth.is_some()
+            || query.before.is_some()
+            || query.after.is_some()
+            || query.directly_before.is_some()
+            || query.directly_after.is_some()
+            || !query.capture.is_empty();
+        if selected.is_empty() && needs_events {
+            let candidates = self.candidates(&select, events);
+            self.push(
+                format!("{path}.select"),
+                format!("some event matching {}", show(Some(&select))),
+                candidates,
+            );
+            return;
+        }
+        let at = |position: usize| &events[selected[position]];
+        if let Some(first) = &query.first {
+            self.value(&format!("{path}.first"), Some(first), Some(at(0)));
+        }
+        if let Some(last) = &query.last {
+            self.value(
+                &format!("{path}.last"),
+                Some(last),
+                Some(at(selected.len() - 1)),
+            );
+        }
+        if let Some(nth) = &query.nth {
+            match selected.get(nth.index) {
+                Some(&index) => self.value(
+                    &format!("{path}.nth"),
+                    Some(&nth.event),
+                    Some(&events[index]),
+                ),
+                None => self.push(
+                    format!("{path}.nth.index"),
+                    format!("an event at position {}", nth.index),
+                    format!("{} selected", selected.len()),
+                ),
+            }
+        }
+        if let Some(each) = &query.each {
+            for &index in &selected {
+                let event = &events[index];
+                if let Err(miss) = self.matcher.check(each, Some(event)) {
+                    let seq = show(event.get("seq"));
+                    self.miss(&format!("{path}.each (seq {seq})"), miss);
+                    break;
+                }
+            }
+        }
+        self.order(path, query, &selected, events);
+        for (name, field) in &query.capture {
+            match value_at(at(0), field) {
+                Some(value) => {
+                    if let Err(miss) = self.matcher.bind(name, value.clone(), "") {
+                        self.miss(&format!("{path}.capture.{name}"), miss);
+                    }
+                }
+                None => self.push(
+                    format!("{path}.capture.{name}"),
+                    format!("a value at {field}"),
+                    show(Some(at(0))),
+                ),
+            }
+        }
+        for (name, field) in &query.capture_each {
+            let values: Option<Vec<Value>> = selected
+                .iter()
+                .map(|&i| value_at(&events[i], field).cloned())
+                .collect();
+            match values {
+                Some(values) => {
+                    if let Err(miss) = self.matcher.bind(name, Value::Array(values), "") {
+                        self.miss(&format!("{path}.capture_each.{name}"), miss);
+                    }
+                }
+                None => self.push(
+                    format!("{path}.capture_each.{name}"),
+                    format!("a value at {field} in every selected event"),
+                    "(missing in some)".into(),
+                ),
+            }
+        }
+    }
+
+    fn order(&mut self, path: &str, query: &EventQuery, selected: &[usize], events: &[Value]) {
+        let relations: [(&str, &Option<Pattern>); 4] = [
+            ("before", &query.before),
+            ("after", &query.after),
+            ("directly_before", &query.directly_before),
+            ("directly_after", &query.directly_after),
+        ];
+        for (relation, other) in relations {
+            let Some(other) = other else { continue };
+            let other = selector(other);
+            let others = self.select(&other, events);
+            let seq_of = |i: usize| show(events[i].get("seq"));
+            let key = format!("{path}.{relation}");
+            let (Some(&first), Some(&last)) = (selected.first(), selected.last()) else {
+                continue;
+            };
+            let failure =
+                match relation {
+                    "before" | "after" if others.is_empty() => {
+                        Some(format!("no event matches {}", show(Some(&other))))
+                    }
+                    "before" => (last >= others[0]).then(|| {
+                        format!(
+                            "seq {} does not come before seq {}",
+                            seq_of(last),
+                            seq_of(others[0])
+                        )
+                    }),
+                    "after" => {
+                        let other_last = others[others.len() - 1];
+                        (first <= other_last).then(|| {
+                            format!(
+                                "seq {} does not come after seq {}",
+                                seq_of(first),
+                                seq_of(other_last)
+                            )
+                        })
+                    }
+                    "directly_before" => selected
+                        .iter()
+                        .find(|&&i| !others.contains(&(i + 1)))
+                        .map(|&i| match events.get(i + 1) {
+                            Some(next) => format!(
+                                "seq {} is followed by {}",
+                                seq_of(i),
+                                show(next.get("type"))
+                            ),
+                            None => format!("seq {} is the last event", seq_of(i)),
+                        }),
+                    _ => selected
+                        .iter()
+                        .find(|&&i| i == 0 || !others.contains(&(i - 1)))
+                        .map(|&i| match i.checked_sub(1).map(|p| &events[p]) {
+                            Some(previous) => {
+                                format!("seq {} follows {}", seq_of(i), show(previous.get("type")))
+                            }
+                            None => format!("seq {} is the first event", seq_of(i)),
+                        }),
+                };
+            if let Some(failure) = failure {
+                self.push(key, format!("{relation} {}", show(Some(&other))), failure);
+            }
+        }
+    }
+
+    fn events_in_order(&mut self, patterns: &[Pattern], events: &[Value]) {
+        let mut cursor = 0;
+        for (index, pattern) in patterns.iter().enumerate() {
+            let found =
+                (cursor..events.len()).find(|&i| self.matcher.test(&pattern.0, Some(&events[i])));
+            match found {
+                Some(found) => cursor = found + 1,
+                None => {
+                    let candidates = self.candidates(&pattern.0, events);
+                    self.push(
+                        format!("expect.events[{index}]"),
+                        format!(
+                            "{} (after the events matched before it)",
+                            show(Some(&pattern.0))
+                        ),
+                        candidates,
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn request(&mut self, expect: &RequestExpect, run: &LoopRun, index: usize) {
+        let path = format!("expect.request[{index}]");
+        let Some(request) = run.requests.get(expect.index) else {
+            self.push(
+                format!("{path}.index"),
+                format!("a request at position {}", expect.index),
+                format!("{} requests", run.requests.len()),
+            );
+            return;
+        };
+        self.value(
+            &format!("{path}.body"),
+            expect.body.as_ref(),
+            Some(&request.body),
+        );
+        let headers = headers_object(&request.headers);
+        self.value(
+            &format!("{path}.headers"),
+            expect.headers.as_ref(),
+            Some(&headers),
+        );
+        let hits = request.cache_hit_tokens.map(Value::from);
+        self.value(
+            &format!("{path}.cache_hit_tokens"),
+            expect.cache_hit_tokens.as_ref(),
+            hits.as_ref(),
         );
     }
 
-    fn assemble(&mut self, path: &str, expect: Option<&AssembleExpect>, observation: &Observation) {
-        let default = AssembleExpect::default();
-        let expect = expect.unwrap_or(&default);
-        self.error(
-            format!("{path}.error"),
-            expect.error.as_ref(),
-            observation.error.as_ref(),
-        );
-        self.value(
-            format!("{path}.journal"),
-            &expect.journal,
-            Some(&observation.journal),
-        );
-        self.value(
-            format!("{path}.changes"),
-            &expect.changes,
-            Some(&observation.changes),
-        );
-        let assembly: Option<&AssemblyData> = observation.assembly.as_ref();
-        self.value(
-            format!("{path}.sections"),
-            &expect.sections,
-            assembly.map(|a| &a.sections),
-        );
-        self.value(
-            format!("{path}.contexts"),
-            &expect.contexts,
-            assembly.map(|a| &a.contexts),
-        );
-        self.value(
-            format!("{path}.tools"),
-            &expect.tools,
-            assembly.map(|a| &a.tools),
-        );
-        let tool_names: Option<Vec<String>> =
-            assembly.map(|a| a.tools.iter().map(|t| t.name.clone()).collect());
-        self.value(
-            format!("{path}.tool_names"),
-            &expect.tool_names,
-            tool_names.as_ref(),
-        );
-        self.value(
-            format!("{path}.variables"),
-            &expect.variables,
-            assembly.map(|a| &a.variables),
-        );
-        self.value(
-            format!("{path}.extra"),
-            &expect.extra,
-            assembly.map(|a| &a.extra),
-        );
-        self.text(
-            format!("{path}.prompt"),
-            &expect.prompt,
-            observation.prompt.as_ref(),
-        );
-        self.render_error(
-            format!("{path}.prompt_error"),
-            &expect.prompt_error,
-            observation.prompt.as_ref(),
-        );
-        self.text(
-            format!("{path}.snapshot"),
-            &expect.snapshot,
-            observation.snapshot.as_ref(),
-        );
-        self.render_error(
-            format!("{path}.snapshot_error"),
-            &expect.snapshot_error,
-            observation.snapshot.as_ref(),
-        );
-        if let Some(expected) = &expect.snapshot_sections {
-            match &observation.snapshot_sections {
-                Some(RenderedSections::Sections(sections)) if sections == expected => {}
-                Some(RenderedSections::Sections(sections)) => self.push(
-                    format!("{path}.snapshot_sections"),
-                    json(expected),
-                    json(sections),
-                ),
-                Some(RenderedSections::Error(error)) => self.push(
-                    format!("{path}.snapshot_sections"),
-                    json(expected),
-                    error_text(Some(error)),
-                ),
-                None => self.push(
-                    format!("{path}.snapshot_sections"),
-                    json(expected),
-                    "(not observed)".into(),
-                ),
+    fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
+        let expected_failure = expect.and_then(|e| e.failure.as_ref());
+        match (&run.failure, expected_failure) {
+            (None, None) => {}
+            (Some(failure), None) => {
+                self.push("run".into(), "(the run finishes)".into(), failure.clone())
             }
+            (None, Some(pattern)) => self.push(
+                "expect.failure".into(),
+                show(Some(&pattern.0)),
+                "(the run finished)".into(),
+            ),
+            (Some(failure), Some(pattern)) => {
+                let failure = Value::String(failure.clone());
+                self.value("expect.failure", Some(pattern), Some(&failure));
+            }
+        }
+        for violation in &run.violations {
+            self.push("invariant".into(), "(holds)".into(), violation.clone());
+        }
+        let Some(expect) = expect else { return };
+        let log = &run.log;
+        let types: Vec<Value> = log.iter().map(|e| e["type"].clone()).collect();
+        let types = Value::Array(types);
+        self.value(
+            "expect.event_types",
+            expect.event_types.as_ref(),
+            Some(&types),
+        );
+        if let Some(absent) = &expect.absent {
+            let present: Vec<&String> = absent
+                .iter()
+                .filter(|kind| log.iter().any(|e| e["type"] == kind.as_str()))
+                .collect();
+            if !present.is_empty() {
+                self.push(
+                    "expect.absent".into(),
+                    show(Some(&json!(absent))),
+                    format!("present: {}", show(Some(&json!(present)))),
+                );
+            }
+        }
+        if let Some(events) = &expect.events {
+            self.events_in_order(events, log);
+        }
+        for (index, query) in expect.query.iter().enumerate() {
+            self.query(&format!("expect.query[{index}]"), query, log);
+        }
+        if let Some(pattern) = &expect.log {
+            let text: String = log.iter().map(|e| stringify(e) + "\n").collect();
+            self.value("expect.log", Some(pattern), Some(&Value::String(text)));
+        }
+        let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
+        self.value("expect.requests", expect.requests.as_ref(), Some(&bodies));
+        for (index, request) in expect.request.iter().enumerate() {
+            self.request(request, run, index);
+        }
+        let headers = json!(run.requests.iter().map(|r| &r.headers).collect::<Vec<_>>());
+        self.value(
+            "expect.request_headers",
+            expect.request_headers.as_ref(),
+            Some(&headers),
+        );
+        let count = Value::from(run.requests.len());
+        self.value(
+            "expect.request_count",
+            expect.request_count.as_ref(),
+            Some(&count),
+        );
+        let hits = json!(
+            run.requests
+                .iter()
+                .map(|r| r.cache_hit_tokens.unwrap_or(0))
+                .collect::<Vec<_>>()
+        );
+        self.value(
+            "expect.cache_hit_tokens",
+            expect.cache_hit_tokens.as_ref(),
+            Some(&hits),
+        );
+        let status = Value::String(run.status.clone());
+        self.value("expect.status", expect.status.as_ref(), Some(&status));
+        let transitions: Vec<Value> = run
+            .live_events
+            .iter()
+            .filter(|e| e["type"] == "agent/status")
+            .map(|e| e["data"]["status"].clone())
+            .collect();
+        let transitions = Value::Array(transitions);
+        self.value(
+            "expect.status_transitions",
+            expect.status_transitions.as_ref(),
+            Some(&transitions),
+        );
+        let pending = json!(run.pending);
+        self.value("expect.pending", expect.pending.as_ref(), Some(&pending));
+        let errors: Vec<Value> = run
+            .live_events
+            .iter()
+            .filter(|e| e["type"] == "agent/error")
+            .map(|e| e["data"]["error"].clone())
+            .collect();
+        let errors = Value::Array(errors);
+        self.value(
+            "expect.agent_errors",
+            expect.agent_errors.as_ref(),
+            Some(&errors),
+        );
+        for (index, query) in expect.live.iter().enumerate() {
+            self.query(&format!("expect.live[{index}]"), query, &run.live_events);
         }
     }
 }
 
 /// Compare a scenario's expectations with a case result.
 pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
-    let mut collector = Collector {
+    let mut comparison = Comparison {
+        matcher: Matcher::new(),
         mismatches: Vec::new(),
     };
-    collector.error(
-        "config_error".into(),
+    comparison.error(
+        "config_error",
         scenario.config_error.as_ref(),
         result.config_error.as_ref(),
     );
     if result.config_error.is_some() {
-        return collector.mismatches;
+        return comparison.mismatches;
     }
+    // A loop run that failed at setup ran no command: its failure (expected
+    // or not) is the whole story, whatever steps the scenario has.
+    let failed_at_setup = result
+        .run
+        .as_ref()
+        .is_some_and(|run| run.failure.is_some() && result.observations.is_empty());
+    if !failed_at_setup {
+        compare_steps(&mut comparison, scenario, result);
+    }
+    if let Some(run) = &result.run {
+        comparison.run(scenario.expect.as_deref(), run);
+    }
+    comparison.mismatches
+}
+
+fn compare_steps(comparison: &mut Comparison, scenario: &Scenario, result: &CaseResult) {
     let offset = scenario.scopes.len();
     for (index, binding) in scenario.scopes.iter().enumerate() {
         if let Some(observation) = result.observations.get(index) {
-            collector.error(
-                format!("scopes[{index}] ({} -> {})", binding.name, binding.parent),
+            comparison.error(
+                &format!("scopes[{index}] ({} -> {})", binding.name, binding.parent),
                 None,
                 observation.error.as_ref(),
             );
         }
     }
     if result.observations.len() != offset + scenario.steps.len() {
-        collector.push(
+        comparison.push(
             "observations".into(),
             format!("{} observations", offset + scenario.steps.len()),
             format!("{} observations", result.observations.len()),
         );
-        return collector.mismatches;
+        return;
     }
+    let none = StepExpect::Command(Default::default());
+    let assembles = StepExpect::Assemble(Box::default());
     for (index, step) in scenario.steps.iter().enumerate() {
         let observation = &result.observations[offset + index];
-        let path = format!("steps[{index}].expect");
-        match step.command {
-            Command::Assemble(_) => collector.assemble(&path, step.assemble_expect(), observation),
-            _ => collector.register(&path, step.command_expect(), observation),
-        }
+        let expect = step.expect.as_ref().unwrap_or(&none);
+        let expect = match (&step.command, expect) {
+            // An `assemble` without expectations still must not throw.
+            (dshc_scenario::protocol::Command::Assemble(_), StepExpect::Command(_)) => &assembles,
+            (_, expect) => expect,
+        };
+        comparison.command(&format!("steps[{index}].expect"), expect, observation);
     }
-    if let Some(run) = &result.run {
-        collector.run(scenario.expect.as_deref(), run);
-    }
-    collector.mismatches
-}
-
-impl Collector {
-    /// Loop-level expectations over a whole run.
-    fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
-        let expected_failure = expect.and_then(|e| e.failure.as_ref());
-        if run.failure.as_ref() != expected_failure {
-            let wanted = expected_failure.map_or("(the run finishes)".into(), Clone::clone);
-            let actual = run
-                .failure
-                .clone()
-                .unwrap_or_else(|| "(the run finished)".into());
-            self.push("run".into(), wanted, actual);
-        }
-        for violation in &run.violations {
-            self.push("invariant".into(), "(holds)".into(), violation.clone());
-        }
-        let Some(expect) = expect else { return };
-        let types: Vec<String> = run
-            .log
-            .iter()
-            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
-            .collect();
-        self.value(
-            "expect.event_types".into(),
-            &expect.event_types,
-            Some(&types),
-        );
-        if let Some(absent) = &expect.absent {
-            let present: Vec<&String> = absent.iter().filter(|kind| types.contains(kind)).collect();
-            if !present.is_empty() {
-                self.push(
-                    "expect.absent".into(),
-                    json(absent),
-                    format!("present: {}", json(&present)),
-                );
-            }
-        }
-        if let Some(events) = &expect.events {
-            let mut cursor = 0;
-            for (index, wanted) in events.iter().enumerate() {
-                match run.log[cursor..]
-                    .iter()
-                    .position(|event| event_matches(wanted, event))
-                {
-                    Some(found) => cursor += found + 1,
-                    None => {
-                        let nearest: Vec<&Value> = run
-                            .log
-                            .iter()
-                            .filter(|e| e["type"] == wanted.kind.as_str())
-                            .collect();
-                        self.push(
-                            format!("expect.events[{index}] ({})", wanted.kind),
-                            json(wanted),
-                            format!(
-                                "no match after seq {cursor}; events of that type:\n{}",
-                                json(&nearest)
-                            ),
-                        );
-                        break;
-                    }
-                }
-            }
-        }
-        if let Some(log) = &expect.log {
-            let actual: String = run.log.iter().map(|e| format!("{e}\n")).collect();
-            if &actual != log {
-                self.push("expect.log".into(), log.clone(), actual);
-            }
-        }
-        let bodies: Vec<Value> = run.requests.iter().map(|r| r.body.clone()).collect();
-        self.value("expect.requests".into(), &expect.requests, Some(&bodies));
-        let headers: Vec<Vec<[String; 2]>> =
-            run.requests.iter().map(|r| r.headers.clone()).collect();
-        self.value(
-            "expect.request_headers".into(),
-            &expect.request_headers,
-            Some(&headers),
-        );
-
-        self.value(
-            "expect.request_count".into(),
-            &expect.request_count,
-            Some(&run.requests.len()),
-        );
-        let hits: Vec<u64> = run
-            .requests
-            .iter()
-            .map(|r| r.cache_hit_tokens.unwrap_or(0))
-            .collect();
-        self.value(
-            "expect.cache_hit_tokens".into(),
-            &expect.cache_hit_tokens,
-            Some(&hits),
-        );
-        self.value("expect.status".into(), &expect.status, Some(&run.status));
-        self.value("expect.pending".into(), &expect.pending, Some(&run.pending));
-        let errors: Vec<String> = run
-            .live_events
-            .iter()
-            .filter(|e| e["type"] == "agent/error")
-            .map(|e| e["data"]["error"].as_str().unwrap_or_default().to_string())
-            .collect();
-        self.value(
-            "expect.agent_errors".into(),
-            &expect.agent_errors,
-            Some(&errors),
-        );
-    }
-}
-
-/// Whether a logged event has every field the expectation states.
-fn event_matches(wanted: &EventExpect, event: &Value) -> bool {
-    event["type"] == wanted.kind.as_str()
-        && wanted.seq.is_none_or(|seq| event["seq"] == seq)
-        && wanted
-            .data
-            .as_ref()
-            .is_none_or(|data| json(data) == json(&event["data"]))
-        && wanted
-            .surface_op
-            .as_ref()
-            .is_none_or(|op| Some(op) == event.get("surfaceOp"))
-        && wanted
-            .source_event_seqs
-            .as_ref()
-            .is_none_or(|seqs| event.get("sourceEventSeqs") == Some(&serde_json::json!(seqs)))
 }
 
 /// Whether two case results are identical, key order included.
 pub fn same_result(a: &CaseResult, b: &CaseResult) -> bool {
-    json(a) == json(b)
+    super::same_bytes(a, b)
 }

@@ -10,6 +10,7 @@
 
 pub mod compare;
 pub mod invariants;
+pub mod matching;
 pub mod normalize;
 pub mod render;
 pub mod replay;

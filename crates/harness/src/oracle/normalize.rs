@@ -17,13 +17,14 @@
 //!
 //! Everything else stays exact: `seq` (a deterministic position in the log),
 //! tool-call ids (they come from the provider script), text, key order.
-//! Applied to the observed log, to the expected `events` (their `data`) and to
-//! the expected whole `log` (parsed line by line, redacted, re-serialized).
+//! Applied to the observed log, to the expected event patterns (`events`,
+//! queries) and to the expected whole `log` (parsed line by line, redacted,
+//! re-serialized).
 //! Request bodies carry no message ids or times and are not touched.
 
 use serde_json::Value;
 
-use dshc_scenario::format::LoopExpect;
+use dshc_scenario::format::{LoopExpect, Pattern};
 use dshc_scenario::protocol::LoopRun;
 
 /// What every message id is replaced with.
@@ -68,22 +69,43 @@ pub fn redact_log_text(log: &str) -> String {
         .map(|line| match serde_json::from_str::<Value>(line) {
             Ok(mut event) => {
                 redact_event(&mut event);
-                format!("{event}\n")
+                format!("{}\n", dshc_model::js::stringify(&event))
             }
             Err(_) => format!("{line}\n"),
         })
         .collect()
 }
 
-/// Redact a scenario's loop expectations in place: the `data` of expected
-/// events and the expected whole log.
+/// Redact a pattern on events in place: drop a stated `time`, replace
+/// literal message ids.
+fn redact_event_pattern(pattern: &mut Pattern) {
+    redact_event(&mut pattern.0);
+}
+
+/// Redact a scenario's loop expectations in place: the event patterns (of
+/// `events`, query selections and assertions) and the expected whole log
+/// when it is given as text.
 pub fn redact_expectations(expect: &mut LoopExpect) {
     for event in expect.events.iter_mut().flatten() {
-        if let Some(data) = event.data.as_mut() {
-            redact_message_ids(data);
+        redact_event_pattern(event);
+    }
+    for query in &mut expect.query {
+        let patterns = [
+            Some(&mut query.select),
+            query.first.as_mut(),
+            query.last.as_mut(),
+            query.each.as_mut(),
+            query.before.as_mut(),
+            query.after.as_mut(),
+            query.directly_before.as_mut(),
+            query.directly_after.as_mut(),
+            query.nth.as_mut().map(|nth| &mut nth.event),
+        ];
+        for pattern in patterns.into_iter().flatten() {
+            redact_event_pattern(pattern);
         }
     }
-    if let Some(log) = expect.log.as_mut() {
+    if let Some(Pattern(Value::String(log))) = expect.log.as_mut() {
         *log = redact_log_text(log);
     }
 }

@@ -83,6 +83,7 @@ pub fn observed(error: &JsError) -> ObservedError {
     ObservedError {
         name: error.name.clone(),
         message: error.message.clone(),
+        code: error.code.clone(),
     }
 }
 

@@ -608,7 +608,7 @@ pub struct AssembleCommand {
 }
 
 /// Section or context text, or a variable's value provider.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum TextSpec {
     /// A string. For sections and contexts: static text, never "evaluated".
@@ -854,7 +854,10 @@ pub struct ToolData {
 
 /// A variable's value: a string, or `{ undefined = true }`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a string, or `{ undefined = true }` for a variable that is undefined"
+)]
 pub enum VariableValue {
     /// A string value.
     Value(String),
@@ -863,6 +866,35 @@ pub enum VariableValue {
         /// Must be true.
         undefined: bool,
     },
+}
+
+/// A string is static text; a table is a provider, deserialized as one so
+/// that an error inside it names its own field (an untagged enum would only
+/// say that no variant matched).
+impl<'de> Deserialize<'de> for TextSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = TextSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a string (the text) or a provider table with one of `returns`, \
+                     `sequence`, `returns_undefined` or `throws`",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TextSpec, E> {
+                Ok(TextSpec::Static(text.to_string()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<TextSpec, A::Error> {
+                ProviderSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(TextSpec::Provider)
+            }
+        }
+        deserializer.deserialize_any(Text)
+    }
 }
 
 impl From<Registration> for Command {

@@ -32,7 +32,10 @@ impl Serialize for Order {
 impl<'de> Deserialize<'de> for Order {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
-        #[serde(untagged)]
+        #[serde(
+            untagged,
+            expecting = "a number, or `NaN`, `Infinity` or `-Infinity` (in TOML also nan and inf)"
+        )]
         enum Raw {
             Number(f64),
             Text(String),

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use super::case::{EntryData, ToolData, VariableValue};
 
-/// An error as observed: class name and message.
+/// An error as observed: class name, message and, for errors that carry
+/// one (`LlmError`, Node's system errors), the machine code.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedError {
@@ -18,6 +20,8 @@ pub struct ObservedError {
     pub name: String,
     /// Message.
     pub message: String,
+    /// `error.code` when it is a string.
+    pub code: Option<String>,
 }
 
 /// The outcome of a render call: text or error.

@@ -1,0 +1,48 @@
+//! `dshc migrate`: rewrite format 1 scenario files as format 2 in place,
+//! keeping what they assert (`dshc_scenario::migrate`).
+
+use std::path::PathBuf;
+
+use dshc_harness::files::read_text;
+use dshc_scenario::load::discover;
+
+use crate::Exit;
+
+/// `dshc migrate PATHS..`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Scenario files or folders; format 1 files among them are rewritten.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let (files, errors) = discover(&args.paths);
+    let mut bad = errors.len();
+    for error in &errors {
+        eprintln!("error: {error}");
+    }
+    let (mut migrated, mut current) = (0, 0);
+    for file in files {
+        let text = read_text(&file)?;
+        match dshc_scenario::migrate::migrate(&text) {
+            Ok(new_text) => {
+                std::fs::write(&file, new_text)?;
+                println!("migrated {}", file.display());
+                migrated += 1;
+            }
+            Err(dshc_scenario::migrate::MigrateError::NotFormatOne(_)) => current += 1,
+            Err(error) => {
+                eprintln!("error: {}: {error}", file.display());
+                bad += 1;
+            }
+        }
+    }
+    println!("{migrated} migrated, {current} already current");
+    Ok(if bad > 0 {
+        Exit::BadInput
+    } else {
+        Exit::Passed
+    })
+}
