@@ -644,6 +644,13 @@ impl Agent {
     ) -> Result<Option<TurnEnd>, JsError> {
         throw_if_aborted(signal)?;
         let system = render_prompt(assembly)?;
+        // A schema whose description or parameters is `undefined` cannot be
+        // logged: the session's append accepts only lossless JSON, and the
+        // header carries the schemas as assembled.
+        let tools_are_json = assembly
+            .tools
+            .iter()
+            .all(|tool| tool.description.is_some() && tool.parameters.is_some());
         let tools: Vec<Value> = assembly
             .tools
             .iter()
@@ -662,7 +669,14 @@ impl Agent {
         loop {
             let messages = self.0.session.derive_messages();
             let (request, route) = self
-                .build_request(turn, step, &tools, &system, messages, signal)
+                .build_request(
+                    turn,
+                    step,
+                    (&tools, tools_are_json),
+                    &system,
+                    messages,
+                    signal,
+                )
                 .await?;
             let mut assembler = BlockAssembler::default();
             let mut chunk_seqs = Vec::new();
@@ -932,7 +946,7 @@ impl Agent {
         &self,
         turn: u64,
         step: u64,
-        tools: &[Value],
+        (tools, tools_are_json): (&[Value], bool),
         system: &str,
         messages: Vec<Value>,
         signal: &AbortSignal,
@@ -1020,6 +1034,13 @@ impl Agent {
         }
         let header = canonical_header(&Value::Object(header));
         let baseline = session.request_header();
+        let must_log = !self.0.header_logged.get()
+            || baseline.as_ref().is_none_or(|b| !header_equals(b, &header));
+        if must_log && !tools_are_json {
+            return Err(JsError::error(
+                "session event \"request/header\" carries non-JSON-serializable data",
+            ));
+        }
         if !self.0.header_logged.get() {
             let reason = if baseline.is_none() {
                 "initial"

@@ -217,6 +217,9 @@ pub fn diff_text(expected: &str, actual: &str) -> String {
         if index > 0 {
             out.push_str("    ...\n");
         }
+        // The end-of-line marker only means something when the two sides
+        // differ in it.
+        let newline_differs = expected.ends_with('\n') != actual.ends_with('\n');
         for op in group {
             for change in diff.iter_changes(op) {
                 let sign = match change.tag() {
@@ -227,7 +230,10 @@ pub fn diff_text(expected: &str, actual: &str) -> String {
                 let line = change.value();
                 out.push_str(&format!("    {sign} {}", escape_controls(line)));
                 if !line.ends_with('\n') {
-                    out.push_str("\n    \\ no newline at end\n");
+                    out.push('\n');
+                    if newline_differs {
+                        out.push_str("    \\ no newline at end\n");
+                    }
                 }
             }
         }

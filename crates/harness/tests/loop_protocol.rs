@@ -8,14 +8,9 @@ use std::path::Path;
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
 use dshc_harness::adapter::{External, Implementation, Ran};
 use dshc_harness::runner::{Outcome, check_with};
-use dshc_scenario::load::{LoadedScenario, load_scenario, parse_scenario};
+use dshc_scenario::load::{LoadedScenario, parse_scenario};
 use dshc_scenario::protocol::{Case, ImplementationInfo};
 use serde_json::Value;
-
-fn scenario(relative: &str) -> LoadedScenario {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    load_scenario(&root.join(relative)).unwrap_or_else(|e| panic!("{e}"))
-}
 
 #[test]
 fn a_loop_case_gets_a_provider_url_and_the_harness_reports_what_the_provider_received() {
@@ -104,38 +99,51 @@ impl Implementation for Disguised {
     }
 }
 
+/// A loop scenario that states message ids (in an event pattern and in a
+/// whole log given as text) the way the reference mints them.
+fn with_ids_and_log() -> LoadedScenario {
+    let case = parse_scenario(
+        Path::new("scenarios/loop/ids.toml"),
+        "format = 2\ntitle = \"ids\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let result = dshc_harness::reference::run_case(&case.case).expect("a compiled case is valid");
+    let log: String = result
+        .run
+        .as_ref()
+        .expect("a loop run")
+        .log
+        .iter()
+        .map(|e| dshc_model::js::stringify(e) + "\n")
+        .collect();
+    let source = format!(
+        "format = 2\ntitle = \"ids\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = [{{ content = [\"ok\"] }}]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[expect]\nevents = [{{ type = \"user/message\", data = {{ id = \"msg-1\" }} }}]\nlog = {}\n",
+        serde_json::to_string(&log).expect("a string")
+    );
+    parse_scenario(Path::new("scenarios/loop/ids.toml"), &source).unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn real_time_results_are_compared_with_ids_and_times_redacted() {
-    // A whole-log expectation and event expectations with message ids.
-    for relative in [
-        "loop/cancel/cancel_cooperative_blocked_assembly.toml",
-        "loop/cache/cache_hits_grow_across_tool_round_trip_and_later_turn.toml",
-        "loop/cancel/cancel_drops_latched_wake.toml",
-    ] {
-        let scenario = scenario(relative);
-        let mut real_time = Disguised {
-            real_time: true,
-            alter_text: false,
-        };
-        assert_eq!(
-            check_with(&scenario, &mut real_time),
-            Outcome::Pass,
-            "{relative}"
-        );
-        let mut exact = Disguised {
-            real_time: false,
-            alter_text: false,
-        };
-        assert!(
-            matches!(check_with(&scenario, &mut exact), Outcome::Fail { .. }),
-            "{relative}: the reference is compared exactly"
-        );
-    }
+    let scenario = with_ids_and_log();
+    let mut real_time = Disguised {
+        real_time: true,
+        alter_text: false,
+    };
+    assert_eq!(check_with(&scenario, &mut real_time), Outcome::Pass);
+    let mut exact = Disguised {
+        real_time: false,
+        alter_text: false,
+    };
+    assert!(
+        matches!(check_with(&scenario, &mut exact), Outcome::Fail { .. }),
+        "the reference is compared exactly"
+    );
 }
 
 #[test]
 fn redaction_keeps_every_other_difference() {
-    let scenario = scenario("loop/cancel/cancel_cooperative_blocked_assembly.toml");
+    let scenario = with_ids_and_log();
     let mut altered = Disguised {
         real_time: true,
         alter_text: true,

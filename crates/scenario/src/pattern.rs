@@ -205,6 +205,7 @@ fn check_operator(operator: &str, argument: &Value, path: &str) -> Result<(), Pa
             None => fail(path, "`$regex` takes a string"),
         },
         "$in_order" | "$prefix" | "$any_of" => pattern_list(argument, path, operator),
+        "$keys" => check(argument, path),
         "$length" => number_pattern(argument, path),
         "$some" | "$each" | "$not" => check(argument, path),
         "$eq" | "$gt" | "$ge" | "$lt" | "$le" if is_number => Ok(()),

@@ -48,20 +48,21 @@ pub fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-/// Load every scenario under `paths`, printing each bad file; returns the
-/// good ones and how many were bad.
+/// Load every scenario under `paths`; each bad file is reported on stdout,
+/// in file order before any result, as part of the run's output (`error:
+/// file:line:column: message`). Returns the good ones and how many were bad.
 pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
     let (files, discover_errors) = discover(paths);
     let mut bad = discover_errors.len();
     for error in &discover_errors {
-        eprintln!("error: {error}");
+        println!("error: {error}");
     }
     let mut scenarios = Vec::with_capacity(files.len());
     for file in files {
         match load_scenario(&file) {
             Ok(scenario) => scenarios.push(scenario),
             Err(error) => {
-                eprintln!("error: {error}");
+                println!("error: {error}");
                 bad += 1;
             }
         }

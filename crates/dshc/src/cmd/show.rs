@@ -12,9 +12,12 @@ use crate::Exit;
 pub struct Args {
     /// The scenario file.
     path: PathBuf,
-    /// Print the provider's received request bodies instead of the log.
-    #[arg(long)]
+    /// Print the provider's received request bodies instead.
+    #[arg(long, conflicts_with = "log")]
     requests: bool,
+    /// Print only the session log (JSON lines, as `dshc replay` reads it).
+    #[arg(long)]
+    log: bool,
 }
 
 /// Run it.
@@ -28,8 +31,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
         }
         Some(run) => {
+            if !args.log {
+                println!("# observations, one per command");
+                for (index, observation) in result.observations.iter().enumerate() {
+                    println!("# [{index}] {}", serde_json::to_string(observation)?);
+                }
+                println!("# session log");
+            }
             for event in &run.log {
-                println!("{event}");
+                println!("{}", dshc_model::js::stringify(event));
             }
             if let Some(failure) = &run.failure {
                 eprintln!("run failed: {failure}");

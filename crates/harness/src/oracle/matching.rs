@@ -237,6 +237,17 @@ impl Matcher {
                 Some(value) if argument.as_str() == Some(type_name(value)) => Ok(()),
                 _ => fail(),
             },
+            "$keys" => {
+                let Some(Value::Object(object)) = actual else {
+                    return fail();
+                };
+                let keys = Value::Array(object.keys().map(|k| Value::String(k.clone())).collect());
+                self.matches(argument, Some(&keys), &format!("{path}.$keys"))
+                    .map_err(|inner| Miss {
+                        expected: format!("$keys {}", inner.expected),
+                        ..inner
+                    })
+            }
             "$contains" => match (argument, actual) {
                 (Value::String(part), Some(Value::String(text)))
                     if text.contains(part.as_str()) =>
@@ -517,6 +528,22 @@ mod tests {
         fails(json!({"a": {"$any": true}}), json!({}));
         holds(json!({"$type": "array"}), json!([]));
         fails(json!({"$type": "string"}), json!(1));
+    }
+
+    #[test]
+    fn keys_state_key_order_or_membership_without_values() {
+        holds(json!({"$keys": ["b", "a"]}), json!({"b": 1, "a": 2}));
+        let miss = fails(json!({"$keys": ["a", "b"]}), json!({"b": 1, "a": 2}));
+        assert!(miss.expected.starts_with("$keys"), "{miss:?}");
+        holds(
+            json!({"$keys": {"$contains": ["a"]}}),
+            json!({"b": 1, "a": 2}),
+        );
+        holds(
+            json!({"$keys": {"$not": {"$contains": ["c"]}}}),
+            json!({"b": 1, "a": 2}),
+        );
+        fails(json!({"$keys": ["a"]}), json!({"a": 1, "b": 2}));
     }
 
     #[test]

@@ -76,10 +76,34 @@ pub fn redact_log_text(log: &str) -> String {
         .collect()
 }
 
+/// Whether `text` is an id the reference mints (`msg-<n>`).
+fn is_reference_id(text: &str) -> bool {
+    text.strip_prefix("msg-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Replace every literal reference message id (`id = "msg-<n>"`) in a
+/// pattern: a partial pattern need not name the message's `role`.
+fn redact_pattern_ids(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(id) = map.get_mut("id")
+                && id.as_str().is_some_and(is_reference_id)
+            {
+                *id = Value::String(MESSAGE_ID.into());
+            }
+            map.values_mut().for_each(redact_pattern_ids);
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_pattern_ids),
+        _ => {}
+    }
+}
+
 /// Redact a pattern on events in place: drop a stated `time`, replace
 /// literal message ids.
 fn redact_event_pattern(pattern: &mut Pattern) {
     redact_event(&mut pattern.0);
+    redact_pattern_ids(&mut pattern.0);
 }
 
 /// Redact a scenario's loop expectations in place: the event patterns (of

@@ -78,10 +78,10 @@ pub struct AgentSpec {
     /// Agent id; also the name of its scope (`scope = "<id>"` registers on it).
     #[serde(default = "default_agent_id")]
     pub id: String,
-    /// `AgentOptions.provider`; absent = none.
+    /// `AgentOptions.provider`; absent = `deepseek-official`, the DeepSeek route.
     #[serde(default = "default_provider", skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    /// `AgentOptions.model`; absent = none.
+    /// `AgentOptions.model`; absent = `deepseek-v4-flash`.
     #[serde(default = "default_model", skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// `AgentOptions.maxTokens`.
