@@ -435,3 +435,15 @@ fn bad_patterns_are_load_errors_with_positions() {
     let error = parse_scenario(Path::new("bad.toml"), &bad).expect_err("rejected");
     assert!(error.message.contains("invalid regex"), "{error}");
 }
+
+#[test]
+fn a_setup_failure_decides_a_scenario_with_steps() {
+    // The steps never run when setup fails, so their observations cannot be
+    // compared; the expected failure alone decides.
+    let source = "format = 2\ntitle = \"t\"\ncovers = [\"10:TC1\"]\nlevel = \"loop\"\n[plugins.time_context]\nrefresh_interval_ms = 0.5\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[[steps]]\ndo = \"wait_idle\"\n[expect]\nfailure = { \"$contains\" = \"refreshIntervalMs must be a non-negative safe integer, got 0.5\" }\n";
+    passes(source);
+    fails(
+        &source.replace("got 0.5", "got 1"),
+        &["expect.failure", "$contains"],
+    );
+}

@@ -399,8 +399,64 @@ mod tests {
         assert_eq!(error.line, Some(8), "{error}");
     }
 
+    fn error_of(source: &str) -> LoadError {
+        parse_scenario(Path::new("x.toml"), source).expect_err("rejected")
+    }
+
+    #[test]
+    fn every_load_error_has_a_position_and_names_what_was_expected() {
+        let head = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n";
+        let deep = error_of(&format!(
+            "{head}[[steps]]\ndo = \"assemble\"\nexpect.a.b.c = 1\n"
+        ));
+        assert_eq!((deep.line, deep.column), (Some(6), Some(8)), "{deep}");
+        let level = error_of(&format!("{head}\n[provider]\nresponses = []\n"));
+        assert_eq!(level.line, Some(5), "{level}");
+        let text = error_of(&format!(
+            "{head}[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = 5\n"
+        ));
+        assert!(
+            text.message
+                .contains("a string (the text) or a provider table"),
+            "{text}"
+        );
+        assert!(text.line.is_some(), "{text}");
+        let provider = error_of(&format!(
+            "{head}[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = {{ retruns = \"x\" }}\n"
+        ));
+        assert!(
+            provider.message.contains("unknown field `retruns`"),
+            "{provider}"
+        );
+        let order = error_of(&format!(
+            "{head}[[steps]]\ndo = \"section\"\nname = \"a\"\norder = \"x\"\ntext = \"t\"\n"
+        ));
+        assert!(order.message.contains("order must be a number"), "{order}");
+        let pattern = error_of(&format!(
+            "{head}[[steps]]\ndo = \"assemble\"\nexpect.prompt = {{ \"$regex\" = \"(\" }}\n"
+        ));
+        assert!(pattern.message.contains("invalid regex"), "{pattern}");
+        assert_eq!(pattern.line, Some(6), "{pattern}");
+        let old = error_of("format = 1\ntitle = \"t\"\ncovers = [\"x\"]\n");
+        assert!(old.message.contains("dshc migrate x.toml"), "{old}");
+        assert_eq!((old.line, old.column), (Some(1), Some(10)), "{old}");
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_where_it_starts() {
+        let dir = std::env::temp_dir().join(format!("dshc-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, b"format = 2\ntitle = \"\xff\"\n").expect("written");
+        let error = load_scenario(&path).expect_err("rejected");
+        assert_eq!((error.line, error.column), (Some(2), Some(10)), "{error}");
+        assert!(error.message.contains("UTF-8"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn ids_are_paths_below_the_scenarios_folder() {
+        assert_eq!(scenario_id(Path::new("/tmp/x/loose.toml")), "tmp/x/loose");
         assert_eq!(
             scenario_id(Path::new("/a/scenarios/assembly/x/y.toml")),
             "assembly/x/y"
