@@ -8,6 +8,37 @@
 mod cmd;
 mod progress;
 
+/// `println!` to stdout, ending the process quietly when stdout is closed
+/// (`dshc run | head`) instead of panicking.
+#[macro_export]
+macro_rules! out {
+    () => { $crate::write_out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` to stdout, with [`out!`]'s handling of a closed stdout.
+#[macro_export]
+macro_rules! out_raw {
+    ($($arg:tt)*) => { $crate::write_out(format_args!($($arg)*)) };
+}
+
+/// The exit status when stdout is closed under dshc: 128 + SIGPIPE, what a
+/// shell reports for a process the signal ended.
+const CLOSED_STDOUT_STATUS: i32 = 141;
+
+/// Write to stdout; a reader that went away ends the process quietly.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        std::process::exit(CLOSED_STDOUT_STATUS);
+    }
+}
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

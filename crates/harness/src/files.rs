@@ -42,9 +42,16 @@ impl DataFileError {
     }
 }
 
-/// The text of a data file.
+/// The text of a data file: a regular file of at most
+/// [`crate::limits::MAX_FILE_BYTES`], in UTF-8.
 pub fn read_text(path: &Path) -> Result<String, DataFileError> {
-    std::fs::read_to_string(path).map_err(|e| DataFileError::new(path, format!("cannot read: {e}")))
+    let bytes = dshc_scenario::load::read_regular_file(path, crate::limits::MAX_FILE_BYTES)
+        .map_err(|message| DataFileError::new(path, message))?;
+    dshc_scenario::load::utf8_text(bytes).map_err(|position| DataFileError {
+        path: path.to_path_buf(),
+        position: Some(position),
+        message: "not valid UTF-8".into(),
+    })
 }
 
 /// A TOML data file, deserialized.

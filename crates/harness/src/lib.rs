@@ -18,6 +18,7 @@ pub mod coverage;
 pub mod diff;
 pub mod files;
 pub mod generate;
+pub mod limits;
 pub mod oracle;
 pub mod outcome;
 pub mod reference;

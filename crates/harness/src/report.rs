@@ -139,9 +139,9 @@ impl Report {
     }
 }
 
+/// The same account of an outcome a person reads on the terminal.
 fn outcome_detail(case: &CaseReport) -> String {
-    serde_json::to_string_pretty(&case.outcome)
-        .unwrap_or_else(|e| format!("<cannot show the outcome: {e}>"))
+    crate::runner::describe_outcome(&case.outcome)
 }
 
 /// Writing reports failed.

@@ -194,16 +194,25 @@ pub fn run_suite(
 pub fn describe(scenario: &LoadedScenario, outcome: &Outcome) -> String {
     let header = format!("{} ({})", scenario.id, scenario.path.display());
     match outcome {
-        Outcome::Pass => format!("{header}: pass"),
+        Outcome::Fail { .. } => format!("{header}: {}", describe_outcome(outcome)),
+        other => format!("{header}: {}", describe_outcome(other)),
+    }
+}
+
+/// The account of an outcome without the scenario's name: what the
+/// terminal shows after it, and what the JUnit report carries.
+pub fn describe_outcome(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Pass => "pass".into(),
         Outcome::Fail { mismatches } => {
-            let mut out = format!("{header}: {} mismatch(es)\n", mismatches.len());
+            let mut out = format!("{} mismatch(es)\n", mismatches.len());
             for mismatch in mismatches {
                 out.push_str(&format!("  {}:\n", mismatch.path));
                 out.push_str(&diff_text(&mismatch.expected, &mismatch.actual));
             }
             out
         }
-        Outcome::NotRun(not_run) => format!("{header}: {not_run}"),
+        Outcome::NotRun(not_run) => not_run.to_string(),
     }
 }
 

@@ -17,9 +17,30 @@ fn empty_scenario(id: &str) -> LoadedScenario {
     parse_scenario(Path::new(&format!("scenarios/{id}.toml")), source).expect("valid scenario")
 }
 
+/// A case whose JSON is well over a pipe buffer (64 KiB).
+fn big_scenario(id: &str) -> LoadedScenario {
+    let text = "x".repeat(200_000);
+    let source = format!(
+        "format = 2\ntitle = \"big\"\ncovers = [\"01:R4.4\"]\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \"{text}\"\n"
+    );
+    parse_scenario(Path::new(&format!("scenarios/{id}.toml")), &source).expect("valid scenario")
+}
+
 /// Run ok-1, boom, ok-2 on the double in `mode`; return the three outcomes,
 /// how many processes were started, and how long the bad case took.
 fn run(mode: &str) -> (Vec<Outcome>, u32, Duration) {
+    run_cases(
+        mode,
+        &[
+            empty_scenario("ok-1"),
+            empty_scenario("boom"),
+            empty_scenario("ok-2"),
+        ],
+    )
+}
+
+/// Run `cases` on the double in `mode`; the second is the one timed.
+fn run_cases(mode: &str, cases: &[LoadedScenario]) -> (Vec<Outcome>, u32, Duration) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles/adapter.sh");
     let limits = Limits {
         timeout_ms: TIMEOUT_MS,
@@ -27,19 +48,19 @@ fn run(mode: &str) -> (Vec<Outcome>, u32, Duration) {
         max_reply_bytes: 1 << 20,
     };
     let mut adapter = External::new(AdapterProcess::new(
-        &format!("{} {mode}", script.display()),
+        &format!("exec {} {mode}", script.display()),
         limits,
     ));
     let mut outcomes = Vec::new();
     let mut bad_case_took = Duration::ZERO;
-    for id in ["ok-1", "boom", "ok-2"] {
+    for (index, case) in cases.iter().enumerate() {
         #[expect(
             clippy::disallowed_methods,
             reason = "the bound under test is the supervisor's real-time timeout"
         )]
         let started = Instant::now();
-        outcomes.push(check_with(&empty_scenario(id), &mut adapter));
-        if id == "boom" {
+        outcomes.push(check_with(case, &mut adapter));
+        if index == 1 {
             bad_case_took = started.elapsed();
         }
     }
@@ -156,4 +177,64 @@ fn a_command_that_does_not_exist_is_crashed_not_a_panic() {
         Outcome::NotRun(NotRun::Crashed { .. }) => {}
         other => panic!("expected crashed, got {other:?}"),
     }
+}
+
+#[test]
+fn an_adapter_that_closes_stdout_and_lives_on_is_crashed_within_the_timeout() {
+    let (outcomes, starts, took) = run("close_stdout");
+    match &outcomes[1] {
+        Outcome::NotRun(NotRun::Crashed { context }) => {
+            assert!(context.contains("closed stdout"), "{context}")
+        }
+        other => panic!("expected crashed, got {other:?}"),
+    }
+    assert!(took < Duration::from_millis(TIMEOUT_MS), "{took:?}");
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
+fn an_adapter_that_stops_reading_times_out_a_large_case_instead_of_blocking_dshc() {
+    let cases = [
+        empty_scenario("ok-1"),
+        big_scenario("big"),
+        empty_scenario("ok-2"),
+    ];
+    let (outcomes, starts, took) = run_cases("stop_reading", &cases);
+    assert_eq!(outcomes[0], Outcome::Pass);
+    assert_eq!(
+        outcomes[1],
+        Outcome::NotRun(NotRun::TimedOut {
+            timeout_ms: TIMEOUT_MS
+        })
+    );
+    assert!(took < Duration::from_millis(TIMEOUT_MS * 3), "{took:?}");
+    assert_eq!(starts, 2, "one restart after the fault");
+}
+
+#[test]
+fn a_second_answer_is_not_blamed_on_the_next_case() {
+    let (outcomes, starts, _) = run("twice");
+    assert_eq!(outcomes, vec![Outcome::Pass, Outcome::Pass, Outcome::Pass]);
+    assert_eq!(starts, 1, "nothing to restart");
+}
+
+#[test]
+fn an_adapter_that_never_shakes_hands_costs_one_handshake_timeout_in_all() {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the bound under test is the supervisor's real-time timeout"
+    )]
+    let started = Instant::now();
+    let (outcomes, starts, _) = run("no_start");
+    let took = started.elapsed();
+    for outcome in &outcomes {
+        match outcome {
+            Outcome::NotRun(NotRun::Crashed { context }) => {
+                assert!(context.contains("did not answer `start`"), "{context}")
+            }
+            other => panic!("expected crashed, got {other:?}"),
+        }
+    }
+    assert_eq!(starts, 1, "a failed handshake is not retried");
+    assert!(took < Duration::from_millis(TIMEOUT_MS * 2), "{took:?}");
 }

@@ -11,7 +11,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 fn main() {
     let arguments = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let (files, errors) = discover(&[root]);
+    let found = discover(&[root]);
+    let (files, errors) = (found.files, found.errors);
     let mut trials: Vec<Trial> = errors
         .into_iter()
         .map(|error| {

@@ -19,7 +19,8 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
     let adapter = root.join("adapters/node-dsh/run");
     let expected = load_expected_failures(&root.join("adapters/node-dsh/expected-failures.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let (files, errors) = discover(&[root.join("scenarios")]);
+    let found = discover(&[root.join("scenarios")]);
+    let (files, errors) = (found.files, found.errors);
     assert!(errors.is_empty(), "{errors:?}");
     let mut implementation = External::new(AdapterProcess::new(
         &adapter.display().to_string(),

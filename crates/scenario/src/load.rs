@@ -288,24 +288,78 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
     })
 }
 
-/// Read, parse and compile one scenario file.
-pub fn load_scenario(path: &Path) -> Result<LoadedScenario, LoadError> {
-    let bytes = std::fs::read(path).map_err(|error| LoadError {
-        path: path.to_path_buf(),
-        line: None,
-        column: None,
-        message: format!("cannot read: {error}"),
-    })?;
-    let source = String::from_utf8(bytes).map_err(|error| {
+/// The largest file dshc reads: scenarios, catalogs, scripts, logs.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+/// The most scenario files one discovery collects.
+pub const MAX_WALK_FILES: usize = 100_000;
+
+/// What kind of thing is at a path that is not a regular file or folder.
+fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let file_type = metadata.file_type();
+    if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The bytes of a regular file of at most `max_bytes`. A FIFO, a device or
+/// a socket is refused before it is opened (reading one could block
+/// forever), and a larger file is refused after `max_bytes + 1` bytes.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if metadata.is_dir() {
+        return Err("is a folder, not a file".into());
+    }
+    if !metadata.is_file() {
+        return Err(format!(
+            "cannot read: {} is not a regular file",
+            kind_of(&metadata)
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "larger than the {max_bytes}-byte limit for files dshc reads"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// UTF-8 text from bytes, or where the first invalid byte is.
+pub fn utf8_text(bytes: Vec<u8>) -> Result<String, (usize, usize)> {
+    String::from_utf8(bytes).map_err(|error| {
         let valid = error.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(&error.as_bytes()[..valid]).into_owned();
-        let (line, column) = line_column(&text, valid);
-        LoadError {
-            path: path.to_path_buf(),
-            line: Some(line),
-            column: Some(column),
-            message: "not valid UTF-8 (a scenario is UTF-8 text)".into(),
-        }
+        line_column(&text, valid)
+    })
+}
+
+/// Read, parse and compile one scenario file.
+pub fn load_scenario(path: &Path) -> Result<LoadedScenario, LoadError> {
+    let error = |line, column, message: String| LoadError {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    let bytes = read_regular_file(path, MAX_FILE_BYTES).map_err(|m| error(None, None, m))?;
+    let source = utf8_text(bytes).map_err(|(line, column)| {
+        error(
+            Some(line),
+            Some(column),
+            "not valid UTF-8 (a scenario is UTF-8 text)".into(),
+        )
     })?;
     parse_scenario(path, &source)
 }
@@ -315,35 +369,87 @@ const METADATA_FILES: &[&str] = &["clauses.toml"];
 /// Folders that hold no scenarios.
 const SKIPPED_DIRS: &[&str] = &["schema"];
 
-/// Every scenario file under the given files and folders, sorted, each once.
-/// A path that does not exist is an error for that path only.
-pub fn discover(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<LoadError>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for path in paths {
-        if path.is_file() {
-            files.push(path.clone());
-        } else if path.is_dir() {
-            walk(path, &mut files, &mut errors);
-        } else {
-            errors.push(LoadError {
-                path: path.clone(),
-                line: None,
-                column: None,
-                message: "no such file or folder".into(),
-            });
-        }
-    }
-    files.sort();
-    files.dedup();
-    (files, errors)
+/// What a discovery found: the scenario files, the paths that could not be
+/// used, and what was passed over on purpose (said, never silent).
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Scenario files, sorted, each once.
+    pub files: Vec<PathBuf>,
+    /// Paths that could not be used.
+    pub errors: Vec<LoadError>,
+    /// What was skipped, and why.
+    pub notes: Vec<String>,
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
+fn is_scenario_name(name: &str) -> bool {
+    name.len() > 5 && name[name.len() - 5..].eq_ignore_ascii_case(".toml")
+}
+
+/// Every scenario file under the given files and folders. A path that does
+/// not exist, or is not a file or folder, is an error for that path only.
+/// Folders are walked once each by their canonical path, so symlink loops
+/// and links to one folder cost nothing; at most [`MAX_WALK_FILES`] files
+/// are collected.
+pub fn discover(paths: &[PathBuf]) -> Discovery {
+    let mut found = Discovery::default();
+    let mut visited = std::collections::BTreeSet::new();
+    for path in paths {
+        let error = |message: String| LoadError {
+            path: path.clone(),
+            line: None,
+            column: None,
+            message,
+        };
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                found.errors.push(error("no such file or folder".into()))
+            }
+            Err(e) => found.errors.push(error(format!("cannot read: {e}"))),
+            Ok(m) if m.is_file() => found.files.push(path.clone()),
+            Ok(m) if m.is_dir() => walk(path, 0, &mut found, &mut visited),
+            Ok(m) => found.errors.push(error(format!(
+                "{} is neither a scenario file nor a folder",
+                kind_of(&m)
+            ))),
+        }
+    }
+    found.files.sort();
+    found.files.dedup();
+    found
+}
+
+/// Walk `dir`, `depth` folders below a path the user gave. The catalog and
+/// the schema folder at the top of a scenario tree are skipped silently (the
+/// standard layout); anywhere deeper, skipping them is said.
+fn walk(
+    dir: &Path,
+    depth: usize,
+    found: &mut Discovery,
+    visited: &mut std::collections::BTreeSet<PathBuf>,
+) {
+    let canonical = match std::fs::canonicalize(dir) {
+        Ok(canonical) => canonical,
+        Err(error) => {
+            found.errors.push(LoadError {
+                path: dir.to_path_buf(),
+                line: None,
+                column: None,
+                message: format!("cannot read folder: {error}"),
+            });
+            return;
+        }
+    };
+    if !visited.insert(canonical) {
+        found.notes.push(format!(
+            "{}: already walked (a link to a folder seen before)",
+            dir.display()
+        ));
+        return;
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) => {
-            errors.push(LoadError {
+            found.errors.push(LoadError {
                 path: dir.to_path_buf(),
                 line: None,
                 column: None,
@@ -355,16 +461,54 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
+        if found.files.len() >= MAX_WALK_FILES {
+            found.errors.push(LoadError {
+                path: dir.to_path_buf(),
+                line: None,
+                column: None,
+                message: format!(
+                    "more than {MAX_WALK_FILES} scenario files; the rest are not read"
+                ),
+            });
+            return;
+        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if path.is_dir() {
-            if !SKIPPED_DIRS.contains(&name.as_str()) {
-                walk(&path, files, errors);
+        let metadata = std::fs::metadata(&path);
+        match metadata {
+            Ok(m) if m.is_dir() => {
+                if SKIPPED_DIRS.contains(&name.as_str()) {
+                    if depth > 0 {
+                        found.notes.push(format!(
+                            "{}: skipped (a schema folder, not scenarios)",
+                            path.display()
+                        ));
+                    }
+                } else {
+                    walk(&path, depth + 1, found, visited);
+                }
             }
-        } else if name.ends_with(".toml") && !METADATA_FILES.contains(&name.as_str()) {
-            files.push(path);
+            Ok(m) if is_scenario_name(&name) => {
+                if METADATA_FILES.contains(&name.as_str()) {
+                    if depth > 0 {
+                        found
+                            .notes
+                            .push(format!("{}: skipped (a clause catalog)", path.display()));
+                    }
+                } else if m.is_file() {
+                    found.files.push(path);
+                } else {
+                    found.errors.push(LoadError {
+                        path: path.clone(),
+                        line: None,
+                        column: None,
+                        message: format!("{} named like a scenario; not read", kind_of(&m)),
+                    });
+                }
+            }
+            _ => {}
         }
     }
 }

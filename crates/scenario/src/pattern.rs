@@ -41,6 +41,14 @@ pub const OPERATORS: &[(&str, &str)] = &[
         "\"string\", \"number\", \"boolean\", \"null\", \"array\" or \"object\"",
     ),
     (
+        "$keys",
+        "a pattern on the object's own keys, as an array in key order",
+    ),
+    (
+        "$match",
+        "a pattern the value also matches (beside `$capture`, say: bind it and check its fields)",
+    ),
+    (
         "$contains",
         "a string (substring) or an array of patterns (each matched by a distinct element, any order)",
     ),
@@ -170,7 +178,24 @@ fn check(value: &Value, path: &str) -> Result<(), PatternError> {
     }
 }
 
+/// Whether an operator's argument is `{ "$ref" = "<name>" }`: a captured
+/// value stands in for the literal argument of any operator.
+pub fn argument_ref(argument: &Value) -> Option<&str> {
+    let object = argument.as_object()?;
+    match (object.len(), object.get("$ref")) {
+        (1, Some(Value::String(name))) if !name.is_empty() => Some(name),
+        _ => None,
+    }
+}
+
 fn check_operator(operator: &str, argument: &Value, path: &str) -> Result<(), PatternError> {
+    if !matches!(
+        operator,
+        "$capture" | "$ref" | "$not" | "$some" | "$each" | "$keys" | "$match"
+    ) && argument_ref(argument).is_some()
+    {
+        return Ok(());
+    }
     let is_string = argument.is_string();
     let is_number = argument.is_number();
     match operator {
@@ -205,7 +230,7 @@ fn check_operator(operator: &str, argument: &Value, path: &str) -> Result<(), Pa
             None => fail(path, "`$regex` takes a string"),
         },
         "$in_order" | "$prefix" | "$any_of" => pattern_list(argument, path, operator),
-        "$keys" => check(argument, path),
+        "$keys" | "$match" => check(argument, path),
         "$length" => number_pattern(argument, path),
         "$some" | "$each" | "$not" => check(argument, path),
         "$eq" | "$gt" | "$ge" | "$lt" | "$le" if is_number => Ok(()),

@@ -27,13 +27,18 @@ pub struct Args {
     /// Write <name>.json, <name>.junit.xml and <name>.md here.
     #[arg(long)]
     report_dir: Option<PathBuf>,
-    /// Per-case timeout.
-    #[arg(long, default_value_t = 10_000)]
+    /// Per-case timeout (restarts shake hands within it too).
+    #[arg(long, default_value_t = dshc_harness::limits::CASE_TIMEOUT_MS)]
     timeout_ms: u64,
+    /// How long the adapter's first `start` may take (it may install its
+    /// dependencies first); an adapter that misses it is not started again.
+    #[arg(long, default_value_t = dshc_harness::limits::HANDSHAKE_TIMEOUT_MS)]
+    handshake_timeout_ms: u64,
     /// Largest reply line accepted.
-    #[arg(long, default_value_t = 8 << 20)]
+    #[arg(long, default_value_t = dshc_harness::limits::MAX_REPLY_BYTES)]
     max_reply_bytes: usize,
-    /// The clause catalog for the Markdown report (default: <first path>/clauses.toml).
+    /// The clause catalog for the Markdown report (default: the nearest
+    /// clauses.toml at or above the first path).
     #[arg(long)]
     catalog: Option<PathBuf>,
 }
@@ -47,7 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     };
     let catalog_path = args
         .catalog
-        .unwrap_or_else(|| paths[0].join("clauses.toml"));
+        .unwrap_or_else(|| super::catalog_for(&paths[0]));
     let (scenarios, bad) = load_all(&paths);
     for listed in &expected {
         if !scenarios.iter().any(|s| s.id == listed.id) {
@@ -61,8 +66,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &args.adapter,
         Limits {
             timeout_ms: args.timeout_ms,
+            handshake_timeout_ms: args.handshake_timeout_ms,
             max_reply_bytes: args.max_reply_bytes,
-            ..Limits::default()
         },
     ));
     let (cases, mut summary) = run_suite(
@@ -70,16 +75,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &mut implementation,
         &expected,
         |scenario, report| match report.verdict() {
-            Verdict::Passed => println!("pass     {}", scenario.id),
-            Verdict::Skipped => println!("skipped  {}", describe(scenario, &report.outcome)),
+            Verdict::Passed => crate::out!("pass     {}", scenario.id),
+            Verdict::Skipped => crate::out!("skipped  {}", describe(scenario, &report.outcome)),
             Verdict::ExpectedFailure => {
-                println!("xfail    {} ({})", scenario.id, report.outcome.label())
+                crate::out!("xfail    {} ({})", scenario.id, report.outcome.label())
             }
-            Verdict::UnexpectedPass => println!(
+            Verdict::UnexpectedPass => crate::out!(
                 "XPASS    {}: passes but is listed as an expected failure; remove it from the list",
                 scenario.id
             ),
-            Verdict::Failed => println!("FAIL     {}", describe(scenario, &report.outcome)),
+            Verdict::Failed => crate::out!("FAIL     {}", describe(scenario, &report.outcome)),
         },
     );
     summary.invalid = bad;
@@ -99,6 +104,6 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.report_dir {
         write_reports(dir, &report, &catalog_path)?;
     }
-    println!("{}", summary.line());
+    crate::out!("{}", summary.line());
     Ok(suite_exit(bad, summary.failed))
 }

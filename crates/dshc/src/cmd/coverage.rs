@@ -14,7 +14,7 @@ use crate::Exit;
 pub struct Args {
     /// Scenario folders (default: ./scenarios).
     paths: Vec<PathBuf>,
-    /// The clause catalog (default: <first path>/clauses.toml).
+    /// The clause catalog (default: the nearest clauses.toml at or above the first path).
     #[arg(long)]
     catalog: Option<PathBuf>,
     /// Only report uncovered clauses of this level.
@@ -30,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let paths = default_paths(args.paths);
     let catalog_path = args
         .catalog
-        .unwrap_or_else(|| paths[0].join("clauses.toml"));
+        .unwrap_or_else(|| super::catalog_for(&paths[0]));
     let catalog = load_catalog(&catalog_path)?;
     let (scenarios, bad) = load_all(&paths);
     let coverage = Coverage::compute(&catalog, &scenarios);
@@ -41,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             (_, true) => "UNCOVERED".to_string(),
             (_, false) => ids.join(", "),
         };
-        println!("{:width$}  {:>3}  {cell}", clause.id, ids.len());
+        crate::out!("{:width$}  {:>3}  {cell}", clause.id, ids.len());
     }
     for (scenario, clause) in &coverage.unknown {
         eprintln!(
@@ -50,16 +50,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         );
     }
     let uncovered = coverage.uncovered(args.level);
-    println!();
+    crate::out!();
     if uncovered.is_empty() {
-        println!(
+        crate::out!(
             "every clause{} is covered",
             args.level.map(|_| " of this level").unwrap_or_default()
         );
     } else {
-        println!("uncovered clauses:");
+        crate::out!("uncovered clauses:");
         for clause in &uncovered {
-            println!("  {}  {}", clause.id, clause.text);
+            crate::out!("  {}  {}", clause.id, clause.text);
         }
     }
     Ok(if bad > 0 || !coverage.unknown.is_empty() {

@@ -29,9 +29,13 @@ pub struct Args {
     /// Where the shrunk disagreement is written.
     #[arg(long, default_value = "scenarios/regressions")]
     regressions_dir: PathBuf,
-    /// Per-case timeout.
-    #[arg(long, default_value_t = 10_000)]
+    /// Per-case timeout (restarts shake hands within it too).
+    #[arg(long, default_value_t = dshc_harness::limits::CASE_TIMEOUT_MS)]
     timeout_ms: u64,
+    /// How long the adapter's first `start` may take (it may install its
+    /// dependencies first); an adapter that misses it is not started again.
+    #[arg(long, default_value_t = dshc_harness::limits::HANDSHAKE_TIMEOUT_MS)]
+    handshake_timeout_ms: u64,
     /// Most shrinking attempts.
     #[arg(long, default_value_t = 2_000)]
     shrink_attempts: usize,
@@ -46,18 +50,21 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         case,
         regressions_dir,
         timeout_ms,
+        handshake_timeout_ms,
         shrink_attempts,
     } = args;
     let mut implementation = External::new(AdapterProcess::new(
         &adapter,
         Limits {
             timeout_ms,
+            handshake_timeout_ms,
             ..Limits::default()
         },
     ));
+    // Inclusive, so that the last case of the u64 range replays too.
     let range = match case {
-        Some(case) => case..case + 1,
-        None => 0..cases,
+        Some(case) => Some(case..=case),
+        None => cases.checked_sub(1).map(|last| 0..=last),
     };
     #[expect(
         clippy::disallowed_methods,
@@ -65,8 +72,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     )]
     let started = std::time::Instant::now();
     let (mut agreed, mut not_run) = (0u64, 0u64);
-    let progress = Progress::new(range.end - range.start);
-    for case in range {
+    let progress = Progress::new(if case.is_some() { 1 } else { cases });
+    for case in range.into_iter().flatten() {
         progress.tick(case);
         let scenario = dshc_harness::generate::assembly::generate(seed, case);
         match compare_once(
@@ -77,22 +84,22 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             Comparison::Agree => agreed += 1,
             Comparison::NotRun(reason) => {
                 not_run += 1;
-                println!("case {case}: not run: {reason}");
+                crate::out!("case {case}: not run: {reason}");
             }
             Comparison::Disagree { .. } => {
                 progress.clear();
-                println!("case {case} of seed {seed}: the implementations disagree; shrinking");
+                crate::out!("case {case} of seed {seed}: the implementations disagree; shrinking");
                 let minimal = shrink(&scenario, &mut implementation, shrink_attempts);
                 let other = match compare_once(&minimal, "minimal", &mut implementation) {
                     Comparison::Disagree { other, .. } => *other,
                     _ => Default::default(),
                 };
                 match write_regression(&regressions_dir, seed, case, &adapter, &minimal, &other) {
-                    Ok(path) => println!("wrote {}", path.display()),
+                    Ok(path) => crate::out!("wrote {}", path.display()),
                     Err(error) => eprintln!("error: cannot write the regression: {error}"),
                 }
-                println!("seed {seed}, case {case}; replay with:");
-                println!("  dshc diff --adapter '{adapter}' --seed {seed} --case {case}");
+                crate::out!("seed {seed}, case {case}; replay with:");
+                crate::out!("  dshc diff --adapter '{adapter}' --seed {seed} --case {case}");
                 implementation.stop();
                 return Ok(Exit::Failed);
             }
@@ -102,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     implementation.stop();
     let elapsed = started.elapsed().as_secs_f64();
     let total = agreed + not_run;
-    println!(
+    crate::out!(
         "{total} cases: {agreed} agree, 0 disagree, {not_run} not run ({:.0} cases/s)",
         total as f64 / elapsed.max(1e-9)
     );

@@ -18,7 +18,8 @@ pub struct Args {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
-    let (files, errors) = discover(&args.paths);
+    let found = discover(&args.paths);
+    let (files, errors) = (found.files, found.errors);
     let mut bad = errors.len();
     for error in &errors {
         eprintln!("error: {error}");
@@ -29,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         match dshc_scenario::migrate::migrate(&text) {
             Ok(new_text) => {
                 std::fs::write(&file, new_text)?;
-                println!("migrated {}", file.display());
+                crate::out!("migrated {}", file.display());
                 migrated += 1;
             }
             Err(dshc_scenario::migrate::MigrateError::NotFormatOne(_)) => current += 1,
@@ -39,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
         }
     }
-    println!("{migrated} migrated, {current} already current");
+    crate::out!("{migrated} migrated, {current} already current");
     Ok(if bad > 0 {
         Exit::BadInput
     } else {

@@ -52,22 +52,50 @@ pub fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// in file order before any result, as part of the run's output (`error:
 /// file:line:column: message`). Returns the good ones and how many were bad.
 pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
-    let (files, discover_errors) = discover(paths);
-    let mut bad = discover_errors.len();
-    for error in &discover_errors {
-        println!("error: {error}");
+    let found = discover(paths);
+    for note in &found.notes {
+        crate::out!("note: {note}");
+    }
+    let mut bad = found.errors.len();
+    for error in &found.errors {
+        crate::out!("error: {error}");
+    }
+    let files = found.files;
+    if files.is_empty() && found.errors.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        crate::out!(
+            "error: no scenario files (*.toml) under {}",
+            shown.join(", ")
+        );
+        bad += 1;
     }
     let mut scenarios = Vec::with_capacity(files.len());
     for file in files {
         match load_scenario(&file) {
             Ok(scenario) => scenarios.push(scenario),
             Err(error) => {
-                println!("error: {error}");
+                crate::out!("error: {error}");
                 bad += 1;
             }
         }
     }
     (scenarios, bad)
+}
+
+/// The clause catalog for scenarios under `path`: `clauses.toml` in the
+/// folder itself or the nearest folder above it (a subfolder of a scenario
+/// tree uses the tree's catalog).
+pub fn catalog_for(path: &std::path::Path) -> PathBuf {
+    let start = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(path)
+    };
+    start
+        .ancestors()
+        .map(|folder| folder.join("clauses.toml"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| start.join("clauses.toml"))
 }
 
 /// The exit code of a suite: bad input wins over failures.

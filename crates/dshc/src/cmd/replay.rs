@@ -30,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let defaults = dshc_deepseek::DeepSeekDefaults::default();
     for point in dispatch_points(&events) {
         match wire_body_at(&events[..point], "replayed", &defaults) {
-            Ok(body) => println!("{body}"),
+            Ok(body) => crate::out!("{body}"),
             Err(error) => {
                 eprintln!("error: the request before seq {point} cannot be rebuilt: {error}");
                 return Ok(Exit::Failed);

@@ -27,6 +27,6 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         let digest: ReportDigest = parse_json(path, &read_text(path)?)?;
         digests.push(digest);
     }
-    print!("{}", markdown_matrix(&catalog, &digests));
+    crate::out_raw!("{}", markdown_matrix(&catalog, &digests));
     Ok(Exit::Passed)
 }

@@ -36,10 +36,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         if report.verdict() == Verdict::Passed {
             return;
         }
-        println!("FAIL {}", describe(scenario, &report.outcome));
+        crate::out!("FAIL {}", describe(scenario, &report.outcome));
         if bless_failures {
             match bless(scenario) {
-                Ok(()) => println!("blessed {}", scenario.path.display()),
+                Ok(()) => crate::out!("blessed {}", scenario.path.display()),
                 Err(error) => {
                     eprintln!("error: cannot bless {}: {error:#}", scenario.path.display())
                 }
@@ -47,6 +47,6 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
     });
     summary.invalid = bad;
-    println!("{}", summary.line());
+    crate::out!("{}", summary.line());
     Ok(suite_exit(bad, summary.failed))
 }

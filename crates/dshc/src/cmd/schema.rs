@@ -13,9 +13,9 @@ pub struct Args {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.protocol {
-        print!("{}", dshc_scenario::schema::protocol_schema());
+        crate::out_raw!("{}", dshc_scenario::schema::protocol_schema());
     } else {
-        print!("{}", dshc_scenario::schema::scenario_schema());
+        crate::out_raw!("{}", dshc_scenario::schema::scenario_schema());
     }
     Ok(Exit::Passed)
 }

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
         let address = listener.local_addr()?;
-        println!("listening on http://{address}");
+        crate::out!("listening on http://{address}");
         use std::io::Write;
         let _ = std::io::stdout().flush();
         mock_provider::serve_tokio(listener, provider).await?;

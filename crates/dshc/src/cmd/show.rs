@@ -27,25 +27,25 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     match &result.run {
         Some(run) if args.requests => {
             for request in &run.requests {
-                println!("{}", serde_json::to_string_pretty(request)?);
+                crate::out!("{}", serde_json::to_string_pretty(request)?);
             }
         }
         Some(run) => {
             if !args.log {
-                println!("# observations, one per command");
+                crate::out!("# observations, one per command");
                 for (index, observation) in result.observations.iter().enumerate() {
-                    println!("# [{index}] {}", serde_json::to_string(observation)?);
+                    crate::out!("# [{index}] {}", serde_json::to_string(observation)?);
                 }
-                println!("# session log");
+                crate::out!("# session log");
             }
             for event in &run.log {
-                println!("{}", dshc_model::js::stringify(event));
+                crate::out!("{}", dshc_model::js::stringify(event));
             }
             if let Some(failure) = &run.failure {
                 eprintln!("run failed: {failure}");
             }
         }
-        None => println!("{}", serde_json::to_string_pretty(&result)?),
+        None => crate::out!("{}", serde_json::to_string_pretty(&result)?),
     }
     Ok(Exit::Passed)
 }

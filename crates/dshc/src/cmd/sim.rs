@@ -30,18 +30,23 @@ pub struct Args {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let seed = args.seed;
+    // Inclusive, so that the last session of the u64 range replays too.
     let range = match args.session {
-        Some(session) => session..session + 1,
-        None => 0..args.sessions,
+        Some(session) => Some(session..=session),
+        None => args.sessions.checked_sub(1).map(|last| 0..=last),
     };
     #[expect(
         clippy::disallowed_methods,
         reason = "throughput for the person watching; never part of a result"
     )]
     let started = std::time::Instant::now();
-    let progress = Progress::new(range.end - range.start);
+    let progress = Progress::new(if args.session.is_some() {
+        1
+    } else {
+        args.sessions
+    });
     let (mut checked, mut steps) = (0u64, 0usize);
-    for index in range {
+    for index in range.into_iter().flatten() {
         progress.tick(index);
         let scenario = generate_session(seed, index);
         let (violations, run) = check_session(&scenario);
@@ -51,25 +56,25 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             continue;
         };
         progress.clear();
-        println!(
+        crate::out!(
             "session {index} of seed {seed} violates {} invariant(s):",
             violations.len()
         );
         for violation in &violations {
-            println!("  [{}] {}", violation.tag, violation.detail);
+            crate::out!("  [{}] {}", violation.tag, violation.detail);
         }
         let minimal = shrink(&scenario, &first.tag, 400);
         let remaining = check_session(&minimal).0;
         match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
-            Ok(path) => println!("wrote the shrunk session to {}", path.display()),
+            Ok(path) => crate::out!("wrote the shrunk session to {}", path.display()),
             Err(error) => eprintln!("error: cannot write the session: {error}"),
         }
-        println!("replay with:\n  dshc sim --seed {seed} --session {index}");
+        crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
         return Ok(Exit::Failed);
     }
     progress.clear();
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    println!(
+    crate::out!(
         "{checked} sessions, {steps} steps, 0 violations ({:.0} sessions/s, each run twice)",
         checked as f64 / elapsed
     );

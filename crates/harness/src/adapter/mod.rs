@@ -114,7 +114,7 @@ fn fault(fault: AdapterFault) -> Ran {
 
 impl Implementation for External {
     fn info(&mut self) -> Option<ImplementationInfo> {
-        let _ = self.process.ensure_started();
+        // Known from the last handshake; never restarted just to ask.
         self.process.implementation.clone()
     }
 

@@ -19,13 +19,14 @@ use dshc_scenario::protocol::{
     parse_reply,
 };
 
-/// Limits for one adapter.
+/// Limits for one adapter (see [`crate::limits`] for the defaults).
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// How long a case may take.
+    /// How long a case may take, request written and reply read.
     pub timeout_ms: u64,
-    /// How long the `start` handshake may take: longer, because an adapter
-    /// may install its dependencies on first use.
+    /// How long the first `start` handshake may take: longer, because an
+    /// adapter may install its dependencies on first use. A restart after a
+    /// fault shakes hands within `timeout_ms`.
     pub handshake_timeout_ms: u64,
     /// The longest reply line accepted.
     pub max_reply_bytes: usize,
@@ -34,9 +35,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            timeout_ms: 10_000,
-            handshake_timeout_ms: 300_000,
-            max_reply_bytes: 8 << 20,
+            timeout_ms: crate::limits::CASE_TIMEOUT_MS,
+            handshake_timeout_ms: crate::limits::HANDSHAKE_TIMEOUT_MS,
+            max_reply_bytes: crate::limits::MAX_REPLY_BYTES,
         }
     }
 }
@@ -63,7 +64,9 @@ const STDERR_TAIL_BYTES: usize = 4096;
 
 struct Running {
     child: Child,
-    stdin: ChildStdin,
+    /// Request lines for the writer thread: a write that blocks (an adapter
+    /// that stopped reading) blocks that thread, never the supervisor.
+    requests: mpsc::Sender<String>,
     lines: Receiver<ReaderEvent>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: thread::JoinHandle<()>,
@@ -75,12 +78,27 @@ pub struct AdapterProcess {
     command_line: String,
     limits: Limits,
     running: Option<Running>,
-    /// What the last handshake said.
+    /// What the last handshake said (kept after the process is gone).
     pub implementation: Option<ImplementationInfo>,
     /// Capabilities from the last handshake.
     pub capabilities: Capabilities,
     /// How many times a process was started.
     pub starts: u32,
+    /// A handshake failed: the adapter cannot start, so it is not started
+    /// again and every later case gets this fault at once.
+    handshake_failed: Option<AdapterFault>,
+}
+
+fn write_requests(mut stdin: ChildStdin, requests: Receiver<String>) {
+    for line in requests {
+        if stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
 }
 
 fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEvent>) {
@@ -152,6 +170,7 @@ impl AdapterProcess {
             implementation: None,
             capabilities: Capabilities::default(),
             starts: 0,
+            handshake_failed: None,
         }
     }
 
@@ -164,6 +183,9 @@ impl AdapterProcess {
     pub fn ensure_started(&mut self) -> Result<(), AdapterFault> {
         if self.running.is_some() {
             return Ok(());
+        }
+        if let Some(fault) = &self.handshake_failed {
+            return Err(fault.clone());
         }
         let mut command = Command::new("sh");
         command
@@ -178,26 +200,43 @@ impl AdapterProcess {
             AdapterFault::Crashed(format!("cannot start `{}`: {e}", self.command_line))
         })?;
         self.starts += 1;
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr = child.stderr.take().expect("stderr is piped");
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(AdapterFault::Crashed(
+                "the adapter's pipes are missing".into(),
+            ));
+        };
+        let (requests, pending) = mpsc::channel();
+        thread::spawn(move || write_requests(stdin, pending));
         let (sender, lines) = mpsc::channel();
         let max_bytes = self.limits.max_reply_bytes;
         thread::spawn(move || read_lines(stdout, max_bytes, sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = stderr_tail.clone();
         let stderr_reader = thread::spawn(move || keep_tail(stderr, tail));
+        let first_start = self.starts == 1;
         self.running = Some(Running {
             child,
-            stdin,
+            requests,
             lines,
             stderr_tail,
             stderr_reader,
             next_seq: 0,
         });
-        let reply = self.exchange(RequestBody::Start {
-            version: PROTOCOL_VERSION,
-        });
+        let timeout_ms = if first_start {
+            self.limits.handshake_timeout_ms
+        } else {
+            self.limits.timeout_ms
+        };
+        let reply = self.exchange_within(
+            RequestBody::Start {
+                version: PROTOCOL_VERSION,
+            },
+            timeout_ms,
+        );
         match reply {
             Ok(ReplyBody::Started {
                 version,
@@ -216,11 +255,20 @@ impl AdapterProcess {
             }
             Ok(other) => {
                 let _ = self.kill();
-                Err(AdapterFault::Protocol(format!(
-                    "expected `started`, got {other:?}"
-                )))
+                let fault = AdapterFault::Protocol(format!("expected `started`, got {other:?}"));
+                self.handshake_failed = Some(fault.clone());
+                Err(fault)
             }
-            Err(fault) => Err(fault),
+            Err(fault) => {
+                let fault = match fault {
+                    AdapterFault::TimedOut(ms) => AdapterFault::Crashed(format!(
+                        "the adapter did not answer `start` within {ms} ms; it is not started again"
+                    )),
+                    other => other,
+                };
+                self.handshake_failed = Some(fault.clone());
+                Err(fault)
+            }
         }
     }
 
@@ -239,7 +287,15 @@ impl AdapterProcess {
     /// Send one command and wait for its reply. Any fault kills the process;
     /// the next call starts a fresh one.
     pub fn exchange(&mut self, body: RequestBody) -> Result<ReplyBody, AdapterFault> {
-        let result = self.exchange_inner(body);
+        self.exchange_within(body, self.limits.timeout_ms)
+    }
+
+    fn exchange_within(
+        &mut self,
+        body: RequestBody,
+        timeout_ms: u64,
+    ) -> Result<ReplyBody, AdapterFault> {
+        let result = self.exchange_inner(body, timeout_ms);
         if result.is_err() {
             let tail = self.kill();
             return result.map_err(|fault| match fault {
@@ -252,11 +308,11 @@ impl AdapterProcess {
         result
     }
 
-    fn exchange_inner(&mut self, body: RequestBody) -> Result<ReplyBody, AdapterFault> {
-        let timeout_ms = match body {
-            RequestBody::Start { .. } => self.limits.handshake_timeout_ms,
-            _ => self.limits.timeout_ms,
-        };
+    fn exchange_inner(
+        &mut self,
+        body: RequestBody,
+        timeout_ms: u64,
+    ) -> Result<ReplyBody, AdapterFault> {
         let running = self
             .running
             .as_mut()
@@ -266,62 +322,81 @@ impl AdapterProcess {
         let mut line = serde_json::to_string(&Request { seq, body })
             .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
         line.push('\n');
-        if let Err(error) = running
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| running.stdin.flush())
-        {
-            return Err(AdapterFault::Crashed(format!(
-                "cannot write to the adapter: {error}"
-            )));
+        // The deadline covers the write too: the writer thread may block on a
+        // full pipe, the reply wait does not.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the supervisor bounds a foreign process in real time"
+        )]
+        let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
+        if running.requests.send(line).is_err() {
+            return Err(AdapterFault::Crashed(
+                "the adapter's stdin is closed".into(),
+            ));
         }
-        let event = match running
-            .lines
-            .recv_timeout(Duration::from_millis(timeout_ms))
-        {
-            Ok(event) => event,
-            Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(AdapterFault::Crashed(
-                    "the adapter's stdout reader stopped".into(),
-                ));
+        loop {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the supervisor bounds a foreign process in real time"
+            )]
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let event = match running.lines.recv_timeout(left) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(AdapterFault::Crashed(
+                        "the adapter's stdout reader stopped".into(),
+                    ));
+                }
+            };
+            let line = match event {
+                ReaderEvent::Line(line) => line,
+                ReaderEvent::Oversized(bytes) => {
+                    return Err(AdapterFault::Protocol(format!(
+                        "reply exceeds the {} byte limit (at least {bytes} bytes)",
+                        self.limits.max_reply_bytes
+                    )));
+                }
+                ReaderEvent::Closed => {
+                    // The process may live on with stdout closed: kill its
+                    // group first, then the wait is immediate.
+                    kill_group(&running.child);
+                    let status = running
+                        .child
+                        .wait()
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|e| format!("status unknown: {e}"));
+                    return Err(AdapterFault::Crashed(format!(
+                        "the adapter closed stdout ({status})"
+                    )));
+                }
+                ReaderEvent::Failed(error) => {
+                    return Err(AdapterFault::Crashed(format!("reading stdout: {error}")));
+                }
+            };
+            let reply: Reply = parse_reply(&line).map_err(|error| {
+                let shown: String = line.chars().take(200).collect();
+                AdapterFault::Protocol(format!(
+                    "reply does not match the protocol ({error}): {shown}"
+                ))
+            })?;
+            if reply.seq < seq {
+                // A second answer to a request already answered: the earlier
+                // case's doing, not this one's. Skip it.
+                eprintln!(
+                    "warning: adapter `{}` answered request {} again; ignored",
+                    self.command_line, reply.seq
+                );
+                continue;
             }
-        };
-        let line = match event {
-            ReaderEvent::Line(line) => line,
-            ReaderEvent::Oversized(bytes) => {
+            if reply.seq != seq {
                 return Err(AdapterFault::Protocol(format!(
-                    "reply exceeds the {} byte limit (at least {bytes} bytes)",
-                    self.limits.max_reply_bytes
+                    "reply answers seq {} but request {seq} is pending",
+                    reply.seq
                 )));
             }
-            ReaderEvent::Closed => {
-                let status = running
-                    .child
-                    .wait()
-                    .map(|s| s.to_string())
-                    .unwrap_or_default();
-                return Err(AdapterFault::Crashed(format!(
-                    "the adapter closed stdout ({status})"
-                )));
-            }
-            ReaderEvent::Failed(error) => {
-                return Err(AdapterFault::Crashed(format!("reading stdout: {error}")));
-            }
-        };
-        let reply: Reply = parse_reply(&line).map_err(|error| {
-            let shown: String = line.chars().take(200).collect();
-            AdapterFault::Protocol(format!(
-                "reply does not match the protocol ({error}): {shown}"
-            ))
-        })?;
-        if reply.seq != seq {
-            return Err(AdapterFault::Protocol(format!(
-                "reply answers seq {} but request {seq} is pending",
-                reply.seq
-            )));
+            return Ok(reply.body);
         }
-        Ok(reply.body)
     }
 
     /// Kill the process group and forget the process. Returns the last few
@@ -330,18 +405,9 @@ impl AdapterProcess {
         let Some(mut running) = self.running.take() else {
             return String::new();
         };
-        {
-            // The adapter runs in its own process group (see `ensure_started`);
-            // kill the whole group so `sh -c` children die too.
-            if let Some(group) = i32::try_from(running.child.id())
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-            {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-            }
-            let _ = running.child.kill();
-            let _ = running.child.wait();
-        }
+        kill_group(&running.child);
+        let _ = running.child.kill();
+        let _ = running.child.wait();
         // The group is dead, so stderr reaches end of file soon; wait a
         // little for the reader, but never on a process that escaped the group.
         for _ in 0..50 {
@@ -365,9 +431,20 @@ impl AdapterProcess {
     /// Ask the adapter to stop, then make sure it is gone.
     pub fn stop(&mut self) {
         if self.running.is_some() {
-            let _ = self.exchange_inner(RequestBody::Stop);
+            let _ = self.exchange_inner(RequestBody::Stop, self.limits.timeout_ms);
         }
         let _ = self.kill();
+    }
+}
+
+/// Kill the adapter's process group (it runs in its own, see
+/// `ensure_started`), so `sh -c` and its children die too.
+fn kill_group(child: &Child) {
+    if let Some(group) = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

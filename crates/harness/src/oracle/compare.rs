@@ -572,11 +572,11 @@ impl Comparison {
                 );
             }
         }
-        if let Some(events) = &expect.events {
-            self.events_in_order(events, log);
-        }
         for (index, query) in expect.query.iter().enumerate() {
             self.query(&format!("expect.query[{index}]"), query, log);
+        }
+        if let Some(events) = &expect.events {
+            self.events_in_order(events, log);
         }
         if let Some(pattern) = &expect.log {
             let text: String = log.iter().map(|e| stringify(e) + "\n").collect();
@@ -645,32 +645,47 @@ impl Comparison {
 }
 
 /// Compare a scenario's expectations with a case result.
+///
+/// Captures do not depend on where in the file they are bound: a first
+/// pass collects every capture, the second compares with them all known,
+/// so `events` can refer to what a query captured and the other way round.
 pub fn compare(scenario: &Scenario, result: &CaseResult) -> Vec<Mismatch> {
-    let mut comparison = Comparison {
+    let mut first = Comparison {
         matcher: Matcher::new(),
         mismatches: Vec::new(),
     };
-    comparison.error(
-        "config_error",
-        scenario.config_error.as_ref(),
-        result.config_error.as_ref(),
-    );
-    if result.config_error.is_some() {
-        return comparison.mismatches;
+    first.all(scenario, result);
+    let mut second = Comparison {
+        matcher: first.matcher,
+        mismatches: Vec::new(),
+    };
+    second.all(scenario, result);
+    second.mismatches
+}
+
+impl Comparison {
+    fn all(&mut self, scenario: &Scenario, result: &CaseResult) {
+        self.error(
+            "config_error",
+            scenario.config_error.as_ref(),
+            result.config_error.as_ref(),
+        );
+        if result.config_error.is_some() {
+            return;
+        }
+        // A loop run that failed at setup ran no command: its failure
+        // (expected or not) is the whole story, whatever steps the scenario has.
+        let failed_at_setup = result
+            .run
+            .as_ref()
+            .is_some_and(|run| run.failure.is_some() && result.observations.is_empty());
+        if !failed_at_setup {
+            compare_steps(self, scenario, result);
+        }
+        if let Some(run) = &result.run {
+            self.run(scenario.expect.as_deref(), run);
+        }
     }
-    // A loop run that failed at setup ran no command: its failure (expected
-    // or not) is the whole story, whatever steps the scenario has.
-    let failed_at_setup = result
-        .run
-        .as_ref()
-        .is_some_and(|run| run.failure.is_some() && result.observations.is_empty());
-    if !failed_at_setup {
-        compare_steps(&mut comparison, scenario, result);
-    }
-    if let Some(run) = &result.run {
-        comparison.run(scenario.expect.as_deref(), run);
-    }
-    comparison.mismatches
 }
 
 fn compare_steps(comparison: &mut Comparison, scenario: &Scenario, result: &CaseResult) {

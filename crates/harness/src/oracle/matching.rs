@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use dshc_model::js::{number_to_string, utf16_len};
-use dshc_scenario::pattern::{Pattern, is_matcher};
+use dshc_scenario::pattern::{Pattern, argument_ref, is_matcher};
 use serde_json::Value;
 
 /// Why a value does not match.
@@ -213,6 +213,33 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
+        // `{ "$gt" = { "$ref" = "x" } }`: a captured value as the argument.
+        let bound;
+        let argument = match argument_ref(argument) {
+            Some(name)
+                if !matches!(
+                    operator,
+                    "$capture" | "$ref" | "$not" | "$some" | "$each" | "$keys" | "$match"
+                ) =>
+            {
+                match self.bindings.get(name) {
+                    Some(value) => {
+                        bound = value.clone();
+                        &bound
+                    }
+                    None => {
+                        return Err(miss(
+                            path,
+                            format!(
+                                "{operator} $ref {name:?} (nothing is captured under that name yet)"
+                            ),
+                            actual,
+                        ));
+                    }
+                }
+            }
+            _ => argument,
+        };
         let wanted = || operator_text(operator, argument);
         let fail = || Err(miss(path, operator_text(operator, argument), actual));
         match operator {
@@ -237,6 +264,7 @@ impl Matcher {
                 Some(value) if argument.as_str() == Some(type_name(value)) => Ok(()),
                 _ => fail(),
             },
+            "$match" => self.matches(argument, actual, path),
             "$keys" => {
                 let Some(Value::Object(object)) = actual else {
                     return fail();
@@ -629,6 +657,32 @@ mod tests {
         let unbound = Pattern(json!({"$ref": "nope"}));
         let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
         assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
+    }
+
+    #[test]
+    fn a_captured_value_can_be_any_operator_s_argument() {
+        let mut matcher = Matcher::new();
+        let first = Pattern(json!({"seq": {"$capture": "first"}, "data": {"$match": {"turn": 1}}}));
+        assert!(
+            matcher
+                .check(
+                    &first,
+                    Some(&json!({"seq": 4, "data": {"turn": 1, "x": 0}}))
+                )
+                .is_ok()
+        );
+        let later = Pattern(json!({"$gt": {"$ref": "first"}}));
+        assert!(matcher.check(&later, Some(&json!(5))).is_ok());
+        assert!(matcher.check(&later, Some(&json!(3))).is_err());
+        let prefix = Pattern(json!({"$prefix": {"$ref": "list"}}));
+        matcher.bind("list", json!([1, 2]), "").expect("bound");
+        assert!(matcher.check(&prefix, Some(&json!([1, 2, 3]))).is_ok());
+        assert!(matcher.check(&prefix, Some(&json!([2, 1, 3]))).is_err());
+        let unbound = Pattern(json!({"$lt": {"$ref": "nope"}}));
+        let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
+        assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
+        let both = Pattern(json!({"$match": {"a": 1}}));
+        assert!(matcher.check(&both, Some(&json!({"a": 2}))).is_err());
     }
 
     #[test]

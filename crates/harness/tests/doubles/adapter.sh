@@ -9,11 +9,18 @@
 #   flood     write an endless line without a newline
 #   wrong_seq answer with the wrong seq
 #   schema    answer with valid JSON that breaks the schema
+#   close_stdout  close stdout and keep running
+#   twice     answer twice (the second answer is stale by the next case)
+# and these, which misbehave outside "boom" cases:
+#   stop_reading  after the first case, never read stdin again
+#   no_start  never answer the handshake
 mode="$1"
+cases=0
 while IFS= read -r line; do
   seq=$(printf '%s' "$line" | sed -n 's/.*"seq":\([0-9]*\).*/\1/p')
   case "$line" in
     *'"cmd":"start"'*)
+      if [ "$mode" = no_start ]; then sleep 600; fi
       printf '{"seq":%s,"started":{"version":1,"implementation":{"name":"double-%s","version":"0","language":"bash"},"capabilities":{"levels":["assembly"]}}}\n' "$seq" "$mode"
       ;;
     *'"cmd":"stop"'*)
@@ -28,10 +35,15 @@ while IFS= read -r line; do
         flood) yes x | tr -d '\n' ;;
         wrong_seq) printf '{"seq":%s,"result":{"observations":[]}}\n' "$((seq + 7))" ;;
         schema) printf '{"seq":%s,"result":{"observations":"none"}}\n' "$seq" ;;
+        close_stdout) exec 1>&-; sleep 15 ;;
+        twice) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$seq" ;;
+        *) printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq" ;;
       esac
       ;;
     *)
       printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq"
+      cases=$((cases + 1))
+      if [ "$mode" = stop_reading ]; then sleep 600; fi
       ;;
   esac
 done

@@ -1,0 +1,359 @@
+//! The CLI contract: exit codes 0 (passed), 1 (failed), 2 (bad input) for
+//! each subcommand, file-system oddities that once hung or misled dshc, and
+//! snapshots (insta) of what a person reads. CI never accepts snapshots
+//! (`INSTA_UPDATE=no` under `CI`); `cargo insta review` does, locally.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn dshc() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dshc"));
+    command.env_remove("DSHC_BLESS").stdin(Stdio::null());
+    command
+}
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    dshc()
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("dshc runs")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A scratch folder with a `scenarios/` tree: a passing and a failing
+/// scenario, the clause catalog, and nothing else.
+struct Scratch {
+    root: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let root = std::env::temp_dir().join(format!("dshc-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("scenarios/assembly")).expect("scratch folder");
+        std::fs::write(
+            root.join("scenarios/clauses.toml"),
+            "[[clause]]\nid = \"03:R4\"\ntext = \"renderPrompt joins sections with a blank line\"\n",
+        )
+        .expect("catalog");
+        Scratch { root }
+    }
+
+    fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.root.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("folder");
+        }
+        std::fs::write(&path, text).expect("file");
+        path
+    }
+
+    fn with_scenarios(name: &str) -> Scratch {
+        let scratch = Scratch::new(name);
+        scratch.write("scenarios/assembly/pass.toml", &prompt_scenario("A\n\nB"));
+        scratch
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn prompt_scenario(expected: &str) -> String {
+    format!(
+        "format = 2\ntitle = \"two sections join with a blank line\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\n\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \"A\"\n\n[[steps]]\ndo = \"section\"\nname = \"b\"\norder = 2\ntext = \"B\"\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = {}\n",
+        serde_json::to_string(expected).expect("a string")
+    )
+}
+
+fn reference_adapter() -> String {
+    format!("exec '{}' adapter", env!("CARGO_BIN_EXE_dshc"))
+}
+
+#[test]
+fn run_exits_0_on_pass_1_on_failure_2_on_bad_input() {
+    let scratch = Scratch::with_scenarios("run");
+    let passed = run(&["run", "scenarios"], &scratch.root);
+    assert_eq!(code(&passed), 0, "{}", stdout(&passed));
+    insta::assert_snapshot!("run_passed", stdout(&passed));
+
+    scratch.write("scenarios/assembly/fail.toml", &prompt_scenario("A\nB"));
+    let failed = run(&["run", "scenarios"], &scratch.root);
+    assert_eq!(code(&failed), 1);
+    insta::assert_snapshot!("run_failed", stdout(&failed));
+
+    scratch.write(
+        "scenarios/assembly/bad.toml",
+        "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[[steps]]\ndo = \"assemble\"\nexpect.promt = \"x\"\n",
+    );
+    let bad = run(&["run", "scenarios"], &scratch.root);
+    assert_eq!(code(&bad), 2);
+    insta::assert_snapshot!("run_bad_input", stdout(&bad));
+}
+
+#[test]
+fn load_errors_name_file_line_and_column() {
+    let scratch = Scratch::new("errors");
+    for (name, text) in [
+        ("syntax", "format = 2\ntitle = \n"),
+        (
+            "unknown_step",
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[[steps]]\ndo = \"nope\"\n",
+        ),
+        (
+            "bad_matcher",
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[[steps]]\ndo = \"assemble\"\nexpect.prompt.\"$contian\" = \"x\"\n",
+        ),
+        (
+            "format_one",
+            "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n",
+        ),
+        (
+            "no_level",
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n\n[provider]\nresponses = []\n",
+        ),
+        (
+            "text_value",
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = 5\n",
+        ),
+    ] {
+        scratch.write(&format!("scenarios/assembly/{name}.toml"), text);
+    }
+    scratch.write(
+        "scenarios/assembly/utf8.toml",
+        "format = 2\ntitle = \"x\"\n",
+    );
+    std::fs::write(
+        scratch.root.join("scenarios/assembly/utf8.toml"),
+        b"format = 2\ntitle = \"\xff\"\n",
+    )
+    .expect("file");
+    let output = run(&["run", "scenarios"], &scratch.root);
+    assert_eq!(code(&output), 2);
+    insta::assert_snapshot!("load_errors", stdout(&output));
+}
+
+#[test]
+fn check_through_the_reference_adapter_and_its_reports() {
+    let scratch = Scratch::with_scenarios("check");
+    scratch.write("scenarios/assembly/fail.toml", &prompt_scenario("A\nB"));
+    let adapter = reference_adapter();
+    let output = run(
+        &[
+            "check",
+            "--adapter",
+            &adapter,
+            "scenarios",
+            "--report-dir",
+            "reports",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&output), 1, "{}{}", stdout(&output), stderr(&output));
+    insta::assert_snapshot!("check_output", stdout(&output));
+    let read = |name: &str| {
+        std::fs::read_to_string(scratch.root.join("reports").join(name)).expect("a report")
+    };
+    insta::assert_snapshot!("check_report_md", read("dshc-reference.md"));
+    insta::assert_snapshot!("check_report_junit", read("dshc-reference.junit.xml"));
+    let json: serde_json::Value = serde_json::from_str(&read("dshc-reference.json")).expect("JSON");
+    insta::assert_json_snapshot!("check_report_json", json, {
+        ".implementation.version" => "[version]",
+        ".command" => "[command]",
+    });
+    std::fs::remove_file(scratch.root.join("scenarios/assembly/fail.toml")).expect("removed");
+    let passed = run(
+        &["check", "--adapter", &adapter, "scenarios"],
+        &scratch.root,
+    );
+    assert_eq!(code(&passed), 0, "{}", stdout(&passed));
+    let missing = run(&["check", "--adapter", &adapter, "nowhere"], &scratch.root);
+    assert_eq!(code(&missing), 2);
+}
+
+#[test]
+fn check_writes_reports_for_a_subfolder_using_the_tree_s_catalog() {
+    let scratch = Scratch::with_scenarios("subfolder");
+    let adapter = reference_adapter();
+    let output = run(
+        &[
+            "check",
+            "--adapter",
+            &adapter,
+            "scenarios/assembly",
+            "--report-dir",
+            "reports",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    for name in [
+        "dshc-reference.json",
+        "dshc-reference.junit.xml",
+        "dshc-reference.md",
+    ] {
+        assert!(
+            scratch.root.join("reports").join(name).is_file(),
+            "{name} written"
+        );
+    }
+}
+
+#[test]
+fn coverage_show_schema_and_help_read_well() {
+    let scratch = Scratch::with_scenarios("coverage");
+    let coverage = run(&["coverage", "scenarios", "--strict"], &scratch.root);
+    assert_eq!(code(&coverage), 0);
+    insta::assert_snapshot!("coverage", stdout(&coverage));
+    let show = run(&["show", "scenarios/assembly/pass.toml"], &scratch.root);
+    assert_eq!(code(&show), 0);
+    insta::assert_snapshot!("show_assembly", stdout(&show));
+    let schema = run(&["schema"], &scratch.root);
+    assert_eq!(code(&schema), 0);
+    assert!(stdout(&schema).contains("\"Pattern\""));
+    let help = run(&["--help"], &scratch.root);
+    assert_eq!(code(&help), 0);
+    insta::assert_snapshot!("help", stdout(&help));
+    let usage = run(&["run", "--no-such-flag"], &scratch.root);
+    assert_eq!(code(&usage), 2);
+}
+
+#[test]
+fn every_subcommand_maps_bad_input_to_2() {
+    let scratch = Scratch::new("bad-input");
+    for args in [
+        vec!["run", "missing"],
+        vec!["check", "--adapter", "true", "missing"],
+        vec!["coverage", "missing"],
+        vec!["show", "missing.toml"],
+        vec!["replay", "missing.jsonl"],
+        vec!["serve", "--script", "missing.toml"],
+        vec!["report", "missing.json"],
+        vec!["migrate", "missing"],
+        vec!["diff", "--adapter", "true"],
+        vec!["sim"],
+    ] {
+        let output = run(&args, &scratch.root);
+        assert_eq!(
+            code(&output),
+            2,
+            "{args:?}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn sim_and_diff_replay_a_single_case_even_at_the_end_of_the_range() {
+    let scratch = Scratch::new("ranges");
+    let sim = run(
+        &["sim", "--seed", "1", "--session", "18446744073709551615"],
+        &scratch.root,
+    );
+    assert_eq!(code(&sim), 0, "{}", stdout(&sim));
+    assert!(stdout(&sim).starts_with("1 sessions"), "{}", stdout(&sim));
+    let adapter = reference_adapter();
+    let diff = run(
+        &[
+            "diff",
+            "--adapter",
+            &adapter,
+            "--seed",
+            "1",
+            "--case",
+            "18446744073709551615",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&diff), 0, "{}", stdout(&diff));
+    assert!(stdout(&diff).starts_with("1 cases"), "{}", stdout(&diff));
+}
+
+#[test]
+fn a_closed_stdout_ends_dshc_quietly() {
+    let scratch = Scratch::with_scenarios("pipe");
+    let mut child = dshc()
+        .args(["schema"])
+        .current_dir(&scratch.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawned");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("finished");
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+}
+
+#[test]
+fn fifos_devices_and_symlink_loops_never_hang_a_run() {
+    let scratch = Scratch::with_scenarios("fs");
+    let fifo = scratch.root.join("scenarios/assembly/fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    std::os::unix::fs::symlink(
+        scratch.root.join("scenarios"),
+        scratch.root.join("scenarios/assembly/loop"),
+    )
+    .expect("a symlink loop");
+    std::os::unix::fs::symlink(
+        "/dev/zero",
+        scratch.root.join("scenarios/assembly/zero.toml"),
+    )
+    .expect("a link to a device");
+    let output = run(&["run", "scenarios"], &scratch.root);
+    assert_eq!(code(&output), 2, "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("fifo.toml: a FIFO named like a scenario"),
+        "{text}"
+    );
+    assert!(
+        text.contains("zero.toml: a device named like a scenario"),
+        "{text}"
+    );
+    assert!(text.contains("already walked"), "{text}");
+    assert!(text.contains("1 passed, 0 failed"), "{text}");
+    let direct = run(&["show", "scenarios/assembly/fifo.toml"], &scratch.root);
+    assert_eq!(code(&direct), 2);
+    assert!(stderr(&direct).contains("a FIFO"), "{}", stderr(&direct));
+    let listed = run(&["run", "scenarios/assembly/fifo.toml"], &scratch.root);
+    assert_eq!(code(&listed), 2);
+    assert!(
+        stdout(&listed).contains("a FIFO is neither"),
+        "{}",
+        stdout(&listed)
+    );
+    let empty = scratch.root.join("empty");
+    std::fs::create_dir_all(&empty).expect("folder");
+    let none = run(&["run", "empty"], &scratch.root);
+    assert_eq!(code(&none), 2);
+    assert!(
+        stdout(&none).contains("no scenario files"),
+        "{}",
+        stdout(&none)
+    );
+    let upper = scratch.write("upper/UPPER.TOML", &prompt_scenario("A\n\nB"));
+    let found = run(
+        &[
+            "run",
+            &upper.parent().expect("a folder").display().to_string(),
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&found), 0, "{}", stdout(&found));
+}

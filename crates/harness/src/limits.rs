@@ -1,0 +1,23 @@
+//! Every resource limit dshc applies, in one place, each named with its
+//! unit. The README's "Limits" table lists them; flags that change one say
+//! so in their help.
+//!
+//! A limit that is reached gives a clear outcome for the case or request at
+//! hand (a timeout, a run failure naming the limit, an HTTP 4xx), never a
+//! hang, a panic, or a failure of the whole run.
+
+/// How long one case may take on an adapter (`dshc check --timeout-ms`).
+pub const CASE_TIMEOUT_MS: u64 = 10_000;
+/// How long an adapter's first `start` may take, installs included
+/// (`--handshake-timeout-ms`); restarts shake hands within the case timeout.
+pub const HANDSHAKE_TIMEOUT_MS: u64 = 300_000;
+/// The longest reply line an adapter may write (`--max-reply-bytes`).
+pub const MAX_REPLY_BYTES: usize = 8 << 20;
+/// The largest scenario, catalog, expected-failures, script or log file read.
+pub use dshc_scenario::load::MAX_FILE_BYTES;
+/// The most files one scenario walk collects (symlink loops are never followed twice).
+pub use dshc_scenario::load::MAX_WALK_FILES;
+/// The most virtual time one loop case may span (`simulation.budget_ms` above it is refused).
+pub const MAX_VIRTUAL_TIME_MS: u64 = 86_400_000;
+/// The latest epoch milliseconds a simulated clock may reach (JavaScript's `Date` range).
+pub const MAX_EPOCH_MS: u64 = 8_640_000_000_000_000;
