@@ -105,6 +105,41 @@ pub struct LoopContext {
     /// What the context plugins read from outside the session (files, the
     /// tmux pane, other sessions); shared so it outlives a resume (spec 10).
     pub plugin_world: plugins::SharedWorld,
+    /// Bounds on one run, which upstream does not have: an always-retrying
+    /// listener or an endless tool loop would run forever there. Reaching
+    /// one fails the turn and is reported in [`LoopContext::limit_reached`].
+    pub limits: LoopLimits,
+    /// The first limit reached, as `name = value`.
+    pub limit_reached: Rc<RefCell<Option<String>>>,
+    /// Steps opened so far in the run.
+    pub steps_opened: Rc<Cell<u64>>,
+}
+
+/// Bounds on one run of the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopLimits {
+    /// Provider attempts within one step (retries included).
+    pub max_attempts_per_step: u32,
+    /// Steps opened, over every turn and agent of the run.
+    pub max_steps: u64,
+}
+
+impl Default for LoopLimits {
+    fn default() -> Self {
+        LoopLimits {
+            max_attempts_per_step: 100,
+            max_steps: 1_000,
+        }
+    }
+}
+
+impl LoopContext {
+    /// Record that `limit` (`name = value`) was reached; the error that ends
+    /// the turn.
+    fn reach(&self, limit: String) -> JsError {
+        self.limit_reached.borrow_mut().get_or_insert(limit.clone());
+        JsError::error(format!("dshc limit reached: {limit}"))
+    }
 }
 
 impl LoopContext {
@@ -541,6 +576,12 @@ impl Agent {
                 return Ok(false);
             }
             throw_if_aborted(signal)?;
+            let context = &self.0.context;
+            let steps = context.steps_opened.get() + 1;
+            if steps > context.limits.max_steps {
+                return Err(context.reach(format!("max_steps = {}", context.limits.max_steps)));
+            }
+            context.steps_opened.set(steps);
             self.append(
                 "step/start",
                 json!({"turn": turn, "step": step}),
@@ -666,7 +707,16 @@ impl Agent {
                 Value::Object(object)
             })
             .collect();
+        let mut attempts = 0u32;
         loop {
+            attempts += 1;
+            let context = &self.0.context;
+            if attempts > context.limits.max_attempts_per_step {
+                return Err(context.reach(format!(
+                    "max_attempts_per_step = {}",
+                    context.limits.max_attempts_per_step
+                )));
+            }
             let messages = self.0.session.derive_messages();
             let (request, route) = self
                 .build_request(

@@ -357,3 +357,65 @@ fn fifos_devices_and_symlink_loops_never_hang_a_run() {
     );
     assert_eq!(code(&found), 0, "{}", stdout(&found));
 }
+
+#[test]
+fn blessing_says_when_a_scenario_still_fails() {
+    let scratch = Scratch::new("bless");
+    scratch.write(
+        "scenarios/loop/still.toml",
+        "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[expect]\nrequest_count = 7\nevents = [{ type = \"no/such-event\" }]\n",
+    );
+    let output = dshc()
+        .args(["run", "scenarios"])
+        .current_dir(&scratch.root)
+        .env("DSHC_BLESS", "1")
+        .env_remove("CI")
+        .output()
+        .expect("dshc runs");
+    let text = stdout(&output);
+    assert!(text.contains("but it still fails"), "{text}");
+    let rewritten =
+        std::fs::read_to_string(scratch.root.join("scenarios/loop/still.toml")).expect("file");
+    assert!(rewritten.contains("request_count = 1"), "{rewritten}");
+    let refused = dshc()
+        .args(["run", "scenarios"])
+        .current_dir(&scratch.root)
+        .env("DSHC_BLESS", "1")
+        .env("CI", "true")
+        .output()
+        .expect("dshc runs");
+    assert_eq!(code(&refused), 2, "blessing is refused under CI");
+}
+
+#[test]
+fn the_reference_adapter_answers_an_invalid_case_with_errored_not_a_panic() {
+    use std::io::Write;
+    let mut child = dshc()
+        .arg("adapter")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawned");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(
+            concat!(
+                r#"{"seq":0,"cmd":"start","version":1}"#,
+                "\n",
+                r#"{"seq":1,"cmd":"run","case":{"id":"x","level":"assembly","config":{},"commands":[{"do":"followup","text":"hi"}]}}"#,
+                "\n",
+                r#"{"seq":2,"cmd":"stop"}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
+        .expect("written");
+    drop(stdin);
+    let output = child.wait_with_output().expect("finished");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let replies = stdout(&output);
+    let second = replies.lines().nth(1).expect("a reply to the case");
+    assert!(second.starts_with(r#"{"seq":1,"errored":"#), "{second}");
+    assert!(second.contains("needs `level = \\\"loop\\\"`"), "{second}");
+}

@@ -24,12 +24,22 @@ impl Drop for Served {
 }
 
 fn serve(name: &str, script: &str) -> Served {
+    serve_with(name, script, "")
+}
+
+/// `dshc serve` run by `sh -c`, after `prelude` (e.g. `ulimit -n 32;`).
+fn serve_with(name: &str, script: &str, prelude: &str) -> Served {
     let dir = std::env::temp_dir().join(format!("dshc-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, script).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dshc"))
-        .args(["serve", "--script", path.to_str().unwrap(), "--port", "0"])
+    let command = format!(
+        "{prelude} exec '{}' serve --script '{}' --port 0",
+        env!("CARGO_BIN_EXE_dshc"),
+        path.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &command])
         .stdout(Stdio::piped())
         .spawn()
         .expect("dshc serve starts");
@@ -146,4 +156,50 @@ fn malformed_http_gets_a_4xx_and_the_server_keeps_serving() {
         chunks[1],
         json!({"type": "text-delta", "index": 0, "text": "ok"})
     );
+}
+
+/// One plain HTTP/1.1 exchange on a fresh connection; the raw response.
+fn raw_exchange(address: SocketAddr, request: &[u8]) -> String {
+    let mut stream = std::net::TcpStream::connect(address).expect("connects");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+const POST: &[u8] = b"POST /chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 71\r\nconnection: close\r\n\r\n{\"model\":\"m\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+
+#[test]
+fn an_http2_preface_gets_505_not_silence() {
+    let served = serve("http2", "responses = []");
+    let response = raw_exchange(served.address, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    assert!(
+        response.starts_with("HTTP/1.1 505 HTTP Version Not Supported"),
+        "{response}"
+    );
+}
+
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a real server on a real socket: its accept loop needs real time to run"
+)]
+fn running_out_of_file_descriptors_does_not_end_the_server() {
+    let served = serve_with(
+        "emfile",
+        "responses = [{ content = [\"ok\"] }, { content = [\"ok\"] }]",
+        "ulimit -n 24;",
+    );
+    // Far more connections than descriptors: accepts fail with EMFILE.
+    let idle: Vec<_> = (0..60)
+        .filter_map(|_| std::net::TcpStream::connect(served.address).ok())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(idle);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let response = raw_exchange(served.address, POST);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
 }

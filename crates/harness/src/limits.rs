@@ -13,11 +13,26 @@ pub const CASE_TIMEOUT_MS: u64 = 10_000;
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 300_000;
 /// The longest reply line an adapter may write (`--max-reply-bytes`).
 pub const MAX_REPLY_BYTES: usize = 8 << 20;
+/// The latest epoch milliseconds a simulated clock may reach (JavaScript's `Date` range).
+pub use dshc_scenario::compile::MAX_EPOCH_MS;
+/// The most busy virtual time one loop case may span (`simulation.budget_ms`
+/// above it is refused at load).
+pub use dshc_scenario::compile::MAX_VIRTUAL_TIME_MS;
 /// The largest scenario, catalog, expected-failures, script or log file read.
 pub use dshc_scenario::load::MAX_FILE_BYTES;
 /// The most files one scenario walk collects (symlink loops are never followed twice).
 pub use dshc_scenario::load::MAX_WALK_FILES;
-/// The most virtual time one loop case may span (`simulation.budget_ms` above it is refused).
-pub const MAX_VIRTUAL_TIME_MS: u64 = 86_400_000;
-/// The latest epoch milliseconds a simulated clock may reach (JavaScript's `Date` range).
-pub const MAX_EPOCH_MS: u64 = 8_640_000_000_000_000;
+/// `dshc serve`: how long a connection may wait for its next request head
+/// before it is closed (idle keep-alive connections included).
+pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// `dshc serve` and every mock provider: connections served at once, the
+/// request log's length and bytes, the largest body (see
+/// `mock_provider::ServerLimits`).
+pub use mock_provider::ServerLimits;
+/// The loop's bounds on one run: provider attempts per step (retries) and
+/// steps in all (tool rounds). Reaching one fails the turn and the run
+/// (`limit reached: max_attempts_per_step = 100`).
+pub const LOOP_LIMITS: dshc_agent::LoopLimits = dshc_agent::LoopLimits {
+    max_attempts_per_step: 100,
+    max_steps: 1_000,
+};

@@ -211,15 +211,28 @@ pub fn write_reports(
     Ok(written)
 }
 
+/// Text safe inside a Markdown table cell: `|` escaped, line breaks and
+/// other control characters as spaces.
+fn markdown_cell(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '|' => "\\|".to_string(),
+            c if c.is_control() => " ".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// A Markdown table: one row per clause, one column per implementation; each
 /// cell counts the covering scenarios that passed.
 pub fn markdown_matrix(catalog: &[Clause], reports: &[ReportDigest]) -> String {
     let mut out = String::from("| Clause |");
     for report in reports {
-        out.push_str(&format!(
-            " {} {} |",
+        let heading = format!(
+            "{} {}",
             report.implementation.name, report.implementation.version
-        ));
+        );
+        out.push_str(&format!(" {} |", markdown_cell(&heading)));
     }
     out.push_str("\n|---|");
     out.push_str(&"---|".repeat(reports.len()));
@@ -243,7 +256,7 @@ pub fn markdown_matrix(catalog: &[Clause], reports: &[ReportDigest]) -> String {
         })
         .collect();
     for clause in catalog {
-        out.push_str(&format!("| `{}` |", clause.id));
+        out.push_str(&format!("| `{}` |", markdown_cell(&clause.id)));
         for tally in &tallies {
             let cell = match tally.get(clause.id.as_str()) {
                 None => "—".to_string(),
@@ -268,4 +281,64 @@ pub fn markdown_matrix(catalog: &[Clause], reports: &[ReportDigest]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::NotRun;
+    use crate::runner::{CaseReport, Outcome, Summary};
+
+    fn report(name: &str, outcome: Outcome) -> Report {
+        Report {
+            implementation: ImplementationInfo {
+                name: name.into(),
+                version: "1".into(),
+                language: "x".into(),
+                homepage: None,
+            },
+            command: "x".into(),
+            summary: Summary::default(),
+            cases: vec![CaseReport {
+                id: "a".into(),
+                covers: vec!["03:R4".into()],
+                outcome,
+                expected_failure: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn adapter_text_with_control_characters_makes_well_formed_junit() {
+        let context = "bad \u{1}\u{1b}[0m bytes <&>\u{0}".to_string();
+        let junit = report("impl\u{7}", Outcome::NotRun(NotRun::Errored { context }))
+            .to_junit()
+            .expect("serializes");
+        assert!(
+            !junit.contains("&#1;") && !junit.contains("&#x1;"),
+            "{junit}"
+        );
+        assert!(
+            !junit
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')),
+            "{junit}"
+        );
+        assert!(junit.contains("&lt;&amp;&gt;"), "{junit}");
+    }
+
+    #[test]
+    fn a_pipe_in_an_implementation_name_keeps_the_markdown_table_whole() {
+        let catalog = vec![Clause {
+            id: "03:R4".into(),
+            text: "t".into(),
+            level: Default::default(),
+            excluded: None,
+        }];
+        let digest = report("a|b", Outcome::Pass).digest();
+        let table = markdown_matrix(&catalog, &[digest]);
+        let header = table.lines().next().expect("a header");
+        assert_eq!(header, "| Clause | a\\|b 1 |");
+        assert_eq!(header.matches(" |").count(), 2, "{table}");
+    }
 }

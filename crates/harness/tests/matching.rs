@@ -447,3 +447,19 @@ fn a_setup_failure_decides_a_scenario_with_steps() {
         &["expect.failure", "$contains"],
     );
 }
+
+#[test]
+fn limits_give_clear_outcomes_instead_of_endless_runs() {
+    // An always-retry listener against an exhausted script: bounded attempts.
+    let retrying = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[provider]\nresponses = []\n[[steps]]\ndo = \"on_request_error\"\nid = \"retry\"\nops = [\"retry\"]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[expect]\nfailure = \"limit reached: max_attempts_per_step = 100\"\nrequest_count = 100\n";
+    passes(retrying);
+    let huge_budget = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[simulation]\nbudget_ms = 1000000000000000000\n";
+    let error = parse_scenario(Path::new("budget.toml"), huge_budget).expect_err("refused");
+    assert!(error.message.contains("at most 86400000 ms"), "{error}");
+    let late_start = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[simulation]\nstart_ms = 18446744073709551615\n";
+    let error = parse_scenario(Path::new("start.toml"), late_start).expect_err("refused");
+    assert!(error.message.contains("Date range"), "{error}");
+    let long_wait = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[[steps]]\ndo = \"wait\"\nms = 9000000000000000000\n";
+    let error = parse_scenario(Path::new("wait.toml"), long_wait).expect_err("refused");
+    assert!(error.message.contains("Date range"), "{error}");
+}

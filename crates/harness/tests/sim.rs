@@ -75,3 +75,12 @@ fn sessions_reach_faults_retries_tools_cancels_compaction_and_resume() {
         );
     }
 }
+
+#[test]
+fn compacting_an_empty_surface_is_refused_not_a_violation() {
+    // Session 104 of seed 1 cancels a turn before its prompt is logged and
+    // then compacts: refused by design, which once stopped `dshc sim`.
+    let scenario = dshc_harness::generate::session::generate_session(1, 104);
+    let (violations, _) = dshc_harness::sim::check_session(&scenario);
+    assert!(violations.is_empty(), "{violations:?}");
+}

@@ -37,6 +37,15 @@ pub struct ServerLimits {
     /// (off): a simulated client that backs off for minutes between retries keeps its
     /// connection. Set e.g. `Some(30_000)` to model slow-head / idle-close behavior.
     pub header_read_timeout_ms: Option<u64>,
+    /// Most connections served at once; further ones wait in the listen
+    /// backlog until one closes. Default 256.
+    pub max_connections: usize,
+    /// Most requests kept in the request log; the oldest are dropped
+    /// first (request numbers go on counting). Default 10 000.
+    pub max_logged_requests: usize,
+    /// Most body bytes kept in the request log, over all logged requests;
+    /// the oldest requests are dropped first. Default 64 MiB.
+    pub max_logged_body_bytes: usize,
 }
 
 impl Default for ServerLimits {
@@ -46,6 +55,9 @@ impl Default for ServerLimits {
             max_headers: 100,
             max_header_bytes: 64 * 1024,
             header_read_timeout_ms: None,
+            max_connections: 256,
+            max_logged_requests: 10_000,
+            max_logged_body_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -178,7 +190,11 @@ struct State {
     script: Script,
     next_entry: usize,
     cache: PromptCache,
-    log: Vec<LoggedRequest>,
+    log: std::collections::VecDeque<LoggedRequest>,
+    requests_seen: u64,
+    logged_body_bytes: usize,
+    max_logged_requests: usize,
+    max_logged_body_bytes: usize,
     connection_errors: Vec<String>,
 }
 
@@ -214,14 +230,18 @@ impl MockProvider {
         script.validate()?;
         Ok(Self {
             shared: Arc::new(Shared {
-                limits,
                 state: Mutex::new(State {
                     script,
                     next_entry: 0,
                     cache: PromptCache::new(),
-                    log: Vec::new(),
+                    log: std::collections::VecDeque::new(),
+                    requests_seen: 0,
+                    logged_body_bytes: 0,
+                    max_logged_requests: limits.max_logged_requests.max(1),
+                    max_logged_body_bytes: limits.max_logged_body_bytes,
                     connection_errors: Vec::new(),
                 }),
+                limits,
             }),
         })
     }
@@ -263,14 +283,16 @@ impl MockProvider {
         self.lock().log_request(request, handled)
     }
 
-    /// Every request received so far, in arrival order.
+    /// The requests in the log, in arrival order: every request received,
+    /// unless [`ServerLimits::max_logged_requests`] or
+    /// [`ServerLimits::max_logged_body_bytes`] dropped the oldest.
     pub fn requests(&self) -> Vec<LoggedRequest> {
-        self.lock().log.clone()
+        self.lock().log.iter().cloned().collect()
     }
 
-    /// Number of requests received so far.
+    /// Number of requests received so far (dropped ones included).
     pub fn request_count(&self) -> usize {
-        self.lock().log.len()
+        usize::try_from(self.lock().requests_seen).unwrap_or(usize::MAX)
     }
 
     /// Script entries consumed so far.
@@ -312,8 +334,10 @@ impl MockProvider {
 
 impl State {
     fn log_request(&mut self, request: IncomingRequest, handled: Handled) -> ResponsePlan {
-        self.log.push(LoggedRequest {
-            request_number: self.log.len() as u64 + 1,
+        self.requests_seen += 1;
+        self.logged_body_bytes += request.body.len();
+        self.log.push_back(LoggedRequest {
+            request_number: self.requests_seen,
             method: request.method,
             path: request.path,
             headers: request.headers,
@@ -323,6 +347,14 @@ impl State {
             prompt: handled.prompt,
             usage: handled.usage,
         });
+        // Bounded: a long-running server drops its oldest requests first.
+        while self.log.len() > self.max_logged_requests
+            || (self.logged_body_bytes > self.max_logged_body_bytes && self.log.len() > 1)
+        {
+            if let Some(dropped) = self.log.pop_front() {
+                self.logged_body_bytes -= dropped.body.len();
+            }
+        }
         handled.plan
     }
 
@@ -510,6 +542,35 @@ mod tests {
         let payloads = data_payloads(&plan.body_bytes());
         let usage_chunk = &payloads[payloads.len() - 2];
         serde_json::from_str::<Value>(usage_chunk).unwrap()["usage"].clone()
+    }
+
+    #[test]
+    fn the_request_log_keeps_the_newest_within_its_limits() {
+        let limits = ServerLimits {
+            max_logged_requests: 2,
+            ..ServerLimits::default()
+        };
+        let provider = MockProvider::with_limits(Script::new(Vec::new()), limits).unwrap();
+        let messages = json!([{"role": "user", "content": "hi"}]);
+        for _ in 0..5 {
+            provider.handle(chat(messages.clone()));
+        }
+        let numbers: Vec<u64> = provider
+            .requests()
+            .iter()
+            .map(|r| r.request_number)
+            .collect();
+        assert_eq!(numbers, [4, 5]);
+        assert_eq!(provider.request_count(), 5);
+        let by_bytes = ServerLimits {
+            max_logged_body_bytes: 1,
+            ..ServerLimits::default()
+        };
+        let provider = MockProvider::with_limits(Script::new(Vec::new()), by_bytes).unwrap();
+        for _ in 0..3 {
+            provider.handle(chat(messages.clone()));
+        }
+        assert_eq!(provider.requests().len(), 1, "always the newest one");
     }
 
     #[test]

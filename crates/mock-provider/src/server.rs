@@ -63,17 +63,85 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     message
 }
 
-/// Accept connections on a real tokio listener forever, serving each on its own task.
+/// The first bytes an HTTP/2 client with prior knowledge sends.
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// Whether the connection opens with the HTTP/2 preface, judged from the
+/// first bytes (peeked, so HTTP/1.1 traffic is untouched).
+async fn opens_with_http2(stream: &tokio::net::TcpStream) -> bool {
+    let mut buffer = [0u8; 16];
+    loop {
+        let Ok(read) = stream.peek(&mut buffer).await else {
+            return false;
+        };
+        let seen = &buffer[..read];
+        if read == 0 || !HTTP2_PREFACE.starts_with(&seen[..read.min(HTTP2_PREFACE.len())]) {
+            return false;
+        }
+        if read >= HTTP2_PREFACE.len() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Answer an HTTP/2 client: this server speaks HTTP/1.1 only.
+async fn refuse_http2(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body = r#"{"error":{"message":"This server speaks HTTP/1.1 only","type":"invalid_request_error","code":"http_version_not_supported"}}"#;
+    let response = format!(
+        "HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Accept connections on a real tokio listener forever, serving each on its
+/// own task, at most [`crate::ServerLimits::max_connections`] at once (the
+/// rest wait in the listen backlog).
 ///
-/// Returns only if `accept` fails.
+/// An accept error (too many open files, a connection reset before it was
+/// accepted) is recorded and the loop goes on after a short pause; it never
+/// ends the server.
 pub async fn serve_tokio(
     listener: tokio::net::TcpListener,
     provider: MockProvider,
 ) -> std::io::Result<()> {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(
+        provider.limits().max_connections.max(1),
+    ));
     loop {
-        let (stream, _) = listener.accept().await?;
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                provider.record_connection_error(format!("accept: {error}"));
+                drop(slot);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let provider = provider.clone();
         tokio::spawn(async move {
+            let _slot = slot;
+            // A client that connects and sends nothing must not hold a slot.
+            let wait_ms = provider.limits().header_read_timeout_ms.unwrap_or(30_000);
+            let first =
+                tokio::time::timeout(Duration::from_millis(wait_ms), opens_with_http2(&stream));
+            match first.await {
+                Err(_) => {
+                    provider.record_connection_error("no request head in time".into());
+                    return;
+                }
+                Ok(true) => {
+                    refuse_http2(stream).await;
+                    return;
+                }
+                Ok(false) => {}
+            }
             // Failures are recorded in the provider; nothing else to do here.
             let _ = serve_connection(stream, provider).await;
         });

@@ -14,6 +14,16 @@ use crate::protocol::{
     LoopWorld, ProviderSpec, Registration, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
 };
 
+/// The most virtual time a loop case may spend stepping the network
+/// simulation (`simulation.budget_ms`; idle waits jump the clock and do
+/// not count). A busy millisecond costs real CPU, so this bounds a case's
+/// running time.
+pub const MAX_VIRTUAL_TIME_MS: u64 = 86_400_000;
+/// The latest epoch milliseconds a simulated clock may reach: the end of
+/// JavaScript's `Date` range. A world whose start, budget and waits could
+/// pass it is refused, so the clock never wraps.
+pub const MAX_EPOCH_MS: u64 = 8_640_000_000_000_000;
+
 /// A scenario that parses but does not make sense.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{path}: {message}")]
@@ -481,6 +491,33 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
         (Level::Loop, Some(world)) => {
             if let Err(error) = world.provider.validate() {
                 return fail("provider", error.to_string());
+            }
+            let simulation = &world.simulation;
+            if simulation.budget_ms > MAX_VIRTUAL_TIME_MS {
+                return fail(
+                    "simulation.budget_ms",
+                    format!("at most {MAX_VIRTUAL_TIME_MS} ms of virtual time per case"),
+                );
+            }
+            let waits = case
+                .commands
+                .iter()
+                .fold(0u64, |total, command| match command {
+                    Command::Wait(wait) => total.saturating_add(wait.ms),
+                    _ => total,
+                });
+            let latest = simulation
+                .start_ms
+                .saturating_add(simulation.budget_ms)
+                .saturating_add(waits);
+            if latest > MAX_EPOCH_MS {
+                return fail(
+                    "simulation.start_ms",
+                    format!(
+                        "the clock could pass {MAX_EPOCH_MS} (the end of JavaScript's Date range): \
+                         start_ms + budget_ms + every wait must stay below it"
+                    ),
+                );
             }
         }
     }

@@ -27,7 +27,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else {
         parse_toml(path, &text)?
     };
-    let provider = mock_provider::MockProvider::new(script)
+    // A real server on a real clock: idle and slow connections are closed.
+    let limits = mock_provider::ServerLimits {
+        header_read_timeout_ms: Some(dshc_harness::limits::SERVE_HEADER_READ_TIMEOUT_MS),
+        ..mock_provider::ServerLimits::default()
+    };
+    let provider = mock_provider::MockProvider::with_limits(script, limits)
         .with_context(|| format!("{}: invalid script", path.display()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

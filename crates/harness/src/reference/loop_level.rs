@@ -220,7 +220,8 @@ impl Commands for LoopCommands {
                 // armed, so the clock can jump instead of the network
                 // simulation stepping through every millisecond.
                 if self.agent.status() == "idle" {
-                    self.skipped_ms.set(self.skipped_ms.get() + w.ms);
+                    self.skipped_ms
+                        .set(self.skipped_ms.get().saturating_add(w.ms));
                 } else {
                     tokio::time::sleep(Duration::from_millis(w.ms)).await;
                 }
@@ -387,12 +388,15 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
     let start_ms = world.simulation.start_ms;
     let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
     let skipped = skipped_ms.clone();
+    // Saturating: a clock that would pass the end of JavaScript's `Date`
+    // range stops there (the loader refuses worlds that could get near it).
     let clock: Clock = Rc::new(move || {
+        let elapsed = tokio::time::Instant::now()
+            .duration_since(start)
+            .as_millis();
         start_ms
-            + skipped.get()
-            + tokio::time::Instant::now()
-                .duration_since(start)
-                .as_millis() as u64
+            .saturating_add(skipped.get())
+            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
     });
     let context = LoopContext {
         registry: registry.clone(),
@@ -402,6 +406,9 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         live_events: Rc::new(RefCell::new(Vec::new())),
         dispatches: Rc::new(RefCell::new(Vec::new())),
         plugin_world: Default::default(),
+        limits: crate::limits::LOOP_LIMITS,
+        limit_reached: Rc::new(RefCell::new(None)),
+        steps_opened: Rc::new(std::cell::Cell::new(0)),
     };
     // `agentLoop.createAgent` takes one id for the agent and its session.
     let session = Session::new(&world.agent.id, world.agent.cwd.clone(), clock.clone());
@@ -457,7 +464,12 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         status: agent.status().to_string(),
         pending: [next_turn, next_step],
         live_events: runner.context.live_events.borrow().clone(),
-        failure: None,
+        failure: runner
+            .context
+            .limit_reached
+            .borrow()
+            .as_ref()
+            .map(|limit| format!("limit reached: {limit}")),
         violations,
     };
 
