@@ -155,10 +155,14 @@ impl Inbox {
             Value::Object(splice),
             SurfaceMeta::default(),
         )?;
-        Ok(self
+        let removed: Vec<Value> = self
             .list(target)
             .splice(start..start + delete_count, inserted)
-            .collect())
+            .collect();
+        // Paired with the check above: the list is the candidate that was
+        // validated and logged.
+        debug_assert_eq!(self.list_ref(target), &candidate);
+        Ok(removed)
     }
 
     fn list_ref(&self, target: Target) -> &Vec<Value> {

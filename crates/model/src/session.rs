@@ -377,6 +377,11 @@ impl Session {
             };
             state.surface.apply(&event)?;
             state.log.push(event.clone());
+            debug_assert_eq!(
+                state.log.last().map(|e| e.seq),
+                Some(state.log.len() as u64 - 1),
+                "seqs are contiguous from 0"
+            );
             (event, state.observers.clone())
         };
         for observer in observers {

@@ -62,6 +62,10 @@ impl<T: Clone> Table<T> {
 
     /// Append an entry. The caller has already checked name uniqueness.
     pub fn push(&mut self, uid: EntryUid, name: Option<String>, value: T) {
+        assert!(
+            name.as_ref().is_none_or(|n| !self.index_by_name.contains_key(n)),
+            "the registry refuses a duplicate name before pushing"
+        );
         if let Some(name) = &name {
             self.index_by_name.insert(name.clone(), self.slots.len());
         }
@@ -86,6 +90,7 @@ impl<T: Clone> Table<T> {
             self.index_by_name.remove(name);
         }
         self.live -= 1;
+        debug_assert_eq!(self.live, self.slots.iter().filter(|s| s.alive).count());
         if self.live == 0 {
             self.generation += 1;
             self.slots.clear();
