@@ -34,7 +34,9 @@ fn chunks_for(response: ResponseTemplate) -> Vec<Value> {
         Mock::given(method("POST"))
             .and(path("/chat/completions"))
             .and(header("authorization", "Bearer sk-test"))
-            .and(body_partial_json(json!({"model": "deepseek-v4-flash", "stream": true})))
+            .and(body_partial_json(
+                json!({"model": "deepseek-v4-flash", "stream": true}),
+            ))
             .respond_with(response)
             .expect(1)
             .mount(&server)
@@ -76,8 +78,21 @@ fn a_stream_with_usage_becomes_blocks_usage_and_a_stop() {
         "[DONE]",
     ]);
     let chunks = chunks_for(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"));
-    let kinds: Vec<&str> = chunks.iter().map(|c| c["type"].as_str().unwrap_or("?")).collect();
-    assert_eq!(kinds, ["block-start", "text-delta", "text-delta", "block-end", "usage", "finish"]);
+    let kinds: Vec<&str> = chunks
+        .iter()
+        .map(|c| c["type"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "block-start",
+            "text-delta",
+            "text-delta",
+            "block-end",
+            "usage",
+            "finish"
+        ]
+    );
     assert_eq!(chunks[3]["block"], json!({"type": "text", "text": "Hello"}));
     assert_eq!(chunks[4]["usage"]["inputTokens"], 9);
     assert_eq!(finish(&chunks), &json!({"kind": "stop"}));
@@ -88,7 +103,9 @@ fn a_429_keeps_its_retry_after_and_request_id() {
     let response = ResponseTemplate::new(429)
         .insert_header("retry-after", "2")
         .insert_header("x-request-id", "req-7")
-        .set_body_json(json!({"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}));
+        .set_body_json(
+            json!({"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
+        );
     let chunks = chunks_for(response);
     let failure = &finish(&chunks)["failure"];
     assert_eq!(failure["code"], "RATE_LIMIT", "{failure}");
@@ -103,9 +120,21 @@ fn statuses_map_to_their_codes() {
     for (status, body, code) in [
         (401, json!({"error": {"message": "bad key"}}), "AUTH"),
         (403, json!({}), "AUTH"),
-        (400, json!({"error": {"message": "This model's maximum context length is 131072 tokens"}}), "CONTEXT_WINDOW_EXCEEDED"),
-        (400, json!({"error": {"message": "bad request"}}), "INVALID_REQUEST"),
-        (402, json!({"error": {"message": "Insufficient Balance"}}), "QUOTA"),
+        (
+            400,
+            json!({"error": {"message": "This model's maximum context length is 131072 tokens"}}),
+            "CONTEXT_WINDOW_EXCEEDED",
+        ),
+        (
+            400,
+            json!({"error": {"message": "bad request"}}),
+            "INVALID_REQUEST",
+        ),
+        (
+            402,
+            json!({"error": {"message": "Insufficient Balance"}}),
+            "QUOTA",
+        ),
         (500, json!({"error": {"message": "oops"}}), "SERVER"),
         (503, json!({}), "SERVER"),
         (418, json!({}), "HTTP_418"),
@@ -119,7 +148,9 @@ fn statuses_map_to_their_codes() {
 
 #[test]
 fn an_error_body_that_is_not_json_uses_the_generic_message() {
-    let chunks = chunks_for(ResponseTemplate::new(502).set_body_raw("<html>bad gateway</html>", "text/html"));
+    let chunks = chunks_for(
+        ResponseTemplate::new(502).set_body_raw("<html>bad gateway</html>", "text/html"),
+    );
     let failure = &finish(&chunks)["failure"];
     assert_eq!(failure["code"], "SERVER");
     assert_eq!(failure["message"], "DeepSeek API error (HTTP 502)");
@@ -127,11 +158,12 @@ fn an_error_body_that_is_not_json_uses_the_generic_message() {
 
 #[test]
 fn a_stream_cut_short_keeps_its_deltas_and_fails_as_closed() {
-    let body = sse(&[
-        r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"par"}}]}"#,
-    ]);
+    let body = sse(&[r#"{"id":"c1","choices":[{"index":0,"delta":{"content":"par"}}]}"#]);
     let chunks = chunks_for(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"));
-    assert_eq!(chunks[1], json!({"type": "text-delta", "index": 0, "text": "par"}));
+    assert_eq!(
+        chunks[1],
+        json!({"type": "text-delta", "index": 0, "text": "par"})
+    );
     assert_eq!(finish(&chunks)["failure"]["code"], "STREAM_CLOSED");
 }
 
@@ -142,7 +174,10 @@ fn a_payload_that_is_not_json_is_a_malformed_response() {
     let failure = &finish(&chunks)["failure"];
     assert_eq!(failure["code"], "MALFORMED_RESPONSE", "{failure}");
     assert!(
-        failure["message"].as_str().unwrap_or_default().starts_with("malformed SSE payload"),
+        failure["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("malformed SSE payload"),
         "{failure}"
     );
 }

@@ -32,7 +32,9 @@ fn stream() -> impl Strategy<Value = Vec<u8>> {
             .collect::<String>()
             .into_bytes()
     })
-    .prop_filter("no leading BOM text", |bytes| !bytes.starts_with("ï»¿".as_bytes()))
+    .prop_filter("no leading BOM text", |bytes| {
+        !bytes.starts_with("ï»¿".as_bytes())
+    })
 }
 
 fn decode(reads: &[&[u8]]) -> Vec<SseItem> {

@@ -463,3 +463,43 @@ fn limits_give_clear_outcomes_instead_of_endless_runs() {
     let error = parse_scenario(Path::new("wait.toml"), long_wait).expect_err("refused");
     assert!(error.message.contains("Date range"), "{error}");
 }
+
+#[test]
+fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
+    // Five tool rounds against a limit of three steps: the fourth step is
+    // refused, the run fails naming the limit, and no request is sent for it.
+    let mut source =
+        String::from("format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n");
+    for round in 0..5 {
+        source.push_str(&format!(
+            "[[provider.responses]]\ntool_calls = [{{ id = \"c{round}\", name = \"read\", arguments = [\"{{}}\"] }}]\n"
+        ));
+    }
+    source.push_str(
+        "[[tool_results]]\nname = \"read\"\ntext = \"file\"\n\
+         [[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"read\", description = \"Read.\", parameters = { type = \"object\" } }] } }\n\
+         [[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[[steps]]\ndo = \"wait_idle\"\n",
+    );
+    let loaded = parse_scenario(Path::new("steps.toml"), &source).expect("loads");
+    let limits = dshc_agent::LoopLimits {
+        max_attempts_per_step: 100,
+        max_steps: 3,
+    };
+    let result =
+        dshc_harness::reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
+    let run = result.run.expect("a loop run");
+    assert_eq!(run.failure.as_deref(), Some("limit reached: max_steps = 3"));
+    assert_eq!(run.requests.len(), 3, "no request for the refused step");
+    assert_eq!(run.status, "idle", "the failed turn leaves the agent idle");
+    let unlimited = dshc_harness::reference::run_case(&loaded.case).expect("a valid case");
+    let run = unlimited.run.expect("a loop run");
+    assert_eq!(
+        run.failure, None,
+        "five rounds are far below the default limit"
+    );
+    assert_eq!(
+        run.requests.len(),
+        6,
+        "five tool rounds, then a sixth request"
+    );
+}

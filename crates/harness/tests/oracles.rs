@@ -4,13 +4,18 @@
 
 use std::path::Path;
 
+use dshc_harness::oracle::adapter_reply::check_reply_bytes;
+use dshc_harness::oracle::mock_http::check_http_bytes;
 use dshc_harness::oracle::render::check_render_bytes;
-use dshc_harness::oracle::run_seeded;
+use dshc_harness::oracle::scenario_load::check_scenario_bytes;
+use dshc_harness::oracle::sse_decode::check_sse_bytes;
 use dshc_harness::oracle::tool_order::check_tool_order_bytes;
+use dshc_harness::oracle::{run_mutated, run_seeded};
 
-fn replay(target: &str, oracle: fn(&[u8])) -> usize {
+/// Every file in the target's committed corpus and artifacts, sorted.
+fn corpus(target: &str) -> Vec<Vec<u8>> {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-    let mut replayed = 0;
+    let mut inputs = Vec::new();
     for folder in ["corpus", "artifacts"] {
         let Ok(entries) = std::fs::read_dir(fuzz.join(folder).join(target)) else {
             continue;
@@ -24,12 +29,19 @@ fn replay(target: &str, oracle: fn(&[u8])) -> usize {
             {
                 continue;
             }
-            let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            oracle(&data);
-            replayed += 1;
+            inputs.push(std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())));
         }
     }
-    replayed
+    inputs
+}
+
+/// Replay a target's corpus through its oracle; how many inputs there were.
+fn replay(target: &str, oracle: fn(&[u8])) -> usize {
+    let inputs = corpus(target);
+    for input in &inputs {
+        oracle(input);
+    }
+    inputs.len()
 }
 
 #[test]
@@ -106,4 +118,53 @@ fn seeded_tool_order_inputs_reach_every_rule() {
         counts.values().all(|&n| n >= 50),
         "rules reached: {counts:?}"
     );
+}
+
+/// The trust-boundary targets: corpus replay, seeded random bytes, and
+/// seeded mutations of the corpus.
+/// A fuzz target's name, its oracle, and the seed its stable runs use.
+type Target = (&'static str, fn(&[u8]), u64);
+
+const BOUNDARY_TARGETS: [Target; 4] = [
+    ("scenario_load", check_scenario_bytes, 0x5EED_0003),
+    ("adapter_reply", check_reply_bytes, 0x5EED_0004),
+    ("sse_decode", check_sse_bytes, 0x5EED_0005),
+    ("mock_http", check_http_bytes, 0x5EED_0006),
+];
+
+#[test]
+fn boundary_corpora_replay() {
+    for (target, oracle, _) in BOUNDARY_TARGETS {
+        assert!(replay(target, oracle) > 0, "the {target} corpus is empty");
+    }
+}
+
+#[test]
+fn boundary_oracles_hold_on_seeded_inputs() {
+    for (_, oracle, seed) in BOUNDARY_TARGETS {
+        run_seeded(seed, 2_000, oracle);
+    }
+}
+
+#[test]
+fn boundary_oracles_hold_on_mutated_corpora() {
+    for (target, oracle, seed) in BOUNDARY_TARGETS {
+        run_mutated(seed, &corpus(target), 1_000, oracle);
+    }
+}
+
+/// Every bundled scenario passes the loading oracle: it loads, and the
+/// reference gives it one outcome, twice.
+#[test]
+fn bundled_scenarios_hold_under_the_loading_oracle() {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let discovery = dshc_scenario::load::discover(&[scenarios]);
+    assert!(
+        discovery.files.len() > 300,
+        "found {}",
+        discovery.files.len()
+    );
+    for file in &discovery.files {
+        check_scenario_bytes(&std::fs::read(file).expect("a bundled scenario reads"));
+    }
 }

@@ -26,7 +26,8 @@
 //! `prompt_cache_miss_tokens = prompt_tokens − hit`. Which prompts get recorded is the
 //! server's decision (see [`crate::MockProvider`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 use serde_json::Value;
 
@@ -77,12 +78,21 @@ pub struct PromptAccounting {
 
 /// Prompts seen so far, per model, as token sequences.
 ///
-/// Tokens are interned to integer ids (assigned in first-seen order; they are only
-/// compared for equality), so memory stays proportional to the number of tokens.
+/// Tokens are interned to integer ids (assigned in first-seen order), so memory stays
+/// proportional to the number of tokens. Each model's prompts are kept sorted: the
+/// recorded prompt sharing the longest prefix with a new one is next to where the new
+/// one would sort, so a lookup compares two prompts, not all of them, and a long
+/// session costs time linear in its prompts' length rather than quadratic.
 #[derive(Debug, Clone, Default)]
 pub struct PromptCache {
     vocabulary: BTreeMap<Box<str>, u32>,
-    prompts_by_model: BTreeMap<String, Vec<Vec<u32>>>,
+    prompts_by_model: BTreeMap<String, ModelPrompts>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ModelPrompts {
+    sorted: BTreeSet<Vec<u32>>,
+    recorded: usize,
 }
 
 impl PromptCache {
@@ -111,15 +121,16 @@ impl PromptCache {
             .into_iter()
             .map(|token| self.intern(token))
             .collect();
-        self.prompts_by_model
-            .entry(model.to_owned())
-            .or_default()
-            .push(ids);
+        let prompts = self.prompts_by_model.entry(model.to_owned()).or_default();
+        prompts.sorted.insert(ids);
+        prompts.recorded += 1;
     }
 
     /// Number of prompts recorded for `model`.
     pub fn recorded_prompt_count(&self, model: &str) -> usize {
-        self.prompts_by_model.get(model).map_or(0, Vec::len)
+        self.prompts_by_model
+            .get(model)
+            .map_or(0, |prompts| prompts.recorded)
     }
 
     fn intern(&mut self, token: &str) -> u32 {
@@ -141,18 +152,29 @@ impl PromptCache {
             .iter()
             .map_while(|token| self.vocabulary.get(*token).copied())
             .collect();
-        prompts
-            .iter()
-            .map(|earlier| {
-                earlier
-                    .iter()
-                    .zip(&ids)
-                    .take_while(|(left, right)| left == right)
-                    .count() as u64
-            })
+        let ids: &[u32] = &ids;
+        let at_or_after = prompts
+            .sorted
+            .range::<[u32], _>((Bound::Included(ids), Bound::Unbounded))
+            .next();
+        let before = prompts
+            .sorted
+            .range::<[u32], _>((Bound::Unbounded, Bound::Excluded(ids)))
+            .next_back();
+        [at_or_after, before]
+            .into_iter()
+            .flatten()
+            .map(|earlier| shared_prefix_len(earlier, ids))
             .max()
             .unwrap_or(0)
     }
+}
+
+fn shared_prefix_len(left: &[u32], right: &[u32]) -> u64 {
+    left.iter()
+        .zip(right)
+        .take_while(|(left, right)| left == right)
+        .count() as u64
 }
 
 #[cfg(test)]
@@ -327,5 +349,58 @@ mod tests {
             cache.account("m", &next).shared_prefix_tokens,
             count_tokens(&long)
         );
+    }
+
+    /// The sorted-neighbour lookup finds what comparing with every recorded
+    /// prompt finds.
+    #[test]
+    fn neighbour_lookup_agrees_with_comparing_every_prompt() {
+        let words = ["a", "b", "ab", "c", " ", "\n", "{", "}"];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        let mut cache = PromptCache::new();
+        let mut recorded: Vec<Vec<String>> = Vec::new();
+        for _ in 0..400 {
+            let len = next(12);
+            let base = if recorded.is_empty() || next(3) == 0 {
+                Vec::new()
+            } else {
+                let earlier = &recorded[next(recorded.len())];
+                earlier[..next(earlier.len() + 1)].to_vec()
+            };
+            let mut prompt = base;
+            for _ in 0..len {
+                prompt.push(words[next(words.len())].to_string());
+            }
+            let text = prompt.concat();
+            let tokens: Vec<&str> = tokenize(&text);
+            let brute = recorded
+                .iter()
+                .map(|earlier| {
+                    let earlier_text = earlier.concat();
+                    tokenize(&earlier_text)
+                        .iter()
+                        .zip(&tokens)
+                        .take_while(|(l, r)| l == r)
+                        .count() as u64
+                })
+                .max()
+                .unwrap_or(0);
+            assert_eq!(
+                cache.account("m", &text).shared_prefix_tokens,
+                brute,
+                "{text:?}"
+            );
+            if next(2) == 0 {
+                cache.record("m", &text);
+                recorded.push(prompt);
+            }
+        }
+        assert_eq!(cache.recorded_prompt_count("m"), recorded.len());
     }
 }

@@ -283,6 +283,30 @@ impl MockProvider {
         self.lock().log_request(request, handled)
     }
 
+    /// Answer a request whose body could not be read to its end (the client
+    /// closed or broke the body) with 400 and log it with the bytes that did
+    /// arrive, so every answer the provider gives is in the log.
+    pub fn handle_unreadable(
+        &self,
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+    ) -> ResponsePlan {
+        let handled = Handled::rejected(
+            400,
+            "Failed to read the request body".to_string(),
+            "invalid_request_body",
+            None,
+        );
+        let request = IncomingRequest {
+            method,
+            path,
+            headers,
+            body: Bytes::new(),
+        };
+        self.lock().log_request(request, handled)
+    }
+
     /// The requests in the log, in arrival order: every request received,
     /// unless [`ServerLimits::max_logged_requests`] or
     /// [`ServerLimits::max_logged_body_bytes`] dropped the oldest.

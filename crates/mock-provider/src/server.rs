@@ -201,19 +201,11 @@ async fn respond(
                 provider.handle_oversized(method, path, headers)
             }
             Err(error) => {
-                // The client went away mid-body; nobody will read this answer.
                 provider.record_connection_error(format!(
                     "reading request body: {}",
                     error_chain(error.as_ref())
                 ));
-                ResponsePlan::error(
-                    400,
-                    &crate::ErrorBody::new(
-                        "Failed to read the request body",
-                        "invalid_request_error",
-                        None,
-                    ),
-                )
+                provider.handle_unreadable(method, path, headers)
             }
         }
     };

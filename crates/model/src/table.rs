@@ -63,7 +63,8 @@ impl<T: Clone> Table<T> {
     /// Append an entry. The caller has already checked name uniqueness.
     pub fn push(&mut self, uid: EntryUid, name: Option<String>, value: T) {
         assert!(
-            name.as_ref().is_none_or(|n| !self.index_by_name.contains_key(n)),
+            name.as_ref()
+                .is_none_or(|n| !self.index_by_name.contains_key(n)),
             "the registry refuses a duplicate name before pushing"
         );
         if let Some(name) = &name {

@@ -4,16 +4,24 @@
 //! ([`normalize`] first redacts message ids and event times for real-time
 //! implementations); [`invariants`] and [`replay`] are properties of a loop
 //! run's log and traffic; the [`render`] and [`tool_order`] oracles check
-//! the model against independent implementations and properties. Fuzz
+//! the model against independent implementations and properties. The
+//! trust-boundary oracles take whatever bytes arrive there:
+//! [`scenario_load`] (a scenario file), [`adapter_reply`] (an adapter's
+//! stdout line), [`sse_decode`] (a provider's response body) and
+//! [`mock_http`] (a client's connection to the mock provider). Fuzz
 //! targets, the corpus replay test and the seeded stable test all call the
 //! same `check_*_bytes` functions.
 
+pub mod adapter_reply;
 pub mod compare;
 pub mod invariants;
 pub mod matching;
+pub mod mock_http;
 pub mod normalize;
 pub mod render;
 pub mod replay;
+pub mod scenario_load;
+pub mod sse_decode;
 pub mod tool_order;
 
 use serde::Serialize;
@@ -36,5 +44,43 @@ pub fn run_seeded(seed: u64, cases: usize, oracle: fn(&[u8])) {
     for _ in 0..cases {
         let len = rng.below(256) as usize;
         oracle(&rng.bytes(len));
+    }
+}
+
+/// Run an oracle over `cases` seeded mutations of `seeds`: each case takes
+/// one seed and applies one to four byte edits (overwrite, insert, delete,
+/// truncate, or splice in a slice of another seed). Structured inputs such
+/// as scenario files and reply lines rarely survive random bytes; their
+/// mutations reach the code past the parser on stable, between fuzz runs.
+pub fn run_mutated(seed: u64, seeds: &[Vec<u8>], cases: usize, oracle: fn(&[u8])) {
+    if seeds.is_empty() {
+        return;
+    }
+    let mut rng = SplitMix64::new(seed);
+    let pick = |rng: &mut SplitMix64, len: usize| rng.below(len as u64 + 1) as usize;
+    for _ in 0..cases {
+        let mut input = seeds[rng.below(seeds.len() as u64) as usize].clone();
+        for _ in 0..=rng.below(4) {
+            let at = pick(&mut rng, input.len());
+            match rng.below(5) {
+                0 if at < input.len() => input[at] = rng.bytes(1)[0],
+                1 => {
+                    let len = rng.below(8) as usize;
+                    input.splice(at..at, rng.bytes(len));
+                }
+                2 => {
+                    let end = (at + 1 + rng.below(16) as usize).min(input.len());
+                    input.drain(at.min(end)..end);
+                }
+                3 => input.truncate(at),
+                _ => {
+                    let other = &seeds[rng.below(seeds.len() as u64) as usize];
+                    let from = pick(&mut rng, other.len());
+                    let to = (from + rng.below(64) as usize).min(other.len());
+                    input.splice(at..at, other[from..to].iter().copied());
+                }
+            }
+        }
+        oracle(&input);
     }
 }

@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
-    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, ToolOutcome, ToolRunner, user_message,
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, ToolOutcome, ToolRunner,
+    user_message,
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::session::{Clock, Session, SurfaceMeta, SurfaceOp};
@@ -300,7 +301,7 @@ impl Commands for LoopCommands {
 }
 
 /// Run a loop-level case in a fresh simulation.
-pub(crate) fn run_loop_case(case: &Case) -> CaseResult {
+pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
     let Some(world) = case.world.clone() else {
         return failed_run("a loop case needs its world");
     };
@@ -330,7 +331,7 @@ pub(crate) fn run_loop_case(case: &Case) -> CaseResult {
     let case = case.clone();
     let client_provider = provider.clone();
     sim.client("agent-host", async move {
-        let result = drive(&case, world, &client_provider).await;
+        let result = drive(&case, world, &client_provider, limits).await;
         *sink.borrow_mut() = Some(result);
         Ok(())
     });
@@ -374,7 +375,12 @@ pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
         .collect()
 }
 
-async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseResult {
+async fn drive(
+    case: &Case,
+    world: LoopWorld,
+    provider: &MockProvider,
+    limits: LoopLimits,
+) -> CaseResult {
     let registry = match Registry::new(config_of(&case.config)) {
         Ok(registry) => registry,
         Err(error) => {
@@ -406,7 +412,7 @@ async fn drive(case: &Case, world: LoopWorld, provider: &MockProvider) -> CaseRe
         live_events: Rc::new(RefCell::new(Vec::new())),
         dispatches: Rc::new(RefCell::new(Vec::new())),
         plugin_world: Default::default(),
-        limits: crate::limits::LOOP_LIMITS,
+        limits,
         limit_reached: Rc::new(RefCell::new(None)),
         steps_opened: Rc::new(std::cell::Cell::new(0)),
     };

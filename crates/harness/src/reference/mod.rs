@@ -23,9 +23,18 @@ pub use loop_level::{PROVIDER_HOST, PROVIDER_PORT, provider_requests};
 /// Run one case on the reference. A case that fails the checks a compiled
 /// scenario passes is refused with the reason, never run.
 pub fn run_case(case: &Case) -> Result<CaseResult, CompileError> {
+    run_case_with_limits(case, crate::limits::LOOP_LIMITS)
+}
+
+/// [`run_case`] with other loop limits: how the limits themselves are
+/// tested without running a thousand steps.
+pub fn run_case_with_limits(
+    case: &Case,
+    limits: dshc_agent::LoopLimits,
+) -> Result<CaseResult, CompileError> {
     validate_case(case)?;
     Ok(match case.level {
         Level::Assembly => assembly_level::run_assembly_case(case),
-        Level::Loop => loop_level::run_loop_case(case),
+        Level::Loop => loop_level::run_loop_case(case, limits),
     })
 }

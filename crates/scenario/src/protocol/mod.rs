@@ -249,4 +249,15 @@ mod tests {
             ReplyBody::Result(CaseResult { run: Some(_), .. })
         ));
     }
+
+    /// JavaScript's `JSON.parse` rounds every number correctly; so must
+    /// dshc, or an adapter's exact `contextWindow` reads one ulp off (found
+    /// by the `adapter_reply` fuzz target).
+    #[test]
+    fn numbers_in_replies_parse_correctly_rounded() {
+        let text = "1.0000222222222221e+38";
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let expected: f64 = text.parse().unwrap();
+        assert_eq!(value.as_f64().map(f64::to_bits), Some(expected.to_bits()));
+    }
 }
