@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url'
 
 import { SessionStore } from '@deepseek-ai/dsh-session'
 import { AgentRegistry } from '@deepseek-ai/dsh-agent'
-import { LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
+import { LlmAdapter, LlmError, LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
 import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
@@ -125,6 +125,65 @@ function isOwned(message) {
   return message?.source?.kind === 'plugin' && message.source.plugin === RUNTIME_CONTEXT_SOURCE
 }
 
+/** A scripted route's error: an `LlmError` when it has a code, else a plain `Error`. */
+function scriptedError(spec) {
+  if (!present(spec.code)) return new Error(spec.message)
+  const options = {}
+  if (present(spec.status)) options.status = spec.status
+  if (present(spec.provider_retry_after_ms)) options.providerRetryAfterMs = spec.provider_retry_after_ms
+  if (present(spec.request_id)) options.requestId = spec.request_id
+  return new LlmError(spec.message, spec.code, options)
+}
+
+/** Settle when `signal` aborts, rejecting with its reason. */
+function untilAborted(signal) {
+  return new Promise((_, reject) => {
+    const fail = () => reject(signal.reason)
+    if (signal.aborted) fail()
+    else signal.addEventListener('abort', fail, { once: true })
+  })
+}
+
+/**
+ * A scripted route (docs/adapter-protocol.md, "Scripted routes"): an
+ * `LlmAdapter` whose `resolveModel` and `stream` answer from the case. The
+ * compiled case carries every response as `parts` (dshc expands the
+ * shorthands); `{sleep_ms}` entries pause in real time. Each `stream()` call
+ * records the options it received (without the signal) in `calls`.
+ */
+class ScriptedRoute extends LlmAdapter {
+  constructor(spec, calls) {
+    super()
+    this.spec = spec
+    this.calls = calls
+    this.count = 0
+  }
+
+  resolveModel(provider, model, signal) {
+    const resolution = this.spec.models?.[model] ?? this.spec.model ?? { returns: {} }
+    if (resolution === 'blocks') return untilAborted(signal)
+    if (present(resolution.rejects)) return Promise.reject(scriptedError(resolution.rejects))
+    return Promise.resolve({ provider, id: model, name: model, ...copyJson(resolution.returns) })
+  }
+
+  async *stream(options) {
+    const { signal, ...rest } = options
+    this.calls.push(JSON.parse(JSON.stringify(rest)))
+    this.count += 1
+    const response = this.spec.responses?.[this.count - 1]
+    if (response === undefined) {
+      throw new Error(`scripted route "${this.spec.provider}" has no response for call ${this.count}`)
+    }
+    if (response.delay_ms > 0) await sleep(response.delay_ms)
+    for (const part of response.parts ?? []) {
+      if (Object.keys(part).length === 1 && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
+      else yield copyJson(part)
+    }
+    if (response.hangs === true) await untilAborted(signal)
+    if (present(response.error)) throw scriptedError(response.error)
+  }
+}
+
 function messageOf(error) {
   return error instanceof Error ? error.message : String(error)
 }
@@ -187,6 +246,14 @@ class LoopWorld extends CaseWorld {
     this.handle = undefined
     /** Live `agent/error` and `agent/status` events, in order. */
     this.live = []
+    /** What scripted routes' `stream()` received, in call order. */
+    this.llmCalls = []
+    /** Scripted routes by provider (the first of each name), and their registrations. */
+    this.routes = new Map()
+    this.routeHandles = new Map()
+    for (const spec of world.routes ?? []) {
+      if (!this.routes.has(spec.provider)) this.routes.set(spec.provider, new ScriptedRoute(spec, this.llmCalls))
+    }
     // Registrations and listeners scoped to the agent's name go through the
     // live agent's context; `assemble {scope}` uses the agent as the key.
     this.boundScopes.set(world.agent.id, {
@@ -211,6 +278,12 @@ class LoopWorld extends CaseWorld {
       if (!present(providerUrl)) throw new AdapterFault('a loop case with a registered adapter needs `provider_url`')
       await root.plugin(deepseek, deepseekConfig(world.adapter, providerUrl))
     }
+    for (const spec of world.routes ?? []) {
+      if (spec.registered === false) continue
+      // A second route of one name gets its own script (and is refused as a duplicate).
+      const first = this.routes.get(spec.provider)
+      this.registerRoute(spec.provider, first.spec === spec ? first : new ScriptedRoute(spec, this.llmCalls))
+    }
     await root.plugin(AgentLoop, { agents: [] })
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
@@ -220,6 +293,12 @@ class LoopWorld extends CaseWorld {
     })
     this.registerScriptedTools()
     this.handle = await this.createAgent()
+  }
+
+  /** `llm.registerAdapter([provider], adapter)`; by default the world's
+   * first route of that name, whose script goes on where it stopped. */
+  registerRoute(provider, adapter = this.routes.get(provider)) {
+    this.routeHandles.set(provider, this.root.llm.registerAdapter([provider], adapter))
   }
 
   /** A fresh agent (and session) under the agent id, from `seed` if given. */
@@ -320,6 +399,15 @@ class LoopWorld extends CaseWorld {
         return undefined
       case 'plugin':
         throw this.faulted(new AdapterFault('plugin actions are not supported (the case should have been skipped)'))
+      case 'register_route':
+        this.registerRoute(command.provider)
+        return undefined
+      case 'unregister_route': {
+        const handle = this.routeHandles.get(command.provider)
+        this.routeHandles.delete(command.provider)
+        handle?.()
+        return undefined
+      }
       default:
         return super.execute(command)
     }
@@ -495,6 +583,7 @@ class LoopWorld extends CaseWorld {
     return {
       log: agent.session.events,
       requests: [],
+      llm_requests: this.llmCalls,
       status: agent.status,
       pending: [agent.inbox.nextTurn.length, agent.inbox.nextStep.length],
       live_events: this.live,

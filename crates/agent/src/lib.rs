@@ -10,7 +10,7 @@
 
 pub mod listeners;
 pub mod plugins;
-
+pub mod scripted_route;
 pub mod transport;
 
 use std::cell::{Cell, RefCell};
@@ -30,6 +30,7 @@ use listeners::{
     Decision, LocalFuture, LoopListeners, PreStepPayload, RequestErrorAction, RequestErrorPayload,
     RequestPayload, TurnStoppingPayload,
 };
+use scripted_route::{ScriptedRoute, ScriptedStream};
 use transport::{ChunkStream, Connection};
 
 /// Deterministic id minting: `msg-1`, `msg-2`, ...
@@ -58,15 +59,36 @@ pub fn user_prompt(ids: &Ids, text: &str) -> Value {
     )
 }
 
-/// One adapter registration: a provider route and its models.
+/// The DeepSeek adapter's registration: its models and its connection.
 #[derive(Clone)]
-pub struct AdapterRoute {
+pub struct WireRoute {
     /// Model info by id; unknown ids use `default_model`.
     pub models: BTreeMap<String, ModelInfo>,
     /// Info for a model not in `models`.
     pub default_model: ModelInfo,
     /// How to reach the provider.
     pub connection: Rc<Connection>,
+}
+
+/// One adapter registration for a provider route.
+#[derive(Clone)]
+pub enum AdapterRoute {
+    /// The DeepSeek adapter over HTTP.
+    Wire(WireRoute),
+    /// A scripted adapter below the wire.
+    Scripted(Rc<ScriptedRoute>),
+}
+
+/// One `stream()` call of a scripted route: the session it served, the log
+/// length at dispatch (for replay), and the request it received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmCall {
+    /// Session id.
+    pub session: String,
+    /// Session log length when the call was made.
+    pub at: usize,
+    /// The request options (without the signal).
+    pub request: Value,
 }
 
 /// A scripted tool result (the loop-level contract of 99 §2).
@@ -92,8 +114,11 @@ pub type ToolRunner = Rc<dyn Fn(&str, &str) -> ToolOutcome>;
 pub struct LoopContext {
     /// The prompt registry (global layer shared by all agents).
     pub registry: Registry,
-    /// Adapter routes by provider.
-    pub adapters: Rc<BTreeMap<String, AdapterRoute>>,
+    /// Adapter routes by provider (`llm.registerAdapter`); routes can come
+    /// and go while the loop runs.
+    pub adapters: Rc<RefCell<BTreeMap<String, AdapterRoute>>>,
+    /// Every scripted-route `stream()` call, in order.
+    pub llm_calls: Rc<RefCell<Vec<LlmCall>>>,
     /// The tool runtime stand-in.
     pub tools: ToolRunner,
     /// Id minting.
@@ -143,6 +168,31 @@ impl LoopContext {
 }
 
 impl LoopContext {
+    /// `llm.registerAdapter([provider], adapter)`: all-or-nothing, refusing
+    /// an empty or taken provider name as upstream does.
+    pub fn register_route(&self, provider: &str, route: AdapterRoute) -> Result<(), JsError> {
+        if provider.is_empty() {
+            return Err(JsError::llm(dshc_model::llm::failure(
+                "adapter provider names must be non-empty",
+                "INVALID_ADAPTER",
+            )));
+        }
+        let mut adapters = self.adapters.borrow_mut();
+        if adapters.contains_key(provider) {
+            return Err(JsError::llm(dshc_model::llm::failure(
+                &format!("an adapter for provider \"{provider}\" is already registered"),
+                "DUPLICATE_ADAPTER",
+            )));
+        }
+        adapters.insert(provider.to_string(), route);
+        Ok(())
+    }
+
+    /// Dispose a route's registration (a no-op when it has none).
+    pub fn unregister_route(&self, provider: &str) {
+        self.adapters.borrow_mut().remove(provider);
+    }
+
     /// Register the loop's three global variables (01 R1.2).
     pub fn register_loop_variables(&self) -> Result<(), JsError> {
         type Pick = fn(&AgentFacts) -> Option<String>;
@@ -201,6 +251,21 @@ impl TurnEnd {
             TurnEnd::Completed => json!({"kind": "completed"}),
             TurnEnd::MaxTokens => json!({"kind": "max-tokens"}),
             TurnEnd::Blocked => json!({"kind": "blocked"}),
+        }
+    }
+}
+
+/// The chunk source of one attempt.
+enum Chunks {
+    Wire(ChunkStream),
+    Scripted(ScriptedStream),
+}
+
+impl Chunks {
+    async fn next(&mut self) -> Option<Value> {
+        match self {
+            Chunks::Wire(stream) => stream.next().await,
+            Chunks::Scripted(stream) => stream.next().await,
         }
     }
 }
@@ -866,33 +931,46 @@ impl Agent {
     async fn stream(
         &self,
         request: &Value,
-        route: Option<Rc<Connection>>,
+        route: Option<AdapterRoute>,
         signal: &AbortSignal,
         assembler: &mut BlockAssembler,
         chunk_seqs: &mut Vec<u64>,
         turn: u64,
         step: u64,
     ) -> Result<(), JsError> {
-        let Some(connection) = route else {
-            // No adapter and no `llm/stream` middleware: dispatch fails terminally.
-            let provider = request["provider"].as_str().unwrap_or_default();
-            let failure = json!({"message": format!("no adapter registered for provider \"{provider}\""), "code": "NO_ADAPTER"});
-            let chunk = json!({"type": "finish", "reason": {"kind": "error", "failure": failure}});
-            throw_if_aborted(signal)?;
-            self.log_chunk(turn, step, chunk, assembler, chunk_seqs)?;
-            return throw_if_aborted(signal);
+        let mut chunks = match route {
+            None => {
+                // No adapter and no `llm/stream` middleware: dispatch fails terminally.
+                let provider = request["provider"].as_str().unwrap_or_default();
+                let failure = json!({"message": format!("no adapter registered for provider \"{provider}\""), "code": "NO_ADAPTER"});
+                let chunk =
+                    json!({"type": "finish", "reason": {"kind": "error", "failure": failure}});
+                throw_if_aborted(signal)?;
+                self.log_chunk(turn, step, chunk, assembler, chunk_seqs)?;
+                return throw_if_aborted(signal);
+            }
+            Some(AdapterRoute::Wire(wire)) => {
+                let probe = signal.clone();
+                let (dispatches, session) =
+                    (self.0.context.dispatches.clone(), self.0.session.clone());
+                let on_dispatch =
+                    Box::new(move || dispatches.borrow_mut().push((session.id(), session.len())));
+                Chunks::Wire(ChunkStream::new(
+                    wire.connection,
+                    request.clone(),
+                    Box::new(move || probe.is_aborted()),
+                    on_dispatch,
+                ))
+            }
+            Some(AdapterRoute::Scripted(scripted)) => {
+                self.0.context.llm_calls.borrow_mut().push(LlmCall {
+                    session: self.0.session.id(),
+                    at: self.0.session.len(),
+                    request: request.clone(),
+                });
+                Chunks::Scripted(scripted.stream(signal.clone()))
+            }
         };
-        let probe = signal.clone();
-        let (dispatches, session) = (self.0.context.dispatches.clone(), self.0.session.clone());
-        let on_dispatch =
-            Box::new(move || dispatches.borrow_mut().push((session.id(), session.len())));
-        let mut chunks = ChunkStream::new(
-            connection,
-            request.clone(),
-            Box::new(move || probe.is_aborted()),
-            on_dispatch,
-        );
-
         throw_if_aborted(signal)?;
         loop {
             let next = tokio::select! {
@@ -1000,7 +1078,7 @@ impl Agent {
         system: &str,
         messages: Vec<Value>,
         signal: &AbortSignal,
-    ) -> Result<(Value, Option<Rc<Connection>>), JsError> {
+    ) -> Result<(Value, Option<AdapterRoute>), JsError> {
         let session = &self.0.session;
         let persisted = session.request_header();
         let provider = self.0.options.provider.clone().unwrap_or_default();
@@ -1055,18 +1133,26 @@ impl Agent {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let route = self.0.context.adapters.get(&provider).cloned();
-        let (config, adapter_defaults, context_window, connection) = match &route {
-            None => (proposed.clone(), None, None, None),
-            Some(route) => {
-                let model = proposed["model"].as_str().unwrap_or_default();
-                let info = route.models.get(model).unwrap_or(&route.default_model);
+        let route = self.0.context.adapters.borrow().get(&provider).cloned();
+        let model = proposed["model"].as_str().unwrap_or_default();
+        let info = match &route {
+            None => None,
+            Some(AdapterRoute::Wire(wire)) => Some(
+                wire.models
+                    .get(model)
+                    .unwrap_or(&wire.default_model)
+                    .clone(),
+            ),
+            Some(AdapterRoute::Scripted(scripted)) => Some(scripted.resolve(model, signal).await?),
+        };
+        let (config, adapter_defaults, context_window) = match &info {
+            None => (proposed.clone(), None, None),
+            Some(info) => {
                 let prepared = prepare_call(&proposed, info)?;
                 (
                     prepared.config,
                     Some(prepared.adapter_defaults),
                     prepared.context_window,
-                    Some(route.connection.clone()),
                 )
             }
         };
@@ -1136,6 +1222,6 @@ impl Agent {
             request.insert("tools".into(), tools.clone());
         }
         request.insert("sessionId".into(), json!(session.id()));
-        Ok((Value::Object(request), connection))
+        Ok((Value::Object(request), route))
     }
 }

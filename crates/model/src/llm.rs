@@ -34,6 +34,140 @@ pub struct Reasoning {
     pub default_effort: Option<String>,
 }
 
+/// `resolveModelInfoFor`'s checks of what an adapter's `resolveModel`
+/// returned (`resolved`, a JSON object in upstream's shape), in upstream's
+/// order and words: identity, context, default `maxTokens`, reasoning.
+pub fn validate_model_info(
+    provider: &str,
+    model: &str,
+    resolved: &Map<String, Value>,
+) -> Result<ModelInfo, JsError> {
+    let subject = format!("provider \"{provider}\" model \"{model}\"");
+    let invalid = |what: &str, code: &str| {
+        JsError::llm(failure(
+            &format!("adapter returned {what} for {subject}"),
+            code,
+        ))
+    };
+    let text = |key: &str| resolved.get(key).and_then(Value::as_str);
+    let identity_ok = text("provider") == Some(provider)
+        && text("id") == Some(model)
+        && text("name").is_some_and(|name| !name.is_empty())
+        && resolved.get("description").is_none_or(Value::is_string);
+    if !identity_ok {
+        return Err(invalid(
+            "invalid exact model metadata",
+            "INVALID_MODEL_INFO",
+        ));
+    }
+    let context_window = match resolved.get("context") {
+        None => None,
+        Some(Value::Null) => return Err(JsError::read_of_null("contextWindow")),
+        Some(context) => {
+            let window = context.get("contextWindow").and_then(Value::as_f64);
+            match window {
+                Some(window) if window == window.trunc() && window > 0.0 => Some(window as u64),
+                _ => return Err(invalid("invalid context metadata", "INVALID_MODEL_CONTEXT")),
+            }
+        }
+    };
+    let default_max_tokens = match resolved.get("defaultMaxTokens") {
+        None => None,
+        Some(value) => match value.as_f64() {
+            Some(tokens) if crate::js::is_safe_integer(tokens) && tokens > 0.0 => {
+                Some(tokens as u64)
+            }
+            _ => {
+                return Err(invalid(
+                    "invalid default maxTokens",
+                    "INVALID_MODEL_MAX_TOKENS",
+                ));
+            }
+        },
+    };
+    let reasoning = match resolved.get("reasoning") {
+        None => None,
+        Some(Value::Null) => return Err(JsError::read_of_null("efforts")),
+        Some(reasoning) => Some(validate_reasoning(reasoning, &invalid)?),
+    };
+    Ok(ModelInfo {
+        context_window,
+        default_max_tokens,
+        reasoning,
+    })
+}
+
+fn validate_reasoning(
+    reasoning: &Value,
+    invalid: &dyn Fn(&str, &str) -> JsError,
+) -> Result<Reasoning, JsError> {
+    let efforts = match reasoning.get("efforts") {
+        None => return Err(JsError::read_of_undefined("length")),
+        Some(Value::Null) => return Err(JsError::read_of_null("length")),
+        Some(Value::Array(efforts)) => efforts,
+        Some(Value::String(text)) if text.is_empty() => {
+            return Err(invalid(
+                "invalid reasoning metadata",
+                "INVALID_MODEL_REASONING",
+            ));
+        }
+        Some(_) => {
+            return Err(JsError::type_error(
+                "reasoning.efforts.map is not a function",
+            ));
+        }
+    };
+    if efforts.is_empty() {
+        return Err(invalid(
+            "invalid reasoning metadata",
+            "INVALID_MODEL_REASONING",
+        ));
+    }
+    let mut ids: Vec<String> = Vec::new();
+    for effort in efforts {
+        if effort.is_null() {
+            return Err(JsError::read_of_null("id"));
+        }
+        let id = effort.get("id").and_then(Value::as_str);
+        let name = effort.get("name").and_then(Value::as_str);
+        let valid = match (id, name) {
+            (Some(id), Some(name)) => {
+                !id.is_empty()
+                    && !name.is_empty()
+                    && effort.get("description").is_none_or(Value::is_string)
+                    && !ids.iter().any(|seen| seen == id)
+            }
+            _ => false,
+        };
+        let Some(id) = id.filter(|_| valid) else {
+            return Err(invalid(
+                "invalid or duplicate reasoning effort metadata",
+                "INVALID_MODEL_REASONING",
+            ));
+        };
+        ids.push(id.to_string());
+    }
+    let default_effort = match reasoning.get("defaultEffort") {
+        None => None,
+        Some(value) => match value
+            .as_str()
+            .filter(|effort| ids.iter().any(|id| id == effort))
+        {
+            Some(effort) => Some(effort.to_string()),
+            None => {
+                return Err(invalid(
+                    "an unknown default reasoning effort",
+                    "INVALID_MODEL_REASONING",
+                ));
+            }
+        },
+    };
+    Ok(Reasoning {
+        efforts: ids,
+        default_effort,
+    })
+}
+
 /// A prepared call (`prepareCall`'s result, minus the stream handle).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PreparedCall {

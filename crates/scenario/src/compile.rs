@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::format::{FORMAT_VERSION, Pattern, Scenario, StepExpect};
 use crate::protocol::{
     BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp, LoopListenerCommand,
-    LoopWorld, ProviderSpec, Registration, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
+    LoopWorld, ModelResolution, ProviderSpec, Registration, RouteResponse, RouteSpec,
+    ScriptedError, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
 };
 
 /// The most virtual time a loop case may spend stepping the network
@@ -230,7 +231,9 @@ impl Compiler {
             | Command::Compact(_)
             | Command::Resume(_)
             | Command::DisposeAgent(_)
-            | Command::Plugin(_) => Ok(()),
+            | Command::Plugin(_)
+            | Command::RegisterRoute(_)
+            | Command::UnregisterRoute(_) => Ok(()),
         }
     }
 }
@@ -263,7 +266,9 @@ pub fn needs_loop(command: &Command) -> bool {
         | Command::OnRequest(_)
         | Command::OnRequestError(_)
         | Command::OnTurnStopping(_)
-        | Command::Plugin(_) => true,
+        | Command::Plugin(_)
+        | Command::RegisterRoute(_)
+        | Command::UnregisterRoute(_) => true,
     }
 }
 
@@ -320,6 +325,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
         ("requests", &expect.requests),
         ("request_headers", &expect.request_headers),
         ("request_count", &expect.request_count),
+        ("llm_requests", &expect.llm_requests),
         ("cache_hit_tokens", &expect.cache_hit_tokens),
         ("status", &expect.status),
         ("status_transitions", &expect.status_transitions),
@@ -339,6 +345,12 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
                 items.len()
             ),
         );
+    }
+    for (index, call) in expect.llm_request.iter().enumerate() {
+        pattern(
+            &format!("expect.llm_request[{index}].options"),
+            &Some(call.options.clone()),
+        )?;
     }
     for (index, event) in expect.events.iter().flatten().enumerate() {
         pattern(&format!("expect.events[{index}]"), &Some(event.clone()))?;
@@ -424,12 +436,13 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         || scenario.simulation.is_some()
         || !scenario.tool_results.is_empty()
         || scenario.plugins.is_some()
+        || !scenario.routes.is_empty()
         || scenario.expect.is_some();
     let world = match scenario.level {
         Level::Assembly if loop_parts => {
             return fail(
                 "level",
-                "agent, provider, adapter, simulation, tool_results and expect need `level = \"loop\"`",
+                "agent, provider, adapter, simulation, tool_results, routes and expect need `level = \"loop\"`",
             );
         }
         Level::Assembly => None,
@@ -440,8 +453,24 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
             simulation: scenario.simulation.clone().unwrap_or_default(),
             tool_results: scenario.tool_results.clone(),
             plugins: scenario.plugins.clone().unwrap_or_default(),
+            routes: scenario.routes.clone(),
         }),
     };
+    let mut world = world;
+    if let Some(world) = world.as_mut() {
+        // Adapters see parts only: the shorthands are expanded here.
+        for response in world.routes.iter_mut().flat_map(|r| r.responses.iter_mut()) {
+            if response.uses_shorthand() && response.parts.is_empty() {
+                *response = RouteResponse {
+                    delay_ms: response.delay_ms,
+                    parts: response.expanded_parts(),
+                    error: response.error.take(),
+                    hangs: response.hangs,
+                    ..RouteResponse::default()
+                };
+            }
+        }
+    }
     let mut case = Case {
         id: id.to_string(),
         level: scenario.level,
@@ -455,6 +484,97 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
     };
     check_case(&mut case, &step_path)?;
     Ok(case)
+}
+
+/// Scripted routes: each response either gives `parts` or uses the
+/// shorthands, each part is an object with a string `type` or a
+/// `{sleep_ms}` pause, and an error is either plain or a valid `LlmError`.
+fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
+    for (route_index, route) in routes.iter().enumerate() {
+        let resolutions = std::iter::once((format!("routes[{route_index}].model"), &route.model))
+            .chain(route.models.iter().map(|(id, resolution)| {
+                (format!("routes[{route_index}].models.{id}"), resolution)
+            }));
+        for (path, resolution) in resolutions {
+            if let ModelResolution::Rejects(error) = resolution {
+                check_scripted_error(&path, error)?;
+            }
+        }
+        for (index, response) in route.responses.iter().enumerate() {
+            let path = format!("routes[{route_index}].responses[{index}]");
+            if response.uses_shorthand() && !response.parts.is_empty() {
+                return fail(
+                    &format!("{path}.parts"),
+                    "give either `parts` or the shorthands (reasoning, text, tool_calls, usage, finish)",
+                );
+            }
+            if response.hangs && response.error.is_some() {
+                return fail(
+                    &format!("{path}.hangs"),
+                    "a response that hangs raises no error",
+                );
+            }
+            for (part_index, part) in response.parts.iter().enumerate() {
+                let part_path = format!("{path}.parts[{part_index}]");
+                let Some(object) = part.as_object() else {
+                    return fail(&part_path, "a part is an object");
+                };
+                let pause = object.len() == 1 && object.get("sleep_ms").is_some_and(Value::is_u64);
+                if !pause && !object.get("type").is_some_and(Value::is_string) {
+                    return fail(
+                        &part_path,
+                        "a part has a string `type`, or is a pause `{ sleep_ms = N }`",
+                    );
+                }
+            }
+            if let Some(error) = &response.error {
+                check_scripted_error(&format!("{path}.error"), error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An `LlmError`'s own constructor checks, so every implementation can build it.
+fn check_scripted_error(path: &str, error: &ScriptedError) -> Result<(), CompileError> {
+    if error.code.is_none()
+        && (error.status.is_some()
+            || error.provider_retry_after_ms.is_some()
+            || error.request_id.is_some())
+    {
+        return fail(
+            path,
+            "status, provider_retry_after_ms and request_id need a `code`",
+        );
+    }
+    if error.code.is_some() && error.message.is_empty() {
+        return fail(
+            &format!("{path}.message"),
+            "an LlmError message is non-empty",
+        );
+    }
+    if error.code.as_deref() == Some("") {
+        return fail(&format!("{path}.code"), "an LlmError code is non-empty");
+    }
+    if error
+        .status
+        .is_some_and(|status| !(100..=599).contains(&status))
+    {
+        return fail(
+            &format!("{path}.status"),
+            "a status is from 100 through 599",
+        );
+    }
+    if error.provider_retry_after_ms == Some(0) {
+        return fail(
+            &format!("{path}.provider_retry_after_ms"),
+            "a retry-after is positive",
+        );
+    }
+    if error.request_id.as_deref() == Some("") {
+        return fail(&format!("{path}.request_id"), "a request id is non-empty");
+    }
+    Ok(())
 }
 
 /// Check a case the way [`compile`] checks the cases it makes: for cases
@@ -491,6 +611,17 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
         (Level::Loop, Some(world)) => {
             if let Err(error) = world.provider.validate() {
                 return fail("provider", error.to_string());
+            }
+            check_routes(&world.routes)?;
+            for (index, command) in case.commands.iter().enumerate() {
+                if let Command::RegisterRoute(route) | Command::UnregisterRoute(route) = command
+                    && !world.routes.iter().any(|r| r.provider == route.provider)
+                {
+                    return fail(
+                        &format!("{}.provider", path_of(index)),
+                        format!("no route in `routes` has provider {:?}", route.provider),
+                    );
+                }
             }
             let simulation = &world.simulation;
             if simulation.budget_ms > MAX_VIRTUAL_TIME_MS {

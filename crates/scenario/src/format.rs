@@ -18,7 +18,8 @@ use serde_json::Value;
 
 pub use crate::pattern::Pattern;
 use crate::protocol::{
-    AdapterSpec, AgentSpec, Command, ConfigSpec, Level, PluginsSpec, SimulationSpec, ToolResultSpec,
+    AdapterSpec, AgentSpec, Command, ConfigSpec, Level, PluginsSpec, RouteSpec, SimulationSpec,
+    ToolResultSpec,
 };
 
 /// One scenario step: a command, and what it is expected to do. In a file
@@ -153,7 +154,7 @@ pub const FORMAT_VERSION: u32 = 2;
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// Scenario format version. Must be 1.
+    /// Scenario format version. Must be 2.
     pub format: u32,
     /// One line saying what the scenario shows.
     pub title: String,
@@ -190,6 +191,9 @@ pub struct Scenario {
     pub tool_results: Vec<ToolResultSpec>,
     /// Loop level: context plugins (spec 10).
     pub plugins: Option<PluginsSpec>,
+    /// Loop level: scripted routes at the LLM-adapter level (no HTTP).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteSpec>,
     /// Loop level: expectations on the whole run, checked after the last step
     /// (and after the agent went idle).
     pub expect: Option<Box<LoopExpect>>,
@@ -225,6 +229,12 @@ pub struct LoopExpect {
     pub request_headers: Option<Pattern>,
     /// How many requests the provider received.
     pub request_count: Option<Pattern>,
+    /// What scripted routes' `stream()` received, as an array of request
+    /// options (`{provider, model, messages, system?, tools?, sessionId, ...}`).
+    pub llm_requests: Option<Pattern>,
+    /// One scripted-route call, by position.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub llm_request: Vec<LlmRequestExpect>,
     /// `prompt_cache_hit_tokens` the provider reported, per request.
     pub cache_hit_tokens: Option<Pattern>,
     /// The agent's final status (`idle` or `running`).
@@ -307,6 +317,16 @@ pub struct RequestExpect {
     pub headers: Option<Pattern>,
     /// The `prompt_cache_hit_tokens` it was answered with.
     pub cache_hit_tokens: Option<Pattern>,
+}
+
+/// One scripted-route `stream()` call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmRequestExpect {
+    /// Its position over all routes, from 0.
+    pub index: usize,
+    /// The request options it received.
+    pub options: Pattern,
 }
 
 /// A scope parent binding (`createScope(ctx, key, {parent})`).

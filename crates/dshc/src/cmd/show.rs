@@ -1,5 +1,5 @@
-//! `dshc show`: run one scenario on the reference and print what it
-//! observed, for scenario authors.
+//! `dshc show`: run one scenario on the reference (or on an adapter) and
+//! print what it observed, for scenario authors.
 
 use std::path::PathBuf;
 
@@ -18,12 +18,29 @@ pub struct Args {
     /// Print only the session log (JSON lines, as `dshc replay` reads it).
     #[arg(long)]
     log: bool,
+    /// Run it through this adapter instead of the reference (`sh -c`),
+    /// to see what another implementation observes.
+    #[arg(long)]
+    adapter: Option<String>,
 }
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let scenario = load_scenario(&args.path)?;
-    let result = dshc_harness::reference::run_case(&scenario.case)?;
+    let result = match &args.adapter {
+        None => dshc_harness::reference::run_case(&scenario.case)?,
+        Some(command) => {
+            use dshc_harness::adapter::process::{AdapterProcess, Limits};
+            use dshc_harness::adapter::{External, Implementation, Ran};
+            let mut adapter = External::new(AdapterProcess::new(command, Limits::default()));
+            let ran = adapter.run(&scenario.case);
+            adapter.stop();
+            match ran {
+                Ran::Observed(result) => *result,
+                Ran::NotRun(not_run) => anyhow::bail!("{not_run}"),
+            }
+        }
+    };
     match &result.run {
         Some(run) if args.requests => {
             for request in &run.requests {

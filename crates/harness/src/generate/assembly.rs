@@ -445,5 +445,6 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
         simulation: None,
         tool_results: Vec::new(),
         plugins: None,
+        routes: Vec::new(),
     }
 }

@@ -339,6 +339,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         }),
         tool_results,
         plugins: None,
+        routes: Vec::new(),
         expect: None,
     }
 }

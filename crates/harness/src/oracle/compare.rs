@@ -587,6 +587,27 @@ impl Comparison {
         for (index, request) in expect.request.iter().enumerate() {
             self.request(request, run, index);
         }
+        let llm_requests = Value::Array(run.llm_requests.clone());
+        self.value(
+            "expect.llm_requests",
+            expect.llm_requests.as_ref(),
+            Some(&llm_requests),
+        );
+        for (index, call) in expect.llm_request.iter().enumerate() {
+            let path = format!("expect.llm_request[{index}]");
+            match run.llm_requests.get(call.index) {
+                Some(options) => self.value(
+                    &format!("{path}.options"),
+                    Some(&call.options),
+                    Some(options),
+                ),
+                None => self.push(
+                    format!("{path}.index"),
+                    format!("a scripted-route call at position {}", call.index),
+                    format!("{} calls", run.llm_requests.len()),
+                ),
+            }
+        }
         let headers = json!(run.requests.iter().map(|r| &r.headers).collect::<Vec<_>>());
         self.value(
             "expect.request_headers",

@@ -134,11 +134,36 @@ pub fn check_replay(
     received: &[Value],
     defaults: &DeepSeekDefaults,
 ) -> Vec<String> {
+    check_replay_with(events, dispatches, received, &|prefix| {
+        wire_body_at(prefix, session_id, defaults)
+    })
+}
+
+/// [`check_replay`] for a scripted route below the wire: each request its
+/// `stream()` received equals the harness request rebuilt from the log
+/// prefix at its dispatch.
+pub fn check_scripted_replay(
+    events: &[Event],
+    session_id: &str,
+    dispatches: &[usize],
+    received: &[Value],
+) -> Vec<String> {
+    check_replay_with(events, dispatches, received, &|prefix| {
+        request_at(prefix, session_id)
+    })
+}
+
+fn check_replay_with(
+    events: &[Event],
+    dispatches: &[usize],
+    received: &[Value],
+    rebuild: &dyn Fn(&[Event]) -> Result<Value, ReplayError>,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let mut pending = received.iter().enumerate().peekable();
     for (position, dispatch) in dispatches.iter().enumerate() {
         let prefix = &events[..(*dispatch).min(events.len())];
-        let rebuilt = match wire_body_at(prefix, session_id, defaults) {
+        let rebuilt = match rebuild(prefix) {
             Ok(rebuilt) => rebuilt,
             Err(error) => {
                 problems.push(format!(

@@ -14,16 +14,18 @@ use std::time::Duration;
 use mock_provider::MockProvider;
 use serde_json::{Value, json};
 
+use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
     AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, ToolOutcome, ToolRunner,
-    user_message,
+    WireRoute, user_message,
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::session::{Clock, Session, SurfaceMeta, SurfaceOp};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    Case, CaseResult, Command, LoopRun, LoopWorld, Observation, ProviderRequest, ToolResultSpec,
+    Case, CaseResult, Command, LoopRun, LoopWorld, ModelResolution, Observation, ProviderRequest,
+    ScriptedError, ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
@@ -38,11 +40,11 @@ pub const PROVIDER_HOST: &str = "provider";
 /// The provider port.
 pub const PROVIDER_PORT: u16 = 443;
 
-fn adapters(world: &LoopWorld) -> BTreeMap<String, AdapterRoute> {
+/// The DeepSeek wire route the world registers, if it does.
+fn wire_route(world: &LoopWorld) -> Option<(String, AdapterRoute)> {
     let spec = &world.adapter;
-    let mut routes = BTreeMap::new();
     if !spec.registered {
-        return routes;
+        return None;
     }
     let mut deepseek = DeepSeekConnection {
         defaults: DeepSeekDefaults {
@@ -88,15 +90,72 @@ fn adapters(world: &LoopWorld) -> BTreeMap<String, AdapterRoute> {
         user_id: "dshc-user".into(),
     });
     let default_model = resolve_model(&deepseek, "");
-    routes.insert(
-        spec.provider.clone(),
-        AdapterRoute {
-            models,
-            default_model,
-            connection,
-        },
-    );
-    routes
+    let route = AdapterRoute::Wire(WireRoute {
+        models,
+        default_model,
+        connection,
+    });
+    Some((spec.provider.clone(), route))
+}
+
+/// The world's scripted routes, each with its own script cursor.
+fn scripted_routes(world: &LoopWorld) -> Vec<Rc<ScriptedRoute>> {
+    let failure = |error: &ScriptedError| ScriptedFailure {
+        message: error.message.clone(),
+        code: error.code.clone(),
+        status: error.status,
+        provider_retry_after_ms: error.provider_retry_after_ms,
+        request_id: error.request_id.clone(),
+    };
+    let resolution = |resolution: &ModelResolution| match resolution {
+        ModelResolution::Returns(metadata) => Resolution::Returns(metadata.clone()),
+        ModelResolution::Rejects(error) => Resolution::Rejects(failure(error)),
+        ModelResolution::Blocks => Resolution::Blocks,
+    };
+    world
+        .routes
+        .iter()
+        .map(|route| {
+            let responses = route
+                .responses
+                .iter()
+                .map(|response| ScriptedResponse {
+                    delay_ms: response.delay_ms,
+                    parts: response.expanded_parts(),
+                    error: response.error.as_ref().map(failure),
+                    hangs: response.hangs,
+                })
+                .collect();
+            Rc::new(ScriptedRoute::new(
+                route.provider.clone(),
+                resolution(&route.model),
+                route
+                    .models
+                    .iter()
+                    .map(|(id, r)| (id.clone(), resolution(r)))
+                    .collect(),
+                responses,
+            ))
+        })
+        .collect()
+}
+
+/// Register the routes a world starts with: the wire route, then each
+/// scripted route marked `registered`, in order (upstream's plugin load order).
+fn register_initial_routes(
+    context: &LoopContext,
+    world: &LoopWorld,
+    scripted: &[Rc<ScriptedRoute>],
+) -> Result<(), JsError> {
+    if let Some((provider, route)) = wire_route(world) {
+        context.register_route(&provider, route)?;
+    }
+    for (spec, route) in world.routes.iter().zip(scripted) {
+        if spec.registered {
+            context.register_route(&spec.provider, AdapterRoute::Scripted(route.clone()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Scripted tool results: by name, in order, the last one repeating.
@@ -135,6 +194,8 @@ struct LoopCommands {
     clock: Clock,
     /// Virtual time skipped while the agent was idle (see [`Command::Wait`]).
     skipped_ms: Rc<std::cell::Cell<u64>>,
+    /// The world's scripted routes, in `world.routes` order.
+    routes: Vec<Rc<ScriptedRoute>>,
 }
 
 impl LoopCommands {
@@ -176,6 +237,17 @@ impl LoopCommands {
         for disposer in self.assembly.world.disposers_in(&self.world.agent.id) {
             disposer.dispose();
         }
+    }
+
+    /// The world's scripted route for `provider` (the compiler checked it exists).
+    fn route(&self, provider: &str) -> Result<Rc<ScriptedRoute>, JsError> {
+        self.world
+            .routes
+            .iter()
+            .zip(&self.routes)
+            .find(|(spec, _)| spec.provider == provider)
+            .map(|(_, route)| route.clone())
+            .ok_or_else(|| JsError::error(format!("no scripted route {provider:?}")))
     }
 
     fn remove_loop_listener(&self, id: &str) {
@@ -296,6 +368,23 @@ impl Commands for LoopCommands {
                 dshc_agent::plugins::change_input(&self.agent, &input_change(action));
                 Ok(())
             }
+            Command::RegisterRoute(c) => {
+                let route = self.route(&c.provider)?;
+                self.context
+                    .register_route(&c.provider, AdapterRoute::Scripted(route))
+            }
+            Command::UnregisterRoute(c) => {
+                if self
+                    .context
+                    .adapters
+                    .borrow()
+                    .get(&c.provider)
+                    .is_some_and(|r| matches!(r, AdapterRoute::Scripted(_)))
+                {
+                    self.context.unregister_route(&c.provider);
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -406,7 +495,8 @@ async fn drive(
     });
     let context = LoopContext {
         registry: registry.clone(),
-        adapters: Rc::new(adapters(&world)),
+        adapters: Rc::default(),
+        llm_calls: Rc::default(),
         tools: tool_runner(&world.tool_results),
         ids: Ids::default(),
         live_events: Rc::new(RefCell::new(Vec::new())),
@@ -419,8 +509,10 @@ async fn drive(
     // `agentLoop.createAgent` takes one id for the agent and its session.
     let session = Session::new(&world.agent.id, world.agent.cwd.clone(), clock.clone());
 
+    let routes = scripted_routes(&world);
     let setup = context
         .register_loop_variables()
+        .and_then(|()| register_initial_routes(&context, &world, &routes))
         .and_then(|()| LoopCommands::new_agent(&context, &world, session, &clock));
     let agent = match setup {
         Ok(agent) => agent,
@@ -437,6 +529,7 @@ async fn drive(
         agent,
         clock,
         skipped_ms,
+        routes,
     };
     let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
     runner.agent.when_idle().await;
@@ -459,14 +552,27 @@ async fn drive(
         thinking: adapter.thinking.clone(),
         reasoning_effort: adapter.reasoning_effort.clone(),
     };
+    let llm_calls = runner.context.llm_calls.borrow().clone();
+    let (scripted_dispatches, scripted_requests): (Vec<usize>, Vec<Value>) = llm_calls
+        .iter()
+        .filter(|call| call.session == session_id)
+        .map(|call| (call.at, call.request.clone()))
+        .unzip();
     let mut violations =
         replay::check_replay(&events, &session_id, &dispatches, &bodies, &defaults);
+    violations.extend(replay::check_scripted_replay(
+        &events,
+        &session_id,
+        &scripted_dispatches,
+        &scripted_requests,
+    ));
     violations.extend(invariants::headers_change_only_when_different(&events));
     violations.extend(invariants::snapshots_change_only_when_different(&events));
     violations.extend(invariants::cache_hits_monotonic(&requests));
     let run = LoopRun {
         log: events.iter().map(|e| e.to_json()).collect(),
         requests,
+        llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
         status: agent.status().to_string(),
         pending: [next_turn, next_step],
         live_events: runner.context.live_events.borrow().clone(),

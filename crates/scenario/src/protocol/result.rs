@@ -108,6 +108,10 @@ pub struct LoopRun {
     /// for the case (anything an adapter reports here is replaced).
     #[serde(default)]
     pub requests: Vec<ProviderRequest>,
+    /// What scripted routes' `stream()` received, in call order: the
+    /// request options as JSON (the signal left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub llm_requests: Vec<Value>,
     /// The agent's final status.
     pub status: String,
     /// Inbox items pending at the end: `[next-turn, next-step]`.

@@ -1,0 +1,204 @@
+//! A scripted LLM adapter below the wire, as upstream's own loop tests
+//! script the model: registered for a provider route, each `stream()` call
+//! takes the next scripted response and yields its parts; `resolveModel()`
+//! answers from a script too. No HTTP and no wire format are involved, so a
+//! scenario can state exactly which adapter-level parts the loop receives.
+//!
+//! The types here are the agent's own (the harness converts the scenario's
+//! route spec), so the agent crate stays independent of the scenario format.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use dshc_deepseek::failure_chunk;
+use dshc_model::llm::{ModelInfo, validate_model_info};
+use dshc_model::{AbortSignal, JsError};
+
+/// An error the script raises: an `LlmError` when `code` is set, else a
+/// plain `Error`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptedFailure {
+    /// The message.
+    pub message: String,
+    /// `LlmError` code.
+    pub code: Option<String>,
+    /// `LlmError` `status`.
+    pub status: Option<u16>,
+    /// `LlmError` `providerRetryAfterMs`.
+    pub provider_retry_after_ms: Option<u64>,
+    /// `LlmError` `requestId`.
+    pub request_id: Option<String>,
+}
+
+impl ScriptedFailure {
+    /// The thrown error, as upstream's constructors build it.
+    pub fn to_error(&self) -> JsError {
+        let Some(code) = &self.code else {
+            return JsError::error(self.message.clone());
+        };
+        let mut failure = Map::new();
+        failure.insert("message".into(), json!(self.message));
+        failure.insert("code".into(), json!(code));
+        if let Some(status) = self.status {
+            failure.insert("status".into(), json!(status));
+        }
+        if let Some(retry_after) = self.provider_retry_after_ms {
+            failure.insert("providerRetryAfterMs".into(), json!(retry_after));
+        }
+        if let Some(request_id) = &self.request_id {
+            failure.insert("requestId".into(), json!(request_id));
+        }
+        JsError::llm(Value::Object(failure))
+    }
+}
+
+/// What `resolveModel` does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resolution {
+    /// Resolve to this metadata (upstream's shape; identity fields default
+    /// to the route and the model).
+    Returns(Map<String, Value>),
+    /// Reject with this error.
+    Rejects(ScriptedFailure),
+    /// Settle only when the lookup's signal aborts.
+    Blocks,
+}
+
+/// One scripted `stream()` call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptedResponse {
+    /// Virtual time before the first part.
+    pub delay_ms: u64,
+    /// Parts in upstream's vocabulary, and `{sleep_ms}` pauses.
+    pub parts: Vec<Value>,
+    /// Thrown after the parts.
+    pub error: Option<ScriptedFailure>,
+    /// After the parts, wait for the abort.
+    pub hangs: bool,
+}
+
+/// A scripted adapter for one provider route. Its cursor is shared by every
+/// registration of the route, so a re-registered route goes on where it stopped.
+#[derive(Debug)]
+pub struct ScriptedRoute {
+    /// The provider route.
+    pub provider: String,
+    /// Resolution of models not in `resolutions`.
+    pub default_resolution: Resolution,
+    /// Resolution per model id.
+    pub resolutions: BTreeMap<String, Resolution>,
+    /// One per `stream()` call.
+    pub responses: Vec<ScriptedResponse>,
+    calls: Cell<usize>,
+}
+
+impl ScriptedRoute {
+    /// A route at the start of its script.
+    pub fn new(
+        provider: String,
+        default_resolution: Resolution,
+        resolutions: BTreeMap<String, Resolution>,
+        responses: Vec<ScriptedResponse>,
+    ) -> Self {
+        ScriptedRoute {
+            provider,
+            default_resolution,
+            resolutions,
+            responses,
+            calls: Cell::new(0),
+        }
+    }
+
+    /// `resolveModel(provider, model, signal)` followed by upstream's
+    /// validation of what it returned.
+    pub async fn resolve(&self, model: &str, signal: &AbortSignal) -> Result<ModelInfo, JsError> {
+        let resolution = self
+            .resolutions
+            .get(model)
+            .unwrap_or(&self.default_resolution);
+        match resolution {
+            Resolution::Returns(metadata) => {
+                let mut resolved = Map::new();
+                resolved.insert("provider".into(), json!(self.provider));
+                resolved.insert("id".into(), json!(model));
+                resolved.insert("name".into(), json!(model));
+                resolved.extend(metadata.clone());
+                validate_model_info(&self.provider, model, &resolved)
+            }
+            Resolution::Rejects(failure) => Err(failure.to_error()),
+            Resolution::Blocks => {
+                signal.aborted().await;
+                Err(JsError::abort())
+            }
+        }
+    }
+
+    /// Start the next `stream()` call.
+    pub fn stream(&self, signal: AbortSignal) -> ScriptedStream {
+        let call = self.calls.get() + 1;
+        self.calls.set(call);
+        let response = match self.responses.get(call - 1) {
+            Some(response) => response.clone(),
+            None => ScriptedResponse {
+                error: Some(ScriptedFailure {
+                    message: format!(
+                        "scripted route \"{}\" has no response for call {call}",
+                        self.provider
+                    ),
+                    ..ScriptedFailure::default()
+                }),
+                ..ScriptedResponse::default()
+            },
+        };
+        ScriptedStream {
+            delay_ms: response.delay_ms,
+            parts: response.parts.into(),
+            error: response.error,
+            hangs: response.hangs,
+            signal,
+            done: false,
+        }
+    }
+}
+
+/// The chunks of one scripted call, in virtual time.
+pub struct ScriptedStream {
+    delay_ms: u64,
+    parts: VecDeque<Value>,
+    error: Option<ScriptedFailure>,
+    hangs: bool,
+    signal: AbortSignal,
+    done: bool,
+}
+
+impl ScriptedStream {
+    /// The next chunk, or `None` after the last. A raised error becomes one
+    /// terminal `finish` chunk (`adapterStream`'s catch), `aborted` when the
+    /// call's signal fired.
+    pub async fn next(&mut self) -> Option<Value> {
+        if self.done {
+            return None;
+        }
+        if self.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(std::mem::take(&mut self.delay_ms))).await;
+        }
+        while let Some(part) = self.parts.pop_front() {
+            match part.get("sleep_ms").and_then(Value::as_u64) {
+                Some(ms) if part.as_object().is_some_and(|o| o.len() == 1) => {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                _ => return Some(part),
+            }
+        }
+        self.done = true;
+        if self.hangs {
+            self.signal.aborted().await;
+            return Some(failure_chunk(&JsError::abort(), true));
+        }
+        let error = self.error.take()?;
+        Some(failure_chunk(&error.to_error(), self.signal.is_aborted()))
+    }
+}
