@@ -32,6 +32,7 @@ import {
   CaseWorld,
   bootCase,
   copyJson,
+  fromJs,
   observed,
   present,
 } from './world.mjs'
@@ -304,14 +305,25 @@ class LoopWorld extends CaseWorld {
   /** A fresh agent (and session) under the agent id, from `seed` if given. */
   createAgent(seed) {
     const spec = this.world.agent
-    const agentOptions = {}
-    if (present(spec.provider)) agentOptions.provider = spec.provider
-    if (present(spec.model)) agentOptions.model = spec.model
-    if (present(spec.max_tokens)) agentOptions.maxTokens = spec.max_tokens
+    const defined = (entries) =>
+      Object.fromEntries(entries.map(([key, value]) => [key, fromJs(value)]).filter(([, value]) => value !== undefined))
+    const agentOptions = defined([
+      ['provider', spec.provider],
+      ['model', spec.model],
+      ['maxTokens', spec.max_tokens],
+    ])
+    const meta = defined([
+      ['cwd', spec.cwd],
+      ['parentSession', spec.parent_session],
+      ['seedLength', spec.seed_length],
+      ['origin', spec.origin],
+      ['delegationDepth', spec.delegation_depth],
+      ['agentPreset', spec.agent_preset],
+    ])
     return this.root.agentLoop.createAgent(this.root, {
       sessionId: spec.id,
       agentOptions,
-      meta: present(spec.cwd) ? { cwd: spec.cwd } : {},
+      meta,
       ...(seed === undefined ? {} : { seed }),
     })
   }

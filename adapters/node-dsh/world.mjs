@@ -118,6 +118,31 @@ function toOrder(order) {
 }
 
 /** A detached copy of JSON data from the case. */
+/** Decode a JavaScript value from its JSON encoding (`{"$js": "undefined"}`,
+ * `"null"`, `"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`; docs/adapter-protocol.md). */
+export function fromJs(value) {
+  if (Array.isArray(value)) return value.map(fromJs)
+  if (value === null || typeof value !== 'object') return value
+  const keys = Object.keys(value)
+  if (keys.length === 1 && keys[0] === '$js') {
+    switch (value.$js) {
+      case 'undefined':
+        return undefined
+      case 'null':
+        return null
+      case 'NaN':
+        return Number.NaN
+      case 'Infinity':
+        return Number.POSITIVE_INFINITY
+      case '-Infinity':
+        return Number.NEGATIVE_INFINITY
+      case '-0':
+        return -0
+    }
+  }
+  return Object.fromEntries(keys.map((key) => [key, fromJs(value[key])]))
+}
+
 export function copyJson(value) {
   return value === undefined ? undefined : structuredClone(value)
 }

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use dshc_model::header::{canonical_header, header_equals, request_proposal};
 use dshc_model::inbox::{Inbox, Target};
+use dshc_model::js::JsValue;
 use dshc_model::llm::{BlockAssembler, ModelInfo, prepare_call};
 use dshc_model::render::{join_context_sections, render_context_sections, render_prompt};
 use dshc_model::runtime_context::RuntimeContextProjection;
@@ -215,14 +216,40 @@ impl LoopContext {
 }
 
 /// `AgentOptions`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AgentOptions {
     /// Provider route.
     pub provider: Option<String>,
     /// Model.
     pub model: Option<String>,
-    /// Explicit output cap.
-    pub max_tokens: Option<u64>,
+    /// Explicit output cap: any value, checked when the agent is created.
+    pub max_tokens: JsValue,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            provider: None,
+            model: None,
+            max_tokens: JsValue::Undefined,
+        }
+    }
+}
+
+impl AgentOptions {
+    /// `assertAgentOptions`: an output cap that cannot be represented exactly
+    /// on the request wire is refused before anything is published.
+    fn checked_max_tokens(&self) -> Result<Option<u64>, JsError> {
+        match &self.max_tokens {
+            JsValue::Undefined => Ok(None),
+            value => match value.as_number() {
+                Some(tokens) if value.is_safe_integer() && tokens > 0.0 => Ok(Some(tokens as u64)),
+                _ => Err(JsError::type_error(
+                    "agent maxTokens must be a positive safe integer",
+                )),
+            },
+        }
+    }
 }
 
 enum Phase {
@@ -283,6 +310,8 @@ struct AgentState {
     context: LoopContext,
     id: String,
     options: AgentOptions,
+    /// `options.maxTokens`, checked.
+    max_tokens: Option<u64>,
     session: Session,
     inbox: RefCell<Inbox>,
     phase: RefCell<Phase>,
@@ -324,6 +353,7 @@ impl Agent {
         options: AgentOptions,
         session: Session,
     ) -> Result<Agent, JsError> {
+        let max_tokens = options.checked_max_tokens()?;
         let last_turn = session
             .events()
             .iter()
@@ -337,6 +367,7 @@ impl Agent {
             context,
             id: id.to_string(),
             options,
+            max_tokens,
             session,
             inbox: RefCell::new(inbox),
             phase: RefCell::new(Phase::Idle { last_turn }),
@@ -1101,7 +1132,7 @@ impl Agent {
                     seed.insert("reasoningEffort".into(), effort.clone());
                 }
             }
-            if let Some(max_tokens) = self.0.options.max_tokens {
+            if let Some(max_tokens) = self.0.max_tokens {
                 seed.insert("maxTokens".into(), json!(max_tokens));
             }
             Value::Object(seed)

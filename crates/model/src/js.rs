@@ -497,3 +497,137 @@ mod tests {
         assert_eq!(slice_utf16("ab", 1, 99), "b");
     }
 }
+
+/// A JavaScript value where JSON is not enough: scenarios state agent
+/// options and session fields that may be `undefined`, non-finite, `-0` or
+/// not lossless JSON at all. Decoded from the `$js` encoding the scenario
+/// format and the adapter protocol use (`{"$js": "undefined"}`, `"NaN"`,
+/// `"Infinity"`, `"-Infinity"`, `"-0"`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsValue {
+    /// `undefined`.
+    Undefined,
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number, any IEEE double.
+    Number(f64),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<JsValue>),
+    /// A plain object, keys in insertion order.
+    Object(Vec<(String, JsValue)>),
+}
+
+impl JsValue {
+    /// Decode the `$js` encoding.
+    pub fn from_encoded(value: &Value) -> JsValue {
+        match value {
+            Value::Null => JsValue::Null,
+            Value::Bool(b) => JsValue::Bool(*b),
+            Value::Number(n) => JsValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+            Value::String(s) => JsValue::String(s.clone()),
+            Value::Array(items) => {
+                JsValue::Array(items.iter().map(JsValue::from_encoded).collect())
+            }
+            Value::Object(map) => {
+                if map.len() == 1
+                    && let Some(Value::String(form)) = map.get("$js")
+                {
+                    match form.as_str() {
+                        "undefined" => return JsValue::Undefined,
+                        "null" => return JsValue::Null,
+                        "NaN" => return JsValue::Number(f64::NAN),
+                        "Infinity" => return JsValue::Number(f64::INFINITY),
+                        "-Infinity" => return JsValue::Number(f64::NEG_INFINITY),
+                        "-0" => return JsValue::Number(-0.0),
+                        _ => {}
+                    }
+                }
+                JsValue::Object(
+                    map.iter()
+                        .map(|(key, item)| (key.clone(), JsValue::from_encoded(item)))
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// Whether this is `undefined`.
+    pub fn is_undefined(&self) -> bool {
+        matches!(self, JsValue::Undefined)
+    }
+
+    /// The number, when `typeof` is `number`.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            JsValue::Number(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    /// The string, when `typeof` is `string`.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            JsValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// `Number.isSafeInteger(value)`.
+    pub fn is_safe_integer(&self) -> bool {
+        self.as_number().is_some_and(is_safe_integer)
+    }
+
+    /// `snapshotJsonValue` (dsh-session): the value as JSON when it survives
+    /// a JSON round trip losslessly, `None` when anything in it is
+    /// `undefined`, non-finite or `-0`.
+    pub fn to_lossless_json(&self) -> Option<Value> {
+        Some(match self {
+            JsValue::Undefined => return None,
+            JsValue::Null => Value::Null,
+            JsValue::Bool(b) => Value::Bool(*b),
+            JsValue::Number(x) => {
+                if !x.is_finite() || (*x == 0.0 && x.is_sign_negative()) {
+                    return None;
+                }
+                number_json(*x)
+            }
+            JsValue::String(s) => Value::String(s.clone()),
+            JsValue::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(JsValue::to_lossless_json)
+                    .collect::<Option<_>>()?,
+            ),
+            JsValue::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(key, item)| Some((key.clone(), item.to_lossless_json()?)))
+                    .collect::<Option<_>>()?,
+            ),
+        })
+    }
+
+    /// `String(value)`.
+    pub fn to_js_string(&self) -> String {
+        match self {
+            JsValue::Undefined => "undefined".into(),
+            JsValue::Null => "null".into(),
+            JsValue::Bool(b) => b.to_string(),
+            JsValue::Number(x) => number_to_string(*x),
+            JsValue::String(s) => s.clone(),
+            JsValue::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    JsValue::Undefined | JsValue::Null => String::new(),
+                    other => other.to_js_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            JsValue::Object(_) => "[object Object]".into(),
+        }
+    }
+}

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value, json};
 
-use super::js::JsError;
+use super::js::{JsError, JsValue};
 
 /// Where an event enters the surface.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -279,6 +279,107 @@ struct SessionState {
     log: Vec<Event>,
     surface: Surface,
     observers: Vec<Observer>,
+}
+
+/// The `meta` a session is created with (`sessions.prepare(id, {meta})`):
+/// the header fields a caller may set, each any JavaScript value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionMeta {
+    /// `cwd`.
+    pub cwd: JsValue,
+    /// `parentSession`.
+    pub parent_session: JsValue,
+    /// `seedLength`.
+    pub seed_length: JsValue,
+    /// `origin`.
+    pub origin: JsValue,
+    /// `delegationDepth`.
+    pub delegation_depth: JsValue,
+    /// `agentPreset`.
+    pub agent_preset: JsValue,
+}
+
+impl Default for SessionMeta {
+    fn default() -> Self {
+        SessionMeta {
+            cwd: JsValue::Undefined,
+            parent_session: JsValue::Undefined,
+            seed_length: JsValue::Undefined,
+            origin: JsValue::Undefined,
+            delegation_depth: JsValue::Undefined,
+            agent_preset: JsValue::Undefined,
+        }
+    }
+}
+
+impl SessionMeta {
+    /// `snapshotSessionHeader` then `validateSessionHeader` (dsh-session):
+    /// the header of only the defined fields must be lossless JSON, then
+    /// each field is checked in upstream's order. Returns the `cwd`.
+    pub fn validate(&self) -> Result<Option<String>, JsError> {
+        let fields = [
+            &self.cwd,
+            &self.parent_session,
+            &self.seed_length,
+            &self.origin,
+            &self.delegation_depth,
+            &self.agent_preset,
+        ];
+        if fields
+            .iter()
+            .any(|field| !field.is_undefined() && field.to_lossless_json().is_none())
+        {
+            return Err(JsError::error(
+                "session header is not losslessly JSON-serializable",
+            ));
+        }
+        let non_negative_integer = |value: &JsValue| {
+            value.is_safe_integer() && value.as_number().is_some_and(|x| x >= 0.0)
+        };
+        let cwd = match &self.cwd {
+            JsValue::Undefined => None,
+            JsValue::String(cwd) if cwd.starts_with('/') => Some(cwd.clone()),
+            JsValue::String(cwd) => {
+                return Err(JsError::error(format!(
+                    "session header cwd must be an absolute path, got \"{cwd}\""
+                )));
+            }
+            _ => return Err(JsError::error("session header cwd must be a string")),
+        };
+        let checks: [(&JsValue, bool, &str); 5] = [
+            (
+                &self.parent_session,
+                self.parent_session.as_str().is_some(),
+                "session header parentSession must be a string",
+            ),
+            (
+                &self.seed_length,
+                non_negative_integer(&self.seed_length),
+                "session header seedLength must be a non-negative safe integer",
+            ),
+            (
+                &self.origin,
+                self.origin.as_str() == Some("subagent"),
+                "session header origin must be \"subagent\"",
+            ),
+            (
+                &self.delegation_depth,
+                non_negative_integer(&self.delegation_depth),
+                "session header delegationDepth must be a non-negative safe integer",
+            ),
+            (
+                &self.agent_preset,
+                self.agent_preset.as_str().is_some(),
+                "session header agentPreset must be a string",
+            ),
+        ];
+        for (value, valid, message) in checks {
+            if !value.is_undefined() && !valid {
+                return Err(JsError::error(message));
+            }
+        }
+        Ok(cwd)
+    }
 }
 
 /// A session: its log, surface and observers. Cloning shares it.

@@ -613,6 +613,17 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
                 return fail("provider", error.to_string());
             }
             check_routes(&world.routes)?;
+            for (key, value) in [
+                ("provider", &world.agent.provider),
+                ("model", &world.agent.model),
+            ] {
+                if value.as_str().is_none() && !value.is_undefined() {
+                    return fail(
+                        &format!("agent.{key}"),
+                        "a string, or `{ \"$js\" = \"undefined\" }` for none",
+                    );
+                }
+            }
             for (index, command) in case.commands.iter().enumerate() {
                 if let Command::RegisterRoute(route) | Command::UnregisterRoute(route) = command
                     && !world.routes.iter().any(|r| r.provider == route.provider)

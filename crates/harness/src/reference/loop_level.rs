@@ -21,11 +21,12 @@ use dshc_agent::{
     WireRoute, user_message,
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
-use dshc_model::session::{Clock, Session, SurfaceMeta, SurfaceOp};
+use dshc_model::js::JsValue;
+use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    Case, CaseResult, Command, LoopRun, LoopWorld, ModelResolution, Observation, ProviderRequest,
-    ScriptedError, ToolResultSpec,
+    AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, ModelResolution, Observation,
+    ProviderRequest, ScriptedError, ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
@@ -208,9 +209,9 @@ impl LoopCommands {
     ) -> Result<Agent, JsError> {
         let spec = &world.agent;
         let options = AgentOptions {
-            provider: spec.provider.clone(),
-            model: spec.model.clone(),
-            max_tokens: spec.max_tokens,
+            provider: spec.provider.as_str().map(str::to_string),
+            model: spec.model.as_str().map(str::to_string),
+            max_tokens: JsValue::from_encoded(&spec.max_tokens.0),
         };
         let agent = Agent::new(
             context.clone(),
@@ -444,6 +445,22 @@ fn failed_run(message: &str) -> CaseResult {
     }
 }
 
+/// `agentLoop.createAgent`'s session: one id for the agent and its session,
+/// the header validated from the agent spec's `meta` fields.
+fn new_session(spec: &AgentSpec, clock: &Clock) -> Result<Session, JsError> {
+    let js = |value: &JsJson| JsValue::from_encoded(&value.0);
+    let meta = SessionMeta {
+        cwd: js(&spec.cwd),
+        parent_session: js(&spec.parent_session),
+        seed_length: js(&spec.seed_length),
+        origin: js(&spec.origin),
+        delegation_depth: js(&spec.delegation_depth),
+        agent_preset: js(&spec.agent_preset),
+    };
+    let cwd = meta.validate()?;
+    Ok(Session::new(&spec.id, cwd, clock.clone()))
+}
+
 /// What `provider` received: every request that carried a JSON body, in
 /// arrival order, with its headers and the cache-hit tokens it was answered with.
 pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
@@ -506,14 +523,12 @@ async fn drive(
         limit_reached: Rc::new(RefCell::new(None)),
         steps_opened: Rc::new(std::cell::Cell::new(0)),
     };
-    // `agentLoop.createAgent` takes one id for the agent and its session.
-    let session = Session::new(&world.agent.id, world.agent.cwd.clone(), clock.clone());
-
     let routes = scripted_routes(&world);
     let setup = context
         .register_loop_variables()
         .and_then(|()| register_initial_routes(&context, &world, &routes))
-        .and_then(|()| LoopCommands::new_agent(&context, &world, session, &clock));
+        .and_then(|()| new_session(&world.agent, &clock))
+        .and_then(|session| LoopCommands::new_agent(&context, &world, session, &clock));
     let agent = match setup {
         Ok(agent) => agent,
         Err(error) => return failed_run(&format!("setup failed: {error}")),

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::js_json::JsJson;
 pub use super::order::Order;
 pub use super::plugins::*;
 
@@ -266,41 +267,78 @@ impl RouteResponse {
     }
 }
 
-/// The agent: `AgentOptions` and its session.
-#[serde_with::skip_serializing_none]
+/// The agent: `AgentOptions` and its session. Option and session fields
+/// hold JavaScript values ([`JsJson`]), so a scenario can state what an
+/// implementation must refuse (a negative, fractional or NaN `maxTokens`, a
+/// relative `cwd`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     /// Agent id; also the name of its scope (`scope = "<id>"` registers on it).
     #[serde(default = "default_agent_id")]
     pub id: String,
-    /// `AgentOptions.provider`; absent = `deepseek-official`, the DeepSeek route.
-    #[serde(default = "default_provider", skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    /// `AgentOptions.model`; absent = `deepseek-v4-flash`.
-    #[serde(default = "default_model", skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// `AgentOptions.maxTokens`.
-    pub max_tokens: Option<u64>,
-    /// `session.header.cwd`.
-    #[serde(default = "default_cwd", skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
+    /// `AgentOptions.provider`: a string, or `{ "$js" = "undefined" }` for
+    /// none; absent = `deepseek-official`, the DeepSeek route.
+    #[serde(default = "default_provider")]
+    pub provider: JsJson,
+    /// `AgentOptions.model`: a string or undefined; absent = `deepseek-v4-flash`.
+    #[serde(default = "default_model")]
+    pub model: JsJson,
+    /// `AgentOptions.maxTokens`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub max_tokens: JsJson,
+    /// Session `meta.cwd`, any value; absent = `/work`.
+    #[serde(default = "default_cwd")]
+    pub cwd: JsJson,
+    /// Session `meta.parentSession`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub parent_session: JsJson,
+    /// Session `meta.seedLength`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub seed_length: JsJson,
+    /// Session `meta.origin`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub origin: JsJson,
+    /// Session `meta.delegationDepth`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub delegation_depth: JsJson,
+    /// Session `meta.agentPreset`, any value (default undefined).
+    #[serde(
+        default = "JsJson::undefined",
+        skip_serializing_if = "JsJson::is_undefined"
+    )]
+    pub agent_preset: JsJson,
 }
 
 fn default_agent_id() -> String {
     "agent".into()
 }
 
-fn default_provider() -> Option<String> {
-    Some("deepseek-official".into())
+fn default_provider() -> JsJson {
+    JsJson(Value::String("deepseek-official".into()))
 }
 
-fn default_model() -> Option<String> {
-    Some("deepseek-v4-flash".into())
+fn default_model() -> JsJson {
+    JsJson(Value::String("deepseek-v4-flash".into()))
 }
 
-fn default_cwd() -> Option<String> {
-    Some("/work".into())
+fn default_cwd() -> JsJson {
+    JsJson(Value::String("/work".into()))
 }
 
 impl Default for AgentSpec {
@@ -309,8 +347,13 @@ impl Default for AgentSpec {
             id: default_agent_id(),
             provider: default_provider(),
             model: default_model(),
-            max_tokens: None,
+            max_tokens: JsJson::undefined(),
             cwd: default_cwd(),
+            parent_session: JsJson::undefined(),
+            seed_length: JsJson::undefined(),
+            origin: JsJson::undefined(),
+            delegation_depth: JsJson::undefined(),
+            agent_preset: JsJson::undefined(),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! generated from these types; changing them is a protocol change.
 
 pub mod case;
+pub mod js_json;
 pub mod order;
 pub mod plugins;
 pub mod result;
