@@ -243,8 +243,10 @@ class LoopWorld extends CaseWorld {
   constructor(root, host, counter, world) {
     super(root, host, counter)
     this.world = world
-    /** `{agent, dispose}` of the current agent (replaced by `resume`). */
-    this.handle = undefined
+    /** The agents' specs: `world.agent` first, then `world.agents`. */
+    this.specs = [world.agent, ...(world.agents ?? [])]
+    /** `{agent, dispose}` of each live agent by position in `specs` (replaced by `resume`). */
+    this.handles = []
     /** Live `agent/error` and `agent/status` events, in order. */
     this.live = []
     /** What scripted routes' `stream()` received, in call order. */
@@ -255,16 +257,32 @@ class LoopWorld extends CaseWorld {
     for (const spec of world.routes ?? []) {
       if (!this.routes.has(spec.provider)) this.routes.set(spec.provider, new ScriptedRoute(spec, this.llmCalls))
     }
-    // Registrations and listeners scoped to the agent's name go through the
+    // Registrations and listeners scoped to an agent's name go through the
     // live agent's context; `assemble {scope}` uses the agent as the key.
-    this.boundScopes.set(world.agent.id, {
-      context: () => this.agent.ctx,
-      key: () => this.agent,
-    })
+    for (const spec of this.specs) {
+      if (this.boundScopes.has(spec.id)) continue
+      const position = this.position(spec.id)
+      this.boundScopes.set(spec.id, {
+        context: () => this.handles[position].agent.ctx,
+        key: () => this.handles[position].agent,
+      })
+    }
   }
 
+  /** The position of the agent `id` names (the first of that id; default the first agent). */
+  position(id) {
+    const position = present(id) ? this.specs.findIndex((spec) => spec.id === id) : 0
+    return Math.max(0, position)
+  }
+
+  /** The live agent `id` names (default: the first). */
+  agentFor(id) {
+    return this.handles[this.position(id)].agent
+  }
+
+  /** The first agent. */
   get agent() {
-    return this.handle.agent
+    return this.agentFor(undefined)
   }
 
   /** Load the loop's plugins and create the agent. Throws what upstream
@@ -293,7 +311,7 @@ class LoopWorld extends CaseWorld {
       this.live.push({ type: 'agent/status', agent: agent?.id, data: { status } })
     })
     this.registerScriptedTools()
-    this.handle = await this.createAgent()
+    for (const spec of this.specs) this.handles.push(await this.createAgent(spec))
   }
 
   /** `llm.registerAdapter([provider], adapter)`; by default the world's
@@ -302,9 +320,8 @@ class LoopWorld extends CaseWorld {
     this.routeHandles.set(provider, this.root.llm.registerAdapter([provider], adapter))
   }
 
-  /** A fresh agent (and session) under the agent id, from `seed` if given. */
-  createAgent(seed) {
-    const spec = this.world.agent
+  /** A fresh agent (and session) under the spec's id, from `seed` if given. */
+  createAgent(spec, seed) {
     const defined = (entries) =>
       Object.fromEntries(entries.map(([key, value]) => [key, fromJs(value)]).filter(([, value]) => value !== undefined))
     const agentOptions = defined([
@@ -385,24 +402,26 @@ class LoopWorld extends CaseWorld {
       case 'followup':
       case 'steer':
       case 'inject':
-        this.agent[command.do](userPrompt(command.text, present(command.source) ? copyJson(command.source) : undefined))
+        this.agentFor(command.agent)[command.do](
+          userPrompt(command.text, present(command.source) ? copyJson(command.source) : undefined),
+        )
         return undefined
       case 'cancel':
-        this.agent.cancel(present(command.reason) ? copyJson(command.reason) : { kind: 'user' }, {
+        this.agentFor(command.agent).cancel(present(command.reason) ? copyJson(command.reason) : { kind: 'user' }, {
           keepInbox: command.keep_inbox === true,
         })
         return undefined
       case 'wait':
         return sleep(command.ms)
       case 'wait_idle':
-        return this.agent.whenIdle()
+        return present(command.agent) ? this.agentFor(command.agent).whenIdle() : this.allIdle()
       case 'compact':
         this.compact(command)
         return undefined
       case 'resume':
-        return this.resume()
+        return this.resume(command)
       case 'dispose_agent':
-        return this.handle.dispose()
+        return this.handles[this.position(command.agent)].dispose()
       case 'on_pre_step':
       case 'on_request':
       case 'on_request_error':
@@ -427,7 +446,7 @@ class LoopWorld extends CaseWorld {
 
   /** A compaction summary replacing a surface range (default: all of it). */
   compact(command) {
-    const session = this.agent.session
+    const session = this.agentFor(command.agent).session
     const nodes = [...session.surface.nodes]
     const start = present(command.start) ? command.start : nodes[0]
     if (start === undefined) throw new Error('compact: the surface is empty')
@@ -445,17 +464,29 @@ class LoopWorld extends CaseWorld {
    * would build it: wait for idle, dispose the old agent (its scope takes
    * its scoped registrations and listeners along), seed the new one with
    * the log as JSON. Global registrations stay. */
-  async resume() {
-    await this.agent.whenIdle()
-    const seed = JSON.parse(JSON.stringify(this.agent.session.events))
-    await this.handle.dispose()
-    this.handle = await this.createAgent(seed)
+  async resume(command) {
+    const position = this.position(command.agent)
+    const spec = { ...this.specs[position] }
+    for (const key of ['provider', 'model', 'max_tokens']) {
+      if (present(command[key])) spec[key] = command[key]
+    }
+    this.specs[position] = spec
+    const agent = this.handles[position].agent
+    await agent.whenIdle()
+    const seed = JSON.parse(JSON.stringify(agent.session.events))
+    await this.handles[position].dispose()
+    this.handles[position] = await this.createAgent(spec, seed)
+  }
+
+  /** Wait until every agent is idle. */
+  async allIdle() {
+    for (const handle of this.handles) await handle.agent.whenIdle()
   }
 
   // --- scripted loop listeners --------------------------------------------
 
   loopListener(command) {
-    const agent = this.agent
+    const agent = this.agentFor(command.agent)
     const ops = Array.isArray(command.ops) ? command.ops : []
     let calls = 0
     const acts = () => {
@@ -587,19 +618,31 @@ class LoopWorld extends CaseWorld {
     }
   }
 
-  /** What the run produced, once the agent is idle. */
+  /** What the run produced, once every agent is idle. */
   async finish() {
-    const agent = this.agent
-    await agent.whenIdle()
+    await this.allIdle()
     if (this.fault !== undefined) throw this.fault
-    return {
+    const runs = this.handles.map(({ agent }, position) => ({
+      id: this.specs[position].id,
       log: agent.session.events,
-      requests: [],
-      llm_requests: this.llmCalls,
       status: agent.status,
       pending: [agent.inbox.nextTurn.length, agent.inbox.nextStep.length],
+    }))
+    const [main, ...agents] = runs
+    return {
+      log: main.log,
+      requests: [],
+      llm_requests: this.llmCalls,
+      status: main.status,
+      pending: main.pending,
       live_events: this.live,
+      ...(agents.length > 0 ? { agents } : {}),
     }
+  }
+
+  /** Tear every agent down (a no-op for one a command already disposed). */
+  async teardown() {
+    for (const handle of this.handles) await handle.dispose()
   }
 }
 
@@ -618,20 +661,19 @@ export async function runLoopCase(caseData, providerUrl) {
   const { root, host, counter } = booted
   const world = new LoopWorld(root, host, counter, caseData.world)
   try {
-    await world.setup(providerUrl)
-  } catch (error) {
-    if (error instanceof AdapterFault) throw error
-    const { name, message } = observed(error)
-    const run = { log: [], requests: [], status: 'idle', pending: [0, 0], live_events: [], failure: `setup failed: ${name}: ${message}` }
-    return { result: { observations: [], run } }
-  }
-  try {
+    try {
+      await world.setup(providerUrl)
+    } catch (error) {
+      if (error instanceof AdapterFault) throw error
+      const { name, message } = observed(error)
+      const run = { log: [], requests: [], status: 'idle', pending: [0, 0], live_events: [], failure: `setup failed: ${name}: ${message}` }
+      return { result: { observations: [], run } }
+    }
     const observations = await world.runAll(caseData.commands)
     const run = await world.finish()
     return { result: { observations, run } }
   } finally {
-    // Tear the agent down (a no-op when a command already disposed it), so
-    // nothing of this case runs on into the next one.
-    await world.handle?.dispose()
+    // So nothing of this case runs on into the next one.
+    await world.teardown()
   }
 }

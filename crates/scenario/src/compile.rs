@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::format::{FORMAT_VERSION, Pattern, Scenario, StepExpect};
+use crate::format::{EventQuery, FORMAT_VERSION, Pattern, Scenario, StepExpect};
 use crate::protocol::{
-    BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp, LoopListenerCommand,
-    LoopWorld, ModelResolution, ProviderSpec, Registration, RouteResponse, RouteSpec,
-    ScriptedError, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
+    AgentSpec, BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp,
+    LoopListenerCommand, LoopWorld, ModelResolution, ProviderSpec, Registration, RouteResponse,
+    RouteSpec, ScriptedError, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
 };
 
 /// The most virtual time a loop case may spend stepping the network
@@ -346,6 +346,28 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
             ),
         );
     }
+    for (id, agent) in &expect.agents {
+        let path = format!("expect.agents.{id}");
+        for (key, value) in [
+            ("event_types", &agent.event_types),
+            ("log", &agent.log),
+            ("status", &agent.status),
+            ("status_transitions", &agent.status_transitions),
+            ("pending", &agent.pending),
+            ("agent_errors", &agent.agent_errors),
+        ] {
+            pattern(&format!("{path}.{key}"), value)?;
+        }
+        for (index, event) in agent.events.iter().flatten().enumerate() {
+            pattern(&format!("{path}.events[{index}]"), &Some(event.clone()))?;
+        }
+        for (index, query) in agent.query.iter().enumerate() {
+            check_query(&format!("{path}.query[{index}]"), query)?;
+        }
+        if !scenario.agents.iter().any(|a| &a.id == id) {
+            return fail(&path, format!("`agents` has no agent with id {id:?}"));
+        }
+    }
     for (index, call) in expect.llm_request.iter().enumerate() {
         pattern(
             &format!("expect.llm_request[{index}].options"),
@@ -357,23 +379,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
     }
     for (list, queries) in [("query", &expect.query), ("live", &expect.live)] {
         for (index, query) in queries.iter().enumerate() {
-            let path = format!("expect.{list}[{index}]");
-            for (key, value) in [
-                ("select", &Some(query.select.clone())),
-                ("count", &query.count),
-                ("first", &query.first),
-                ("last", &query.last),
-                ("each", &query.each),
-                ("before", &query.before),
-                ("after", &query.after),
-                ("directly_before", &query.directly_before),
-                ("directly_after", &query.directly_after),
-            ] {
-                pattern(&format!("{path}.{key}"), value)?;
-            }
-            if let Some(nth) = &query.nth {
-                pattern(&format!("{path}.nth.event"), &Some(nth.event.clone()))?;
-            }
+            check_query(&format!("expect.{list}[{index}]"), query)?;
         }
     }
     for (index, request) in expect.request.iter().enumerate() {
@@ -431,6 +437,7 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         .chain(scenario.steps.iter().map(|step| step.command.clone()))
         .collect();
     let loop_parts = scenario.agent.is_some()
+        || !scenario.agents.is_empty()
         || scenario.provider.is_some()
         || scenario.adapter.is_some()
         || scenario.simulation.is_some()
@@ -448,6 +455,7 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         Level::Assembly => None,
         Level::Loop => Some(LoopWorld {
             agent: scenario.agent.clone().unwrap_or_default(),
+            agents: scenario.agents.clone(),
             provider: scenario.provider.clone().unwrap_or_default(),
             adapter: scenario.adapter.clone().unwrap_or_default(),
             simulation: scenario.simulation.clone().unwrap_or_default(),
@@ -484,6 +492,45 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
     };
     check_case(&mut case, &step_path)?;
     Ok(case)
+}
+
+/// Every pattern of one event query.
+fn check_query(path: &str, query: &EventQuery) -> Result<(), CompileError> {
+    for (key, value) in [
+        ("select", &Some(query.select.clone())),
+        ("count", &query.count),
+        ("first", &query.first),
+        ("last", &query.last),
+        ("each", &query.each),
+        ("before", &query.before),
+        ("after", &query.after),
+        ("directly_before", &query.directly_before),
+        ("directly_after", &query.directly_after),
+    ] {
+        pattern(&format!("{path}.{key}"), value)?;
+    }
+    if let Some(nth) = &query.nth {
+        pattern(&format!("{path}.nth.event"), &Some(nth.event.clone()))?;
+    }
+    Ok(())
+}
+
+/// The agent a loop command names with `agent`, if any.
+pub fn addressed_agent(command: &Command) -> Option<&str> {
+    let agent = match command {
+        Command::Followup(c) | Command::Steer(c) | Command::Inject(c) => &c.agent,
+        Command::Cancel(c) => &c.agent,
+        Command::WaitIdle(c) => &c.agent,
+        Command::Compact(c) => &c.agent,
+        Command::Resume(c) => &c.agent,
+        Command::DisposeAgent(c) => &c.agent,
+        Command::OnPreStep(c) => &c.agent,
+        Command::OnRequest(c) => &c.agent,
+        Command::OnRequestError(c) => &c.agent,
+        Command::OnTurnStopping(c) => &c.agent,
+        _ => return None,
+    };
+    agent.as_deref()
 }
 
 /// Scripted routes: each response either gives `parts` or uses the
@@ -613,14 +660,33 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
                 return fail("provider", error.to_string());
             }
             check_routes(&world.routes)?;
-            for (key, value) in [
-                ("provider", &world.agent.provider),
-                ("model", &world.agent.model),
-            ] {
-                if value.as_str().is_none() && !value.is_undefined() {
+            let agents: Vec<(String, &AgentSpec)> =
+                std::iter::once(("agent".to_string(), &world.agent))
+                    .chain(
+                        world
+                            .agents
+                            .iter()
+                            .enumerate()
+                            .map(|(i, a)| (format!("agents[{i}]"), a)),
+                    )
+                    .collect();
+            for (path, agent) in &agents {
+                for (key, value) in [("provider", &agent.provider), ("model", &agent.model)] {
+                    if value.as_str().is_none() && !value.is_undefined() {
+                        return fail(
+                            &format!("{path}.{key}"),
+                            "a string, or `{ \"$js\" = \"undefined\" }` for none",
+                        );
+                    }
+                }
+            }
+            for (index, command) in case.commands.iter().enumerate() {
+                if let Some(id) = addressed_agent(command)
+                    && !agents.iter().any(|(_, agent)| agent.id == id)
+                {
                     return fail(
-                        &format!("agent.{key}"),
-                        "a string, or `{ \"$js\" = \"undefined\" }` for none",
+                        &format!("{}.agent", path_of(index)),
+                        format!("no agent has id {id:?}"),
                     );
                 }
             }

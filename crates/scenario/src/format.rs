@@ -180,6 +180,10 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// Loop level: the agent under test.
     pub agent: Option<AgentSpec>,
+    /// Loop level: more agents, each with its own session (commands name
+    /// one with `agent = "<id>"`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSpec>,
     /// Loop level: the mock provider's script, one response per request.
     pub provider: Option<mock_provider::Script>,
     /// Loop level: the DeepSeek adapter registration.
@@ -249,10 +253,40 @@ pub struct LoopExpect {
     /// `agent/error`, `logger/warn`, each `{type, agent, data}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<EventQuery>,
+    /// Expectations on a further agent's session, by agent id.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub agents: IndexMap<String, AgentExpect>,
     /// The run fails before or while running its steps with this text, e.g.
     /// `setup failed: TypeError: <message>` when a plugin rejects its config
     /// at load. Without it, any run failure is a mismatch.
     pub failure: Option<Pattern>,
+}
+
+/// Expectations on one further agent: its log, status and inbox, stated
+/// as for the main agent.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentExpect {
+    /// The list of event types of its log.
+    pub event_types: Option<Pattern>,
+    /// Events in this order, others between.
+    pub events: Option<Vec<Pattern>>,
+    /// Queries over its log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<EventQuery>,
+    /// Event types that must not appear in its log.
+    pub absent: Option<Vec<String>>,
+    /// Its whole log as JSON lines.
+    pub log: Option<Pattern>,
+    /// Its final status.
+    pub status: Option<Pattern>,
+    /// Every status it reported, in order.
+    pub status_transitions: Option<Pattern>,
+    /// Its pending inbox items, `[next-turn, next-step]`.
+    pub pending: Option<Pattern>,
+    /// Messages of its live `agent/error` events, in order.
+    pub agent_errors: Option<Pattern>,
 }
 
 /// A query over events: which events ([`EventQuery::select`]), then what

@@ -58,6 +58,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             for event in &run.log {
                 crate::out!("{}", dshc_model::js::stringify(event));
             }
+            if !args.log {
+                for agent in &run.agents {
+                    crate::out!("# session log of agent {}", agent.id);
+                    for event in &agent.log {
+                        crate::out!("{}", dshc_model::js::stringify(event));
+                    }
+                }
+            }
             if let Some(failure) = &run.failure {
                 eprintln!("run failed: {failure}");
             }

@@ -446,5 +446,6 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
         tool_results: Vec::new(),
         plugins: None,
         routes: Vec::new(),
+        agents: Vec::new(),
     }
 }

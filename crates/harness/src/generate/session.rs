@@ -241,6 +241,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         let calls: Vec<u32> = (1..=8).filter(|_| g.rng.percent(60)).collect();
         steps.push(Command::OnRequestError(LoopListenerCommand {
             id: "retry".into(),
+            agent: None,
             prepend: false,
             calls: Some(calls),
             ops: vec![RequestErrorOp::Retry],
@@ -249,6 +250,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     let turns = 1 + g.rng.below(4);
     for turn in 0..turns {
         steps.push(Command::Followup(MessageCommand {
+            agent: None,
             text: format!("task {turn}: {}", g.words(4)),
             source: None,
         }));
@@ -257,6 +259,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
                 ms: 1 + g.rng.below(20),
             }));
             steps.push(Command::Steer(MessageCommand {
+                agent: None,
                 text: g.words(3),
                 source: None,
             }));
@@ -266,13 +269,15 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
                 ms: g.rng.below(25),
             }));
             steps.push(Command::Cancel(CancelCommand {
+                agent: None,
                 reason: None,
                 keep_inbox: false,
             }));
         }
-        steps.push(Command::WaitIdle(WaitIdleCommand {}));
+        steps.push(Command::WaitIdle(WaitIdleCommand::default()));
         if g.rng.percent(15) {
             steps.push(Command::Compact(CompactCommand {
+                agent: None,
                 text: format!("summary {turn}"),
                 start: None,
                 end: None,
@@ -286,7 +291,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             }));
         }
         if g.rng.percent(10) {
-            steps.push(Command::Resume(ResumeCommand {}));
+            steps.push(Command::Resume(ResumeCommand::default()));
         }
         if g.rng.percent(30) {
             steps.push(Command::Wait(WaitCommand {
@@ -340,6 +345,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         tool_results,
         plugins: None,
         routes: Vec::new(),
+        agents: Vec::new(),
         expect: None,
     }
 }

@@ -11,10 +11,12 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use dshc_model::js::stringify;
-use dshc_scenario::format::{EventQuery, LoopExpect, Pattern, RequestExpect, Scenario, StepExpect};
+use dshc_scenario::format::{
+    AgentExpect, EventQuery, LoopExpect, Pattern, RequestExpect, Scenario, StepExpect,
+};
 use dshc_scenario::pattern::is_matcher;
 use dshc_scenario::protocol::{
-    CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
+    AgentRun, CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
 };
 
 use super::matching::{Matcher, Miss, show};
@@ -478,7 +480,7 @@ impl Comparison {
         }
     }
 
-    fn events_in_order(&mut self, patterns: &[Pattern], events: &[Value]) {
+    fn events_in_order(&mut self, path: &str, patterns: &[Pattern], events: &[Value]) {
         let mut cursor = 0;
         for (index, pattern) in patterns.iter().enumerate() {
             let found =
@@ -488,7 +490,7 @@ impl Comparison {
                 None => {
                     let candidates = self.candidates(&pattern.0, events);
                     self.push(
-                        format!("expect.events[{index}]"),
+                        format!("{path}[{index}]"),
                         format!(
                             "{} (after the events matched before it)",
                             show(Some(&pattern.0))
@@ -530,7 +532,7 @@ impl Comparison {
         );
     }
 
-    fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
+    fn run(&mut self, expect: Option<&LoopExpect>, run: &LoopRun, main_agent: &str) {
         let expected_failure = expect.and_then(|e| e.failure.as_ref());
         match (&run.failure, expected_failure) {
             (None, None) => {}
@@ -551,36 +553,37 @@ impl Comparison {
             self.push("invariant".into(), "(holds)".into(), violation.clone());
         }
         let Some(expect) = expect else { return };
-        let log = &run.log;
-        let types: Vec<Value> = log.iter().map(|e| e["type"].clone()).collect();
-        let types = Value::Array(types);
-        self.value(
-            "expect.event_types",
-            expect.event_types.as_ref(),
-            Some(&types),
-        );
-        if let Some(absent) = &expect.absent {
-            let present: Vec<&String> = absent
-                .iter()
-                .filter(|kind| log.iter().any(|e| e["type"] == kind.as_str()))
-                .collect();
-            if !present.is_empty() {
-                self.push(
-                    "expect.absent".into(),
-                    show(Some(&json!(absent))),
-                    format!("present: {}", show(Some(&json!(present)))),
-                );
+        let main = AgentExpect {
+            event_types: expect.event_types.clone(),
+            events: expect.events.clone(),
+            query: expect.query.clone(),
+            absent: expect.absent.clone(),
+            log: expect.log.clone(),
+            status: expect.status.clone(),
+            status_transitions: expect.status_transitions.clone(),
+            pending: expect.pending.clone(),
+            agent_errors: expect.agent_errors.clone(),
+        };
+        let observed = AgentRun {
+            id: main_agent.to_string(),
+            log: run.log.clone(),
+            status: run.status.clone(),
+            pending: run.pending,
+        };
+        self.agent_log("expect", &main, &observed, &run.live_events);
+        for (id, agent_expect) in &expect.agents {
+            let path = format!("expect.agents.{id}");
+            match run.agents.iter().find(|agent| &agent.id == id) {
+                Some(agent) => self.agent_log(&path, agent_expect, agent, &run.live_events),
+                None => self.push(
+                    path,
+                    format!("a run of agent {id:?}"),
+                    format!(
+                        "agents run: {:?}",
+                        run.agents.iter().map(|a| &a.id).collect::<Vec<_>>()
+                    ),
+                ),
             }
-        }
-        for (index, query) in expect.query.iter().enumerate() {
-            self.query(&format!("expect.query[{index}]"), query, log);
-        }
-        if let Some(events) = &expect.events {
-            self.events_in_order(events, log);
-        }
-        if let Some(pattern) = &expect.log {
-            let text: String = log.iter().map(|e| stringify(e) + "\n").collect();
-            self.value("expect.log", Some(pattern), Some(&Value::String(text)));
         }
         let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
         self.value("expect.requests", expect.requests.as_ref(), Some(&bodies));
@@ -631,37 +634,83 @@ impl Comparison {
             expect.cache_hit_tokens.as_ref(),
             Some(&hits),
         );
-        let status = Value::String(run.status.clone());
-        self.value("expect.status", expect.status.as_ref(), Some(&status));
-        let transitions: Vec<Value> = run
-            .live_events
-            .iter()
-            .filter(|e| e["type"] == "agent/status")
-            .map(|e| e["data"]["status"].clone())
-            .collect();
-        let transitions = Value::Array(transitions);
-        self.value(
-            "expect.status_transitions",
-            expect.status_transitions.as_ref(),
-            Some(&transitions),
-        );
-        let pending = json!(run.pending);
-        self.value("expect.pending", expect.pending.as_ref(), Some(&pending));
-        let errors: Vec<Value> = run
-            .live_events
-            .iter()
-            .filter(|e| e["type"] == "agent/error")
-            .map(|e| e["data"]["error"].clone())
-            .collect();
-        let errors = Value::Array(errors);
-        self.value(
-            "expect.agent_errors",
-            expect.agent_errors.as_ref(),
-            Some(&errors),
-        );
         for (index, query) in expect.live.iter().enumerate() {
             self.query(&format!("expect.live[{index}]"), query, &run.live_events);
         }
+    }
+
+    /// One agent's log, status, inbox and live events against its expectations.
+    fn agent_log(&mut self, path: &str, expect: &AgentExpect, agent: &AgentRun, live: &[Value]) {
+        let log = &agent.log;
+        let types = Value::Array(log.iter().map(|e| e["type"].clone()).collect());
+        self.value(
+            &format!("{path}.event_types"),
+            expect.event_types.as_ref(),
+            Some(&types),
+        );
+        if let Some(absent) = &expect.absent {
+            let present: Vec<&String> = absent
+                .iter()
+                .filter(|kind| log.iter().any(|e| e["type"] == kind.as_str()))
+                .collect();
+            if !present.is_empty() {
+                self.push(
+                    format!("{path}.absent"),
+                    show(Some(&json!(absent))),
+                    format!("present: {}", show(Some(&json!(present)))),
+                );
+            }
+        }
+        for (index, query) in expect.query.iter().enumerate() {
+            self.query(&format!("{path}.query[{index}]"), query, log);
+        }
+        if let Some(events) = &expect.events {
+            self.events_in_order(&format!("{path}.events"), events, log);
+        }
+        if let Some(pattern) = &expect.log {
+            let text: String = log.iter().map(|e| stringify(e) + "\n").collect();
+            self.value(
+                &format!("{path}.log"),
+                Some(pattern),
+                Some(&Value::String(text)),
+            );
+        }
+        let status = Value::String(agent.status.clone());
+        self.value(
+            &format!("{path}.status"),
+            expect.status.as_ref(),
+            Some(&status),
+        );
+        let own = |kind: &'static str| {
+            live.iter()
+                .filter(move |e| e["type"] == kind && e["agent"] == agent.id.as_str())
+        };
+        let transitions = Value::Array(
+            own("agent/status")
+                .map(|e| e["data"]["status"].clone())
+                .collect(),
+        );
+        self.value(
+            &format!("{path}.status_transitions"),
+            expect.status_transitions.as_ref(),
+            Some(&transitions),
+        );
+        let pending = json!(agent.pending);
+        self.value(
+            &format!("{path}.pending"),
+            expect.pending.as_ref(),
+            Some(&pending),
+        );
+        let errors = Value::Array(
+            own("agent/error")
+                .map(|e| e["data"]["error"].clone())
+                .collect(),
+        );
+        self.value(
+            &format!("{path}.agent_errors"),
+            expect.agent_errors.as_ref(),
+            Some(&errors),
+        );
     }
 }
 
@@ -704,7 +753,8 @@ impl Comparison {
             compare_steps(self, scenario, result);
         }
         if let Some(run) = &result.run {
-            self.run(scenario.expect.as_deref(), run);
+            let main_agent = scenario.agent.as_ref().map_or("agent", |agent| &agent.id);
+            self.run(scenario.expect.as_deref(), run, main_agent);
         }
     }
 }

@@ -24,7 +24,7 @@
 
 use serde_json::Value;
 
-use dshc_scenario::format::{LoopExpect, Pattern};
+use dshc_scenario::format::{EventQuery, LoopExpect, Pattern};
 use dshc_scenario::protocol::LoopRun;
 
 /// What every message id is replaced with.
@@ -60,6 +60,9 @@ pub fn redact_event(event: &mut Value) {
 /// Redact an observed run's log in place.
 pub fn redact_run(run: &mut LoopRun) {
     run.log.iter_mut().for_each(redact_event);
+    for agent in &mut run.agents {
+        agent.log.iter_mut().for_each(redact_event);
+    }
 }
 
 /// Redact a whole-log expectation (JSON lines). A line that is not JSON is
@@ -110,10 +113,21 @@ fn redact_event_pattern(pattern: &mut Pattern) {
 /// `events`, query selections and assertions) and the expected whole log
 /// when it is given as text.
 pub fn redact_expectations(expect: &mut LoopExpect) {
-    for event in expect.events.iter_mut().flatten() {
+    redact_log_expectations(&mut expect.events, &mut expect.query, &mut expect.log);
+    for agent in expect.agents.values_mut() {
+        redact_log_expectations(&mut agent.events, &mut agent.query, &mut agent.log);
+    }
+}
+
+fn redact_log_expectations(
+    events: &mut Option<Vec<Pattern>>,
+    queries: &mut [EventQuery],
+    log: &mut Option<Pattern>,
+) {
+    for event in events.iter_mut().flatten() {
         redact_event_pattern(event);
     }
-    for query in &mut expect.query {
+    for query in queries {
         let patterns = [
             Some(&mut query.select),
             query.first.as_mut(),
@@ -129,8 +143,8 @@ pub fn redact_expectations(expect: &mut LoopExpect) {
             redact_event_pattern(pattern);
         }
     }
-    if let Some(Pattern(Value::String(log))) = expect.log.as_mut() {
-        *log = redact_log_text(log);
+    if let Some(Pattern(Value::String(text))) = log.as_mut() {
+        *text = redact_log_text(text);
     }
 }
 

@@ -25,8 +25,8 @@ use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, ModelResolution, Observation,
-    ProviderRequest, ScriptedError, ToolResultSpec,
+    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, ModelResolution,
+    Observation, ProviderRequest, ScriptedError, ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
@@ -187,11 +187,19 @@ fn tool_runner(results: &[ToolResultSpec]) -> ToolRunner {
 }
 
 /// The loop level's commands: the registry ones plus the agent's.
+/// One agent of the world with the spec it was created from (a resume
+/// with other options changes the spec).
+struct LoopAgent {
+    spec: AgentSpec,
+    agent: Agent,
+}
+
 struct LoopCommands {
     assembly: AssemblyCommands,
     context: LoopContext,
     world: LoopWorld,
-    agent: Agent,
+    /// The world's agents: `world.agent` first, then `world.agents`.
+    agents: Vec<LoopAgent>,
     clock: Clock,
     /// Virtual time skipped while the agent was idle (see [`Command::Wait`]).
     skipped_ms: Rc<std::cell::Cell<u64>>,
@@ -204,10 +212,10 @@ impl LoopCommands {
     fn new_agent(
         context: &LoopContext,
         world: &LoopWorld,
+        spec: &AgentSpec,
         session: Session,
         clock: &Clock,
     ) -> Result<Agent, JsError> {
-        let spec = &world.agent;
         let options = AgentOptions {
             provider: spec.provider.as_str().map(str::to_string),
             model: spec.model.as_str().map(str::to_string),
@@ -233,9 +241,21 @@ impl LoopCommands {
         )
     }
 
-    /// Dispose every registration made on the agent's scope.
-    fn drop_agent_scope(&self) {
-        for disposer in self.assembly.world.disposers_in(&self.world.agent.id) {
+    /// The position of the agent a command names (default: the first).
+    fn position(&self, id: &Option<String>) -> usize {
+        id.as_deref()
+            .and_then(|id| self.agents.iter().position(|a| a.spec.id == id))
+            .unwrap_or(0)
+    }
+
+    /// The agent a command names (default: the first).
+    fn agent(&self, id: &Option<String>) -> &Agent {
+        &self.agents[self.position(id)].agent
+    }
+
+    /// Dispose every registration made on an agent's scope.
+    fn drop_agent_scope(&self, id: &str) {
+        for disposer in self.assembly.world.disposers_in(id) {
             disposer.dispose();
         }
     }
@@ -253,11 +273,13 @@ impl LoopCommands {
 
     fn remove_loop_listener(&self, id: &str) {
         let listener = loop_listeners::listener_id(id);
-        let listeners = self.agent.listeners();
-        listeners.pre_step.remove(listener);
-        listeners.request.remove(listener);
-        listeners.request_error.remove(listener);
-        listeners.turn_stopping.remove(listener);
+        for LoopAgent { agent, .. } in &self.agents {
+            let listeners = agent.listeners();
+            listeners.pre_step.remove(listener);
+            listeners.request.remove(listener);
+            listeners.request_error.remove(listener);
+            listeners.turn_stopping.remove(listener);
+        }
     }
 }
 
@@ -282,18 +304,22 @@ impl Commands for LoopCommands {
             | Command::Listen(_)
             | Command::Bind(_)
             | Command::Assemble(_) => self.assembly.run(command, observation).await,
-            Command::Followup(m) => self.agent.followup(self.message(&m.text, &m.source)),
-            Command::Steer(m) => self.agent.steer(self.message(&m.text, &m.source)),
-            Command::Inject(m) => self.agent.inject(self.message(&m.text, &m.source)),
-            Command::Cancel(c) => self.agent.cancel(
+            Command::Followup(m) => self
+                .agent(&m.agent)
+                .followup(self.message(&m.text, &m.source)),
+            Command::Steer(m) => self.agent(&m.agent).steer(self.message(&m.text, &m.source)),
+            Command::Inject(m) => self
+                .agent(&m.agent)
+                .inject(self.message(&m.text, &m.source)),
+            Command::Cancel(c) => self.agent(&c.agent).cancel(
                 c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
                 c.keep_inbox,
             ),
             Command::Wait(w) => {
-                // With the agent idle nothing is in flight and no timer is
+                // With every agent idle nothing is in flight and no timer is
                 // armed, so the clock can jump instead of the network
                 // simulation stepping through every millisecond.
-                if self.agent.status() == "idle" {
+                if self.agents.iter().all(|a| a.agent.status() == "idle") {
                     self.skipped_ms
                         .set(self.skipped_ms.get().saturating_add(w.ms));
                 } else {
@@ -301,12 +327,19 @@ impl Commands for LoopCommands {
                 }
                 Ok(())
             }
-            Command::WaitIdle(_) => {
-                self.agent.when_idle().await;
+            Command::WaitIdle(c) => {
+                match &c.agent {
+                    Some(_) => self.agent(&c.agent).when_idle().await,
+                    None => {
+                        for LoopAgent { agent, .. } in &self.agents {
+                            agent.when_idle().await;
+                        }
+                    }
+                }
                 Ok(())
             }
             Command::Compact(c) => {
-                let session = self.agent.session();
+                let session = self.agent(&c.agent).session();
                 let nodes = session.surface_nodes();
                 let start = c
                     .start
@@ -334,39 +367,55 @@ impl Commands for LoopCommands {
                 )?;
                 Ok(())
             }
-            Command::Resume(_) => {
-                self.agent.when_idle().await;
-                self.drop_agent_scope();
-                let old = self.agent.session();
+            Command::Resume(c) => {
+                let position = self.position(&c.agent);
+                let mut spec = self.agents[position].spec.clone();
+                for (field, value) in [
+                    (&mut spec.provider, &c.provider),
+                    (&mut spec.model, &c.model),
+                    (&mut spec.max_tokens, &c.max_tokens),
+                ] {
+                    if let Some(value) = value {
+                        *field = value.clone();
+                    }
+                }
+                let old = self.agents[position].agent.clone();
+                old.when_idle().await;
+                self.drop_agent_scope(&spec.id);
+                let old = old.session();
                 let session =
                     Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
-                self.agent = Self::new_agent(&self.context, &self.world, session, &self.clock)?;
+                let agent =
+                    Self::new_agent(&self.context, &self.world, &spec, session, &self.clock)?;
+                self.agents[position] = LoopAgent { spec, agent };
                 Ok(())
             }
-            Command::DisposeAgent(_) => {
-                self.agent.cancel(json!({"kind": "disposed"}), false)?;
-                self.agent.when_idle().await;
-                self.drop_agent_scope();
+            Command::DisposeAgent(c) => {
+                let agent = self.agent(&c.agent).clone();
+                agent.cancel(json!({"kind": "disposed"}), false)?;
+                agent.when_idle().await;
+                let id = self.agents[self.position(&c.agent)].spec.id.clone();
+                self.drop_agent_scope(&id);
                 Ok(())
             }
             Command::OnPreStep(c) => {
-                loop_listeners::on_pre_step(&self.agent, c);
+                loop_listeners::on_pre_step(self.agent(&c.agent), c);
                 Ok(())
             }
             Command::OnRequest(c) => {
-                loop_listeners::on_request(&self.agent, c);
+                loop_listeners::on_request(self.agent(&c.agent), c);
                 Ok(())
             }
             Command::OnRequestError(c) => {
-                loop_listeners::on_request_error(&self.agent, c);
+                loop_listeners::on_request_error(self.agent(&c.agent), c);
                 Ok(())
             }
             Command::OnTurnStopping(c) => {
-                loop_listeners::on_turn_stopping(&self.agent, c);
+                loop_listeners::on_turn_stopping(self.agent(&c.agent), c);
                 Ok(())
             }
             Command::Plugin(action) => {
-                dshc_agent::plugins::change_input(&self.agent, &input_change(action));
+                dshc_agent::plugins::change_input(&self.agents[0].agent, &input_change(action));
                 Ok(())
             }
             Command::RegisterRoute(c) => {
@@ -443,6 +492,32 @@ fn failed_run(message: &str) -> CaseResult {
         }),
         ..CaseResult::default()
     }
+}
+
+/// The world's agents, `world.agent` first, each created as
+/// `agentLoop.createAgent` creates one: a session id already in the store
+/// is refused before anything else.
+fn create_agents(
+    context: &LoopContext,
+    world: &LoopWorld,
+    clock: &Clock,
+) -> Result<Vec<LoopAgent>, JsError> {
+    let mut agents: Vec<LoopAgent> = Vec::new();
+    for spec in std::iter::once(&world.agent).chain(&world.agents) {
+        if agents.iter().any(|a| a.spec.id == spec.id) {
+            return Err(JsError::error(format!(
+                "session \"{}\" already exists",
+                spec.id
+            )));
+        }
+        let session = new_session(spec, clock)?;
+        let agent = LoopCommands::new_agent(context, world, spec, session, clock)?;
+        agents.push(LoopAgent {
+            spec: spec.clone(),
+            agent,
+        });
+    }
+    Ok(agents)
 }
 
 /// `agentLoop.createAgent`'s session: one id for the agent and its session,
@@ -527,10 +602,9 @@ async fn drive(
     let setup = context
         .register_loop_variables()
         .and_then(|()| register_initial_routes(&context, &world, &routes))
-        .and_then(|()| new_session(&world.agent, &clock))
-        .and_then(|session| LoopCommands::new_agent(&context, &world, session, &clock));
-    let agent = match setup {
-        Ok(agent) => agent,
+        .and_then(|()| create_agents(&context, &world, &clock));
+    let agents = match setup {
+        Ok(agents) => agents,
         Err(error) => return failed_run(&format!("setup failed: {error}")),
     };
     let scripted = Rc::new(World::default());
@@ -541,55 +615,81 @@ async fn drive(
         },
         context,
         world,
-        agent,
+        agents,
         clock,
         skipped_ms,
         routes,
     };
     let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
-    runner.agent.when_idle().await;
-    let agent = &runner.agent;
-    let (next_turn, next_step) = agent.pending();
-    let events = agent.session().events();
+    for LoopAgent { agent, .. } in &runner.agents {
+        agent.when_idle().await;
+    }
     let requests = provider_requests(provider);
-    let session_id = agent.session().id();
-    let dispatches: Vec<usize> = runner
-        .context
-        .dispatches
-        .borrow()
-        .iter()
-        .filter(|(session, _)| *session == session_id)
-        .map(|(_, at)| *at)
-        .collect();
-    let bodies: Vec<Value> = requests.iter().map(|r| r.body.clone()).collect();
     let adapter = &runner.world.adapter;
     let defaults = DeepSeekDefaults {
         thinking: adapter.thinking.clone(),
         reasoning_effort: adapter.reasoning_effort.clone(),
     };
     let llm_calls = runner.context.llm_calls.borrow().clone();
-    let (scripted_dispatches, scripted_requests): (Vec<usize>, Vec<Value>) = llm_calls
-        .iter()
-        .filter(|call| call.session == session_id)
-        .map(|call| (call.at, call.request.clone()))
-        .unzip();
-    let mut violations =
-        replay::check_replay(&events, &session_id, &dispatches, &bodies, &defaults);
-    violations.extend(replay::check_scripted_replay(
-        &events,
-        &session_id,
-        &scripted_dispatches,
-        &scripted_requests,
-    ));
-    violations.extend(invariants::headers_change_only_when_different(&events));
-    violations.extend(invariants::snapshots_change_only_when_different(&events));
+    let dispatches = runner.context.dispatches.borrow().clone();
+    let mut violations = Vec::new();
+    let mut agent_runs = Vec::new();
+    for (position, LoopAgent { spec, agent }) in runner.agents.iter().enumerate() {
+        let session_id = agent.session().id();
+        let events = agent.session().events();
+        let at_dispatch: Vec<usize> = dispatches
+            .iter()
+            .filter(|(session, _)| *session == session_id)
+            .map(|(_, at)| *at)
+            .collect();
+        let bodies: Vec<Value> = requests
+            .iter()
+            .filter(|r| {
+                let header = r
+                    .headers
+                    .iter()
+                    .find(|[name, _]| name == "x-deepseek-harness-session-id");
+                header.is_none_or(|[_, value]| *value == session_id)
+            })
+            .map(|r| r.body.clone())
+            .collect();
+        let (scripted_dispatches, scripted_requests): (Vec<usize>, Vec<Value>) = llm_calls
+            .iter()
+            .filter(|call| call.session == session_id)
+            .map(|call| (call.at, call.request.clone()))
+            .unzip();
+        let mut found =
+            replay::check_replay(&events, &session_id, &at_dispatch, &bodies, &defaults);
+        found.extend(replay::check_scripted_replay(
+            &events,
+            &session_id,
+            &scripted_dispatches,
+            &scripted_requests,
+        ));
+        found.extend(invariants::headers_change_only_when_different(&events));
+        found.extend(invariants::snapshots_change_only_when_different(&events));
+        if position > 0 {
+            for problem in &mut found {
+                *problem = format!("agent {}: {problem}", spec.id);
+            }
+        }
+        violations.extend(found);
+        let (next_turn, next_step) = agent.pending();
+        agent_runs.push(AgentRun {
+            id: spec.id.clone(),
+            log: events.iter().map(|e| e.to_json()).collect(),
+            status: agent.status().to_string(),
+            pending: [next_turn, next_step],
+        });
+    }
     violations.extend(invariants::cache_hits_monotonic(&requests));
+    let main = agent_runs.remove(0);
     let run = LoopRun {
-        log: events.iter().map(|e| e.to_json()).collect(),
+        log: main.log,
         requests,
         llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
-        status: agent.status().to_string(),
-        pending: [next_turn, next_step],
+        status: main.status,
+        pending: main.pending,
         live_events: runner.context.live_events.borrow().clone(),
         failure: runner
             .context
@@ -598,6 +698,7 @@ async fn drive(
             .as_ref()
             .map(|limit| format!("limit reached: {limit}")),
         violations,
+        agents: agent_runs,
     };
 
     CaseResult {

@@ -57,6 +57,9 @@ pub enum Registration {
 pub struct LoopWorld {
     /// The agent under test.
     pub agent: AgentSpec,
+    /// More agents, each with its own session, created after `agent` in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentSpec>,
     /// The mock provider's script.
     pub provider: mock_provider::Script,
     /// The DeepSeek adapter registration.
@@ -594,6 +597,8 @@ pub struct RouteCommand {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageCommand {
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
     /// Text of a user prompt.
     pub text: String,
     /// The message's `source` (default `{kind = "user"}`).
@@ -605,6 +610,8 @@ pub struct MessageCommand {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelCommand {
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
     /// The abort cause (default `{kind = "user"}`).
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
@@ -620,16 +627,22 @@ pub struct WaitCommand {
     pub ms: u64,
 }
 
-/// Wait for idle.
+/// Wait for idle: the addressed agent, or every agent when none is named.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitIdleCommand {}
+pub struct WaitIdleCommand {
+    /// The agent to wait for (default: every agent).
+    pub agent: Option<String>,
+}
 
 /// Compact the surface.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactCommand {
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
     /// Summary text.
     pub text: String,
     /// First replaced surface node (seq); default the first node.
@@ -638,15 +651,29 @@ pub struct CompactCommand {
     pub end: Option<u64>,
 }
 
-/// Resume.
+/// Resume: the same agent id over its log, optionally with other options.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ResumeCommand {}
+pub struct ResumeCommand {
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
+    /// New `AgentOptions.provider` (default: as before).
+    pub provider: Option<JsJson>,
+    /// New `AgentOptions.model` (default: as before).
+    pub model: Option<JsJson>,
+    /// New `AgentOptions.maxTokens` (default: as before).
+    pub max_tokens: Option<JsJson>,
+}
 
 /// Dispose the agent.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DisposeAgentCommand {}
+pub struct DisposeAgentCommand {
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
+}
 
 /// A scripted loop listener.
 #[serde_with::skip_serializing_none]
@@ -655,6 +682,9 @@ pub struct DisposeAgentCommand {}
 pub struct LoopListenerCommand<Op> {
     /// Listener id (for `dispose`).
     pub id: String,
+    /// The agent it addresses (default: the world's first, `agent`).
+    pub agent: Option<String>,
+
     /// Register outermost.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prepend: bool,

@@ -123,6 +123,23 @@ pub struct LoopRun {
     /// Violated run invariants (replay equality, change-only logging, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<String>,
+    /// The world's further agents (`world.agents`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentRun>,
+}
+
+/// What one further agent of a loop run ended with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRun {
+    /// The agent id.
+    pub id: String,
+    /// Its session log.
+    pub log: Vec<Value>,
+    /// Its final status.
+    pub status: String,
+    /// Its pending inbox items, `[next-turn, next-step]`.
+    pub pending: [usize; 2],
 }
 
 /// One request the provider received.
