@@ -66,6 +66,94 @@ const LOOP_EVENTS = {
   on_request: 'agent/request',
   on_request_error: 'agent/request-error',
   on_turn_stopping: 'agent/turn-stopping',
+  on_status: 'agent/status',
+  on_session_event: 'session/event',
+}
+
+/** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
+const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
+
+function isActOp(op) {
+  if (op === 'dispose_agent') return true
+  if (op === null || typeof op !== 'object') return false
+  const keys = Object.keys(op)
+  return keys.length === 1 && ACT_OPS.has(keys[0])
+}
+
+/** `{text, source}` of each message, its text blocks joined. */
+function messageFacts(messages) {
+  return (messages ?? []).map((message) => ({
+    text: (message.content ?? [])
+      .filter((block) => block.type === 'text')
+      .map((block) => block.text)
+      .join(''),
+    source: copyJson(message.source),
+  }))
+}
+
+/** A message a listener sends: a string, or `{text, source}`. */
+function messageOfArg(arg) {
+  return typeof arg === 'string' ? userPrompt(arg) : userPrompt(arg.text, present(arg.source) ? copyJson(arg.source) : undefined)
+}
+
+/** One invocation of a scripted listener running its act ops. */
+class Acting {
+  constructor(world, position, agent, listener, call, facts) {
+    this.world = world
+    this.position = position
+    this.agent = agent
+    this.listener = listener
+    this.call = call
+    this.facts = facts
+  }
+
+  /** One op that does not wait. */
+  act(op) {
+    if (op === 'dispose_agent') {
+      void this.world.handles[this.position].dispose()
+      return
+    }
+    const [kind] = Object.keys(op)
+    const arg = op[kind]
+    switch (kind) {
+      case 'cancel':
+        this.agent.cancel(present(arg.reason) ? copyJson(arg.reason) : { kind: 'user' }, { keepInbox: arg.keep_inbox === true })
+        return
+      case 'followup':
+      case 'steer':
+      case 'inject':
+        this.agent[kind](messageOfArg(arg))
+        return
+      case 'throw':
+        throw typeof arg === 'string' ? new Error(arg) : new LlmError(arg.message, arg.code)
+      case 'record': {
+        const facts = this.facts()
+        const entry = { listener: this.listener, call: this.call }
+        for (const field of arg) {
+          entry[field] = field === 'last_event' ? (this.agent.session.events.at(-1)?.type ?? null) : facts[field]
+        }
+        this.world.recorded.push(entry)
+        return
+      }
+    }
+  }
+
+  /** Run ops in order, awaiting each sleep. */
+  async run(ops) {
+    for (const op of ops) {
+      if (op !== null && typeof op === 'object' && 'sleep_ms' in op) await sleep(op.sleep_ms)
+      else this.act(op)
+    }
+  }
+
+  /** Run ops synchronously up to the first sleep; the rest is the returned promise. */
+  runContained(ops) {
+    for (const [index, op] of ops.entries()) {
+      if (op !== null && typeof op === 'object' && 'sleep_ms' in op) return this.run(ops.slice(index))
+      this.act(op)
+    }
+    return undefined
+  }
 }
 
 /**
@@ -251,6 +339,8 @@ class LoopWorld extends CaseWorld {
     this.live = []
     /** What scripted routes' `stream()` received, in call order. */
     this.llmCalls = []
+    /** What acting listeners recorded, in order (the run's `journal`). */
+    this.recorded = []
     /** Scripted routes by provider (the first of each name), and their registrations. */
     this.routes = new Map()
     this.routeHandles = new Map()
@@ -309,6 +399,13 @@ class LoopWorld extends CaseWorld {
     })
     root.on('agent/status', ({ agent, status }) => {
       this.live.push({ type: 'agent/status', agent: agent?.id, data: { status } })
+    })
+    // Contained listener failures are `ctx.logger.warn` calls.
+    root.logger.exporter({
+      levels: { default: 3 },
+      export: (message) => {
+        if (message.type === 'warn') this.live.push({ type: 'logger/warn', data: { message: message.args.map(String).join(' ') } })
+      },
     })
     this.registerScriptedTools()
     for (const spec of this.specs) this.handles.push(await this.createAgent(spec))
@@ -426,6 +523,8 @@ class LoopWorld extends CaseWorld {
       case 'on_request':
       case 'on_request_error':
       case 'on_turn_stopping':
+      case 'on_status':
+      case 'on_session_event':
         this.loopListener(command)
         return undefined
       case 'plugin':
@@ -486,28 +585,55 @@ class LoopWorld extends CaseWorld {
   // --- scripted loop listeners --------------------------------------------
 
   loopListener(command) {
+    const position = this.position(command.agent)
     const agent = this.agentFor(command.agent)
     const ops = Array.isArray(command.ops) ? command.ops : []
     let calls = 0
-    const acts = () => {
+    /** An `Acting` for this invocation when `calls` selects it. */
+    const invoked = (facts) => {
       calls += 1
-      return !present(command.calls) || command.calls.includes(calls)
+      if (present(command.calls) && !command.calls.includes(calls)) return undefined
+      return new Acting(this, position, agent, command.id, calls, facts)
     }
+    const signalFacts = (payload) => ({ turn: payload.turn, step: payload.step, aborted: payload.signal?.aborted })
     let listener
     switch (command.do) {
       case 'on_pre_step':
-        listener = (payload, next) => (acts() ? this.preStep(ops, payload, next, agent) : next())
+        listener = (payload, next) => {
+          const acting = invoked(() => ({ ...signalFacts(payload), messages: messageFacts(payload.messages) }))
+          return acting ? this.preStep(ops, payload, next, acting) : next()
+        }
         break
       case 'on_request':
-        listener = (_payload, next) => (acts() ? this.request(ops, next) : next())
+        listener = (payload, next) => {
+          const acting = invoked(() => signalFacts(payload))
+          return acting ? this.request(ops, next, acting) : next()
+        }
         break
       case 'on_request_error':
-        listener = (_payload, next) => (acts() ? this.requestError(ops, next) : next())
+        listener = (payload, next) => {
+          const acting = invoked(() => ({ ...signalFacts(payload), provider: payload.provider, failure: copyJson(payload.failure) }))
+          return acting ? this.requestError(ops, next, acting) : next()
+        }
+        break
+      case 'on_turn_stopping':
+        listener = (payload) => invoked(() => signalFacts(payload))?.run(ops)
+        break
+      case 'on_status':
+        // A contained event: synchronous up to the first sleep.
+        listener = (payload) => invoked(() => ({ status: payload.status }))?.runContained(ops)
+        break
+      case 'on_session_event':
+        listener = (session, event) => {
+          if (session !== agent.session) return undefined
+          return invoked(() => ({ event: { type: event.type, seq: event.seq } }))?.runContained(ops)
+        }
         break
       default:
-        listener = () => (acts() ? this.turnStopping(ops, agent) : undefined)
+        throw this.unsupported(command.do)
     }
-    const disposer = agent.ctx.on(LOOP_EVENTS[command.do], listener, { prepend: command.prepend === true })
+    const context = command.do === 'on_session_event' ? this.root : agent.ctx
+    const disposer = context.on(LOOP_EVENTS[command.do], listener, { prepend: command.prepend === true })
     this.disposers.set(command.id, disposer)
   }
 
@@ -516,7 +642,7 @@ class LoopWorld extends CaseWorld {
   }
 
   /** `agent/pre-step`: `current` starts as `enter` with the claimed messages. */
-  async preStep(ops, payload, next, agent) {
+  async preStep(ops, payload, next, acting) {
     let current = { kind: 'enter', messages: payload.messages }
     const messages = (edit) => {
       if (current.kind === 'enter') current = { ...current, messages: edit([...current.messages]) }
@@ -542,6 +668,10 @@ class LoopWorld extends CaseWorld {
           await abortOf(payload.signal)
           continue
       }
+      if (isActOp(op)) {
+        await acting.run([op])
+        continue
+      }
       const [kind] = Object.keys(op ?? {})
       const arg = op?.[kind]
       switch (kind) {
@@ -554,14 +684,6 @@ class LoopWorld extends CaseWorld {
         case 'prepend_message':
           messages((list) => [userPrompt(arg), ...list])
           break
-        case 'throw':
-          throw new Error(arg)
-        case 'sleep_ms':
-          await sleep(arg)
-          break
-        case 'steer':
-          agent.steer(userPrompt(arg))
-          break
         default:
           throw this.unsupported(op)
       }
@@ -570,11 +692,15 @@ class LoopWorld extends CaseWorld {
   }
 
   /** `agent/request`: `current` starts as `{}`; `next` gives the seed config. */
-  async request(ops, next) {
+  async request(ops, next, acting) {
     let current = {}
     for (const op of ops) {
       if (op === 'next') {
         current = await next()
+        continue
+      }
+      if (isActOp(op)) {
+        await acting.run([op])
         continue
       }
       const [kind] = Object.keys(op ?? {})
@@ -587,8 +713,6 @@ class LoopWorld extends CaseWorld {
           current = { ...current }
           delete current[arg]
           break
-        case 'throw':
-          throw new Error(arg)
         default:
           throw this.unsupported(op)
       }
@@ -597,25 +721,16 @@ class LoopWorld extends CaseWorld {
   }
 
   /** `agent/request-error`: `current` starts as `undefined` (give up). */
-  async requestError(ops, next) {
+  async requestError(ops, next, acting) {
     let current
     for (const op of ops) {
       if (op === 'next') current = await next()
       else if (op === 'retry') current = { kind: 'retry' }
       else if (op === 'give_up') current = undefined
-      else if (present(op?.throw)) throw new Error(op.throw)
+      else if (isActOp(op)) await acting.run([op])
       else throw this.unsupported(op)
     }
     return current
-  }
-
-  /** `agent/turn-stopping` (serial): steer or throw. */
-  async turnStopping(ops, agent) {
-    for (const op of ops) {
-      if (present(op?.steer)) agent.steer(userPrompt(op.steer))
-      else if (present(op?.throw)) throw new Error(op.throw)
-      else throw this.unsupported(op)
-    }
   }
 
   /** What the run produced, once every agent is idle. */
@@ -636,6 +751,7 @@ class LoopWorld extends CaseWorld {
       status: main.status,
       pending: main.pending,
       live_events: this.live,
+      ...(this.recorded.length > 0 ? { journal: this.recorded } : {}),
       ...(agents.length > 0 ? { agents } : {}),
     }
   }

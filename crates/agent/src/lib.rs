@@ -282,6 +282,11 @@ impl TurnEnd {
     }
 }
 
+/// A live `ctx.logger.warn` record.
+pub fn logger_warn(message: String) -> Value {
+    json!({"type": "logger/warn", "data": {"message": message}})
+}
+
 /// The chunk source of one attempt.
 enum Chunks {
     Wire(ChunkStream),
@@ -362,6 +367,10 @@ impl Agent {
             .and_then(|e| e.data["turn"].as_u64())
             .unwrap_or(0);
         let inbox = Inbox::replay(&session, 0)?;
+        let warnings = context.live_events.clone();
+        session.set_warning_sink(Rc::new(move |message| {
+            warnings.borrow_mut().push(logger_warn(message));
+        }));
         let projection = RuntimeContextProjection::attach(&session);
         Ok(Agent(Rc::new(AgentState {
             context,
@@ -433,6 +442,35 @@ impl Agent {
         let now = self.status();
         if now != previous {
             self.emit("agent/status", json!({"status": now}));
+            self.notify_status(now);
+        }
+    }
+
+    /// `dispatch.emit('agent/status', {status})`: each listener runs
+    /// contained (dsh-agent `agentEvents`): a throw or a later rejection is
+    /// a warning, never the loop's failure.
+    fn notify_status(&self, status: &str) {
+        let status = status.to_string();
+        let warnings = self.0.context.live_events.clone();
+        let warn = move |what: &str, error: JsError| {
+            warnings.borrow_mut().push(logger_warn(format!(
+                "agent event \"agent/status\" listener {what}: {}",
+                error.to_js_string()
+            )));
+        };
+        for listener in self.0.listeners.status.snapshot() {
+            match listener(&status) {
+                Ok(None) => {}
+                Ok(Some(rest)) => {
+                    let warn = warn.clone();
+                    tokio::task::spawn_local(async move {
+                        if let Err(error) = rest.await {
+                            warn("rejected", error);
+                        }
+                    });
+                }
+                Err(error) => warn("threw", error),
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! The loop's extension points as typed dispatchers: `agent/pre-step`,
-//! `agent/request` and `agent/request-error` waterfalls and the serial
-//! `agent/turn-stopping` event (spec 05, 10 P1).
+//! `agent/request` and `agent/request-error` waterfalls, the serial
+//! `agent/turn-stopping` event (spec 05, 10 P1) and the contained
+//! `agent/status` notification.
 //!
 //! The waterfalls are `dshc_model::waterfall`'s, the same dispatch the
 //! `system-prompt/assemble` event uses: a `prepend` listener goes outermost,
@@ -93,6 +94,12 @@ pub async fn run_serial<P: 'static>(listeners: &Serial<P>, payload: P) -> Result
     Ok(())
 }
 
+/// A contained event listener (`agent/status`): it runs synchronously; a
+/// throw (`Err`) is logged as a warning, and a returned future (its work
+/// after an `await`) runs on, its rejection logged too.
+pub type ContainedFn<P> =
+    Rc<dyn Fn(&P) -> Result<Option<LocalFuture<Result<(), JsError>>>, JsError>>;
+
 /// The loop's dispatchers for one agent.
 #[derive(Default)]
 pub struct LoopListeners {
@@ -104,4 +111,6 @@ pub struct LoopListeners {
     pub request_error: Waterfall<RequestErrorPayload, RequestErrorAction>,
     /// `agent/turn-stopping` (serial).
     pub turn_stopping: Serial<TurnStoppingPayload>,
+    /// `agent/status` (contained): the new status.
+    pub status: Listeners<ContainedFn<String>>,
 }

@@ -127,6 +127,16 @@ impl JsError {
         }
     }
 
+    /// `String(error)` (`Error.prototype.toString`): `Name: message`, or
+    /// the name alone when the message is empty.
+    pub fn to_js_string(&self) -> String {
+        if self.message.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}: {}", self.name, self.message)
+        }
+    }
+
     fn headline(&self) -> &str {
         if self.message.is_empty() {
             &self.name

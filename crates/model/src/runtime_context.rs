@@ -79,7 +79,10 @@ impl RuntimeContextProjection {
             retained: Rc::new(RefCell::new(retained)),
         };
         let state = projection.retained.clone();
-        session.subscribe(Rc::new(move |event: &Event| follow(&state, event)));
+        session.subscribe(Rc::new(move |event: &Event| {
+            follow(&state, event);
+            Ok(())
+        }));
         projection
     }
 

@@ -188,7 +188,12 @@ impl SurfaceMeta {
 pub type Clock = Rc<dyn Fn() -> u64>;
 
 /// A synchronous observer of appended events (`session/event`).
-pub type Observer = Rc<dyn Fn(&Event)>;
+/// A `session/event` observer. A throw (`Err`) is contained: the session
+/// warns and the append stands.
+pub type Observer = Rc<dyn Fn(&Event) -> Result<(), JsError>>;
+
+/// Where a session's contained observer failures go (`ctx.logger.warn`).
+pub type WarningSink = Rc<dyn Fn(String)>;
 
 #[derive(Default)]
 struct Surface {
@@ -279,6 +284,9 @@ struct SessionState {
     log: Vec<Event>,
     surface: Surface,
     observers: Vec<Observer>,
+    /// Observers are being notified of an append; another append now is refused.
+    publishing: bool,
+    warnings: Option<WarningSink>,
 }
 
 /// The `meta` a session is created with (`sessions.prepare(id, {meta})`):
@@ -400,6 +408,8 @@ impl Session {
                 log: Vec::new(),
                 surface: Surface::default(),
                 observers: Vec::new(),
+                publishing: false,
+                warnings: None,
             })),
             clock,
         }
@@ -463,11 +473,29 @@ impl Session {
         self.state.borrow_mut().observers.push(observer);
     }
 
+    /// Where contained observer failures are reported.
+    pub fn set_warning_sink(&self, sink: WarningSink) {
+        self.state.borrow_mut().warnings = Some(sink);
+    }
+
+    /// Report a warning about this session (an observer's late rejection).
+    pub fn warn(&self, message: String) {
+        let sink = self.state.borrow().warnings.clone();
+        if let Some(sink) = sink {
+            sink(message);
+        }
+    }
+
     /// Append one event, validating its surface metadata; notify observers.
     pub fn append(&self, kind: &str, data: Value, meta: SurfaceMeta) -> Result<Event, JsError> {
         let time = (self.clock)();
         let (event, observers) = {
             let mut state = self.state.borrow_mut();
+            if state.publishing {
+                return Err(JsError::error(
+                    "session append cannot reenter while another append is being published",
+                ));
+            }
             let event = Event {
                 kind: kind.to_string(),
                 seq: state.log.len() as u64,
@@ -483,11 +511,21 @@ impl Session {
                 Some(state.log.len() as u64 - 1),
                 "seqs are contiguous from 0"
             );
+            state.publishing = true;
             (event, state.observers.clone())
         };
+        // dsh-session's `invokeContainedSessionObservers`: every observer
+        // runs; a throw is logged, never propagated.
         for observer in observers {
-            observer(&event);
+            if let Err(error) = observer(&event) {
+                let id = self.id();
+                self.warn(format!(
+                    "session \"{id}\": session/event listener threw: {}",
+                    error.to_js_string()
+                ));
+            }
         }
+        self.state.borrow_mut().publishing = false;
         Ok(event)
     }
 

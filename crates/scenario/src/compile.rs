@@ -10,9 +10,10 @@ use serde_json::Value;
 
 use crate::format::{EventQuery, FORMAT_VERSION, Pattern, Scenario, StepExpect};
 use crate::protocol::{
-    AgentSpec, BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp,
-    LoopListenerCommand, LoopWorld, ModelResolution, ProviderSpec, Registration, RouteResponse,
-    RouteSpec, ScriptedError, SectionCommand, TextSpec, ToolsCommand, VariableCommand,
+    ActOp, AgentSpec, BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp,
+    LoopListenerCommand, LoopWorld, ModelResolution, PreStepOp, ProviderSpec, RecordField,
+    Registration, RequestErrorOp, RequestOp, RouteResponse, RouteSpec, ScriptedError,
+    SectionCommand, TextSpec, ToolsCommand, VariableCommand,
 };
 
 /// The most virtual time a loop case may spend stepping the network
@@ -216,9 +217,11 @@ impl Compiler {
             Command::OnPreStep(LoopListenerCommand { id, .. })
             | Command::OnRequest(LoopListenerCommand { id, .. })
             | Command::OnRequestError(LoopListenerCommand { id, .. })
-            | Command::OnTurnStopping(LoopListenerCommand { id, .. }) => {
+            | Command::OnTurnStopping(LoopListenerCommand { id, .. })
+            | Command::OnStatus(LoopListenerCommand { id, .. })
+            | Command::OnSessionEvent(LoopListenerCommand { id, .. }) => {
                 self.define(&id.clone());
-                Ok(())
+                check_listener_acts(path, command)
             }
             Command::Bind(_)
             | Command::Assemble(_)
@@ -266,6 +269,8 @@ pub fn needs_loop(command: &Command) -> bool {
         | Command::OnRequest(_)
         | Command::OnRequestError(_)
         | Command::OnTurnStopping(_)
+        | Command::OnStatus(_)
+        | Command::OnSessionEvent(_)
         | Command::Plugin(_)
         | Command::RegisterRoute(_)
         | Command::UnregisterRoute(_) => true,
@@ -326,6 +331,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
         ("request_headers", &expect.request_headers),
         ("request_count", &expect.request_count),
         ("llm_requests", &expect.llm_requests),
+        ("journal", &expect.journal),
         ("cache_hit_tokens", &expect.cache_hit_tokens),
         ("status", &expect.status),
         ("status_transitions", &expect.status_transitions),
@@ -494,6 +500,88 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
     Ok(case)
 }
 
+/// A loop listener records only fields its event's payload has.
+fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError> {
+    use RecordField::{Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn};
+    let acts = |op: Option<&ActOp>| op.cloned();
+    let (event, fields, ops): (&str, &[RecordField], Vec<Option<ActOp>>) = match command {
+        Command::OnPreStep(c) => (
+            "agent/pre-step",
+            &[Turn, Step, Messages, Aborted, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        PreStepOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnRequest(c) => (
+            "agent/request",
+            &[Turn, Step, Aborted, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        RequestOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnRequestError(c) => (
+            "agent/request-error",
+            &[Turn, Step, Aborted, Provider, Failure, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        RequestErrorOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnTurnStopping(c) => (
+            "agent/turn-stopping",
+            &[Turn, Aborted, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        Command::OnStatus(c) => (
+            "agent/status",
+            &[Status, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        Command::OnSessionEvent(c) => (
+            "session/event",
+            &[Event, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        _ => return Ok(()),
+    };
+    for (index, op) in ops.iter().enumerate() {
+        if let Some(ActOp::Record(recorded)) = op
+            && let Some(field) = recorded.iter().find(|field| !fields.contains(field))
+        {
+            return fail(
+                &format!("{path}.ops[{index}].record"),
+                format!(
+                    "an {event} listener receives no `{}`; it can record {}",
+                    field.key(),
+                    fields
+                        .iter()
+                        .map(|f| format!("`{}`", f.key()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Every pattern of one event query.
 fn check_query(path: &str, query: &EventQuery) -> Result<(), CompileError> {
     for (key, value) in [
@@ -528,6 +616,8 @@ pub fn addressed_agent(command: &Command) -> Option<&str> {
         Command::OnRequest(c) => &c.agent,
         Command::OnRequestError(c) => &c.agent,
         Command::OnTurnStopping(c) => &c.agent,
+        Command::OnStatus(c) => &c.agent,
+        Command::OnSessionEvent(c) => &c.agent,
         _ => return None,
     };
     agent.as_deref()

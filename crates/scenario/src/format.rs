@@ -253,6 +253,9 @@ pub struct LoopExpect {
     /// `agent/error`, `logger/warn`, each `{type, agent, data}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub live: Vec<EventQuery>,
+    /// What acting listeners recorded, in order: an array of
+    /// `{listener, call, <field>...}` entries.
+    pub journal: Option<Pattern>,
     /// Expectations on a further agent's session, by agent id.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub agents: IndexMap<String, AgentExpect>,

@@ -1144,9 +1144,10 @@ pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsEr
     });
     let observer = plugin.clone();
     let weak = agent.downgrade();
-    agent
-        .session()
-        .subscribe(Rc::new(move |event: &Event| observer.observe(&weak, event)));
+    agent.session().subscribe(Rc::new(move |event: &Event| {
+        observer.observe(&weak, event);
+        Ok(())
+    }));
     on_pre_step(agent, 3, false, move |agent, payload, next| {
         let plugin = plugin.clone();
         async move {

@@ -152,7 +152,7 @@ impl Implementation for External {
                 if let (Some(provider), Some(run)) = (&provider, result.run.as_mut()) {
                     run.requests = provider.requests();
                 }
-                Ran::Observed(Box::new(result))
+                Ran::Observed(result)
             }
             Ok(ReplyBody::Skipped { reason }) => Ran::skipped(reason),
             Ok(ReplyBody::Errored { context }) => Ran::errored(context),

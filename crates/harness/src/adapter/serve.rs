@@ -50,7 +50,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                 RequestBody::Run { case, .. } => (
                     request.seq,
                     match crate::reference::run_case(&case) {
-                        Ok(result) => ReplyBody::Result(result),
+                        Ok(result) => ReplyBody::Result(Box::new(result)),
                         Err(error) => ReplyBody::Errored {
                             context: format!("invalid case: {error}"),
                         },

@@ -112,7 +112,7 @@ pub fn check_reply_bytes(data: &[u8]) {
     for scenario in LOADED.iter() {
         for real_time in [false, true] {
             let mut canned = Canned {
-                ran: Ran::Observed(Box::new(result.clone())),
+                ran: Ran::Observed(result.clone()),
                 real_time,
             };
             let outcome = check_with(scenario, &mut canned);

@@ -590,6 +590,8 @@ impl Comparison {
         for (index, request) in expect.request.iter().enumerate() {
             self.request(request, run, index);
         }
+        let journal = Value::Array(run.journal.clone());
+        self.value("expect.journal", expect.journal.as_ref(), Some(&journal));
         let llm_requests = Value::Array(run.llm_requests.clone());
         self.value(
             "expect.llm_requests",

@@ -68,6 +68,8 @@ impl AssemblyCommands {
             | Command::OnRequest(_)
             | Command::OnRequestError(_)
             | Command::OnTurnStopping(_)
+            | Command::OnStatus(_)
+            | Command::OnSessionEvent(_)
             | Command::RegisterRoute(_)
             | Command::UnregisterRoute(_)
             | Command::Plugin(_) => Err(JsError::error(

@@ -31,7 +31,7 @@ use dshc_scenario::protocol::{
 
 use super::assembly_level::AssemblyCommands;
 use super::driver::{Commands, run_commands};
-use super::loop_listeners;
+use super::loop_listeners::{self, Journal, ListenerWorld};
 use super::plugins::{input_change, plugins_config};
 use super::scripted::{World, config_of, dispose, observed};
 use crate::oracle::{invariants, replay};
@@ -205,6 +205,8 @@ struct LoopCommands {
     skipped_ms: Rc<std::cell::Cell<u64>>,
     /// The world's scripted routes, in `world.routes` order.
     routes: Vec<Rc<ScriptedRoute>>,
+    /// What acting listeners recorded.
+    journal: Journal,
 }
 
 impl LoopCommands {
@@ -253,6 +255,31 @@ impl LoopCommands {
         &self.agents[self.position(id)].agent
     }
 
+    /// What a scripted listener on the named agent shares: the run's
+    /// journal, and how to dispose that agent without waiting for it.
+    fn listener_world(&self, id: &Option<String>) -> ListenerWorld {
+        let position = self.position(id);
+        let agent = self.agents[position].agent.downgrade();
+        let scope = self.agents[position].spec.id.clone();
+        let world = self.assembly.world.clone();
+        ListenerWorld {
+            journal: self.journal.clone(),
+            dispose: Rc::new(move || {
+                let Some(agent) = agent.upgrade() else {
+                    return;
+                };
+                let _ = agent.cancel(json!({"kind": "disposed"}), false);
+                let (world, scope) = (world.clone(), scope.clone());
+                tokio::task::spawn_local(async move {
+                    agent.when_idle().await;
+                    for disposer in world.disposers_in(&scope) {
+                        disposer.dispose();
+                    }
+                });
+            }),
+        }
+    }
+
     /// Dispose every registration made on an agent's scope.
     fn drop_agent_scope(&self, id: &str) {
         for disposer in self.assembly.world.disposers_in(id) {
@@ -279,6 +306,7 @@ impl LoopCommands {
             listeners.request.remove(listener);
             listeners.request_error.remove(listener);
             listeners.turn_stopping.remove(listener);
+            listeners.status.remove(listener);
         }
     }
 }
@@ -399,19 +427,34 @@ impl Commands for LoopCommands {
                 Ok(())
             }
             Command::OnPreStep(c) => {
-                loop_listeners::on_pre_step(self.agent(&c.agent), c);
+                loop_listeners::on_pre_step(
+                    self.agent(&c.agent),
+                    &self.listener_world(&c.agent),
+                    c,
+                );
                 Ok(())
             }
             Command::OnRequest(c) => {
-                loop_listeners::on_request(self.agent(&c.agent), c);
+                loop_listeners::on_request(self.agent(&c.agent), &self.listener_world(&c.agent), c);
                 Ok(())
             }
             Command::OnRequestError(c) => {
-                loop_listeners::on_request_error(self.agent(&c.agent), c);
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_request_error(self.agent(&c.agent), &world, c);
                 Ok(())
             }
             Command::OnTurnStopping(c) => {
-                loop_listeners::on_turn_stopping(self.agent(&c.agent), c);
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_turn_stopping(self.agent(&c.agent), &world, c);
+                Ok(())
+            }
+            Command::OnStatus(c) => {
+                loop_listeners::on_status(self.agent(&c.agent), &self.listener_world(&c.agent), c);
+                Ok(())
+            }
+            Command::OnSessionEvent(c) => {
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_session_event(self.agent(&c.agent), &world, c);
                 Ok(())
             }
             Command::Plugin(action) => {
@@ -619,6 +662,7 @@ async fn drive(
         clock,
         skipped_ms,
         routes,
+        journal: Journal::default(),
     };
     let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
     for LoopAgent { agent, .. } in &runner.agents {
@@ -699,6 +743,7 @@ async fn drive(
             .map(|limit| format!("limit reached: {limit}")),
         violations,
         agents: agent_runs,
+        journal: runner.journal.borrow().clone(),
     };
 
     CaseResult {

@@ -1,25 +1,47 @@
 //! Scripted loop listeners: `agent/pre-step`, `agent/request`,
-//! `agent/request-error` and `agent/turn-stopping` built from scenario ops.
+//! `agent/request-error` and `agent/turn-stopping`, the contained
+//! `agent/status` listener and `session/event` observer, built from
+//! scenario ops.
 //!
 //! Each listener counts its invocations; `calls` limits the invocations on
-//! which it acts (on others it just calls `next`).
+//! which it acts (on others it just calls `next`). Every kind runs the same
+//! [`ActOp`]s (sleep, cancel, dispose, send, throw, record) through one
+//! executor, [`Acting`]; a contained listener runs them synchronously up to
+//! its first sleep, as a JavaScript function that awaits there would.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use dshc_agent::listeners::{
     Continuation, Decision, LocalFuture, PreStepPayload, RequestErrorAction, TurnStoppingPayload,
     Waterfall,
 };
-use dshc_agent::{Agent, Ids, WeakAgent, user_prompt};
-use dshc_model::JsError;
+use dshc_agent::{Agent, WeakAgent, user_message, user_prompt};
 use dshc_model::runtime_context::is_owned;
+use dshc_model::session::Event;
+use dshc_model::{AbortSignal, JsError};
 use dshc_scenario::protocol::{
-    LoopListenerCommand, PreStepOp, RequestErrorOp, RequestOp, TurnStoppingOp,
+    ActOp, LoopListenerCommand, MessageArg, PreStepOp, RecordField, RequestErrorOp, RequestOp,
+    ThrowArg,
 };
+
+/// The run's journal of what acting listeners recorded, in order.
+pub type Journal = Rc<RefCell<Vec<Value>>>;
+
+/// Starts disposing an agent without waiting for it.
+pub type DisposeFn = Rc<dyn Fn()>;
+
+/// What scripted listeners share: the journal and how to dispose their agent.
+#[derive(Clone)]
+pub struct ListenerWorld {
+    /// Where `record` appends.
+    pub journal: Journal,
+    /// Disposes the listener's agent.
+    pub dispose: DisposeFn,
+}
 
 fn acts(calls: &Option<Vec<u32>>, counter: &Cell<u32>) -> bool {
     counter.set(counter.get() + 1);
@@ -37,39 +59,212 @@ pub fn listener_id(id: &str) -> u64 {
     })
 }
 
-/// Register a scripted listener on one of the loop's waterfalls: it counts
-/// its invocations and, on those `calls` selects, runs `ops` through `run`;
-/// on the others it just calls `next`.
+/// The facts one invocation can record, read when `record` runs.
+type Facts = Rc<dyn Fn(RecordField) -> Value>;
+
+/// One invocation of a scripted listener: runs its [`ActOp`]s.
+#[derive(Clone)]
+struct Acting {
+    agent: WeakAgent,
+    world: ListenerWorld,
+    listener: String,
+    call: u32,
+    facts: Facts,
+}
+
+impl Acting {
+    /// Run one op that does not wait.
+    fn act(&self, op: &ActOp) -> Result<(), JsError> {
+        let agent = self.agent.upgrade();
+        let message = |arg: &MessageArg, agent: &Agent| {
+            let (text, source) = arg.parts();
+            user_message(
+                &agent.context().ids,
+                json!([{"type": "text", "text": text}]),
+                source,
+            )
+        };
+        match (op, agent) {
+            (ActOp::SleepMs(_), _) => Ok(()),
+            (ActOp::Throw(ThrowArg::Message(text)), _) => Err(JsError::error(text.clone())),
+            (ActOp::Throw(ThrowArg::Coded { message, code }), _) => {
+                Err(JsError::llm(json!({"message": message, "code": code})))
+            }
+            (ActOp::Record(fields), agent) => {
+                let mut entry = Map::new();
+                entry.insert("listener".into(), json!(self.listener));
+                entry.insert("call".into(), json!(self.call));
+                for field in fields {
+                    let value = match (field, &agent) {
+                        (RecordField::LastEvent, Some(agent)) => agent
+                            .session()
+                            .events()
+                            .last()
+                            .map_or(Value::Null, |event| json!(event.kind)),
+                        (RecordField::LastEvent, None) => Value::Null,
+                        (field, _) => (self.facts)(*field),
+                    };
+                    entry.insert(field.key().into(), value);
+                }
+                self.world.journal.borrow_mut().push(Value::Object(entry));
+                Ok(())
+            }
+            (_, None) => Ok(()),
+            (ActOp::Cancel(args), Some(agent)) => agent.cancel(
+                args.reason
+                    .clone()
+                    .unwrap_or_else(|| json!({"kind": "user"})),
+                args.keep_inbox,
+            ),
+            (ActOp::DisposeAgent, Some(_)) => {
+                (self.world.dispose)();
+                Ok(())
+            }
+            (ActOp::Followup(arg), Some(agent)) => agent.followup(message(arg, &agent)),
+            (ActOp::Steer(arg), Some(agent)) => agent.steer(message(arg, &agent)),
+            (ActOp::Inject(arg), Some(agent)) => agent.inject(message(arg, &agent)),
+        }
+    }
+
+    /// Run ops in order, awaiting each sleep.
+    async fn run(&self, ops: &[ActOp]) -> Result<(), JsError> {
+        for op in ops {
+            if let ActOp::SleepMs(ms) = op {
+                tokio::time::sleep(Duration::from_millis(*ms)).await;
+            }
+            self.act(op)?;
+        }
+        Ok(())
+    }
+
+    /// Run ops synchronously up to the first sleep; the rest, if any, is
+    /// the returned future.
+    fn run_contained(
+        &self,
+        ops: Rc<[ActOp]>,
+    ) -> Result<Option<LocalFuture<Result<(), JsError>>>, JsError> {
+        for (index, op) in ops.iter().enumerate() {
+            if let ActOp::SleepMs(_) = op {
+                let this = self.clone();
+                return Ok(Some(Box::pin(async move { this.run(&ops[index..]).await })));
+            }
+            self.act(op)?;
+        }
+        Ok(None)
+    }
+}
+
+/// The shared part of registering a scripted listener.
+struct Scripted<Op> {
+    agent: WeakAgent,
+    world: ListenerWorld,
+    listener: String,
+    ops: Rc<[Op]>,
+    calls: Option<Vec<u32>>,
+    counter: Rc<Cell<u32>>,
+}
+
+impl<Op> Clone for Scripted<Op> {
+    fn clone(&self) -> Self {
+        Scripted {
+            agent: self.agent.clone(),
+            world: self.world.clone(),
+            listener: self.listener.clone(),
+            ops: self.ops.clone(),
+            calls: self.calls.clone(),
+            counter: self.counter.clone(),
+        }
+    }
+}
+
+impl<Op: Clone> Scripted<Op> {
+    fn new(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<Op>) -> Self {
+        Scripted {
+            agent: agent.downgrade(),
+            world: world.clone(),
+            listener: command.id.clone(),
+            ops: command.ops.clone().into(),
+            calls: command.calls.clone(),
+            counter: Rc::new(Cell::new(0)),
+        }
+    }
+
+    /// Count the invocation; an [`Acting`] when it acts on it.
+    fn invoked(&self, facts: Facts) -> Option<Acting> {
+        acts(&self.calls, &self.counter).then(|| Acting {
+            agent: self.agent.clone(),
+            world: self.world.clone(),
+            listener: self.listener.clone(),
+            call: self.counter.get(),
+            facts,
+        })
+    }
+}
+
+/// Register a scripted listener on one of the loop's waterfalls: on the
+/// invocations `calls` selects it runs `ops` through `run`; on the others
+/// it just calls `next`.
 fn on_waterfall<P: 'static, R: 'static, Op: Clone + 'static>(
     waterfall: &Waterfall<P, R>,
     command: &LoopListenerCommand<Op>,
-    run: impl Fn(Rc<[Op]>, Rc<P>, Continuation<P, R>) -> LocalFuture<Result<R, JsError>> + 'static,
+    scripted: Scripted<Op>,
+    facts: impl Fn(&Rc<P>) -> Facts + 'static,
+    run: impl Fn(Rc<[Op]>, Rc<P>, Continuation<P, R>, Acting) -> LocalFuture<Result<R, JsError>>
+    + 'static,
 ) {
-    let counter = Rc::new(Cell::new(0));
-    let (ops, calls): (Rc<[Op]>, _) = (command.ops.clone().into(), command.calls.clone());
     waterfall.on(
         listener_id(&command.id),
         command.prepend,
         Rc::new(move |payload: Rc<P>, next: Continuation<P, R>| {
-            if acts(&calls, &counter) {
-                run(ops.clone(), payload, next)
-            } else {
-                next.call()
+            match scripted.invoked(facts(&payload)) {
+                Some(acting) => run(scripted.ops.clone(), payload, next, acting),
+                None => next.call(),
             }
         }),
     );
 }
 
+/// `{text, source}` of each message (text blocks joined).
+fn message_facts(messages: &[Value]) -> Value {
+    let facts: Vec<Value> = messages
+        .iter()
+        .map(|message| {
+            let text: String = message["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|block| block["type"] == "text")
+                .filter_map(|block| block["text"].as_str())
+                .collect();
+            json!({"text": text, "source": message["source"]})
+        })
+        .collect();
+    Value::Array(facts)
+}
+
+fn signal_fact(signal: &AbortSignal) -> Value {
+    json!(signal.is_aborted())
+}
+
 /// Register an `agent/pre-step` listener.
-pub fn on_pre_step(agent: &Agent, command: &LoopListenerCommand<PreStepOp>) {
-    let agent_ref = agent.downgrade();
+pub fn on_pre_step(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<PreStepOp>) {
     let ids = agent.context().ids.clone();
     on_waterfall(
         &agent.listeners().pre_step,
         command,
-        move |ops, payload, next| {
-            let (agent, ids) = (agent_ref.clone(), ids.clone());
-            Box::pin(async move { run_pre_step(&ops, &payload, next, &agent, &ids).await })
+        Scripted::new(agent, world, command),
+        |payload: &Rc<PreStepPayload>| {
+            let payload = payload.clone();
+            Rc::new(move |field| match field {
+                RecordField::Turn => json!(payload.turn),
+                RecordField::Step => json!(payload.step),
+                RecordField::Messages => message_facts(&payload.messages),
+                _ => signal_fact(&payload.signal),
+            })
+        },
+        move |ops, payload, next, acting| {
+            let ids = ids.clone();
+            Box::pin(async move { run_pre_step(&ops, &payload, next, &acting, &ids).await })
         },
     );
 }
@@ -85,8 +280,8 @@ async fn run_pre_step(
     ops: &[PreStepOp],
     payload: &PreStepPayload,
     next: Continuation<PreStepPayload, Decision>,
-    agent: &WeakAgent,
-    ids: &Ids,
+    acting: &Acting,
+    ids: &dshc_agent::Ids,
 ) -> Result<Decision, JsError> {
     let mut current = Decision::Enter(payload.messages.clone());
     for op in ops {
@@ -121,28 +316,31 @@ async fn run_pre_step(
                     messages.insert(0, user_prompt(ids, text));
                 }
             }
-            PreStepOp::Throw(message) => return Err(JsError::error(message.clone())),
             PreStepOp::WaitForAbort => {
                 let reason = payload.signal.aborted().await;
                 return Err(JsError::error(format!("aborted: {reason}")));
             }
-            PreStepOp::SleepMs(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
-            PreStepOp::Steer(text) => {
-                if let Some(agent) = agent.upgrade() {
-                    agent.steer(user_prompt(ids, text))?;
-                }
-            }
+            PreStepOp::Act(op) => acting.run(std::slice::from_ref(op)).await?,
         }
     }
     Ok(current)
 }
 
 /// Register an `agent/request` listener.
-pub fn on_request(agent: &Agent, command: &LoopListenerCommand<RequestOp>) {
+pub fn on_request(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<RequestOp>) {
     on_waterfall(
         &agent.listeners().request,
         command,
-        |ops, _payload, next| {
+        Scripted::new(agent, world, command),
+        |payload| {
+            let payload = payload.clone();
+            Rc::new(move |field| match field {
+                RecordField::Turn => json!(payload.turn),
+                RecordField::Step => json!(payload.step),
+                _ => signal_fact(&payload.signal),
+            })
+        },
+        |ops, _payload, next, acting| {
             Box::pin(async move {
                 let mut current = json!({});
                 for op in ops.iter() {
@@ -160,7 +358,7 @@ pub fn on_request(agent: &Agent, command: &LoopListenerCommand<RequestOp>) {
                             object.remove(key);
                             current = Value::Object(object);
                         }
-                        RequestOp::Throw(message) => return Err(JsError::error(message.clone())),
+                        RequestOp::Act(op) => acting.run(std::slice::from_ref(op)).await?,
                     }
                 }
                 Ok(current)
@@ -170,11 +368,26 @@ pub fn on_request(agent: &Agent, command: &LoopListenerCommand<RequestOp>) {
 }
 
 /// Register an `agent/request-error` listener.
-pub fn on_request_error(agent: &Agent, command: &LoopListenerCommand<RequestErrorOp>) {
+pub fn on_request_error(
+    agent: &Agent,
+    world: &ListenerWorld,
+    command: &LoopListenerCommand<RequestErrorOp>,
+) {
     on_waterfall(
         &agent.listeners().request_error,
         command,
-        |ops, _payload, next| {
+        Scripted::new(agent, world, command),
+        |payload| {
+            let payload = payload.clone();
+            Rc::new(move |field| match field {
+                RecordField::Turn => json!(payload.turn),
+                RecordField::Step => json!(payload.step),
+                RecordField::Provider => json!(payload.provider),
+                RecordField::Failure => payload.failure.clone(),
+                _ => signal_fact(&payload.signal),
+            })
+        },
+        |ops, _payload, next, acting| {
             Box::pin(async move {
                 let mut current = RequestErrorAction::GiveUp;
                 for op in ops.iter() {
@@ -182,9 +395,7 @@ pub fn on_request_error(agent: &Agent, command: &LoopListenerCommand<RequestErro
                         RequestErrorOp::Next => current = next.call().await?,
                         RequestErrorOp::Retry => current = RequestErrorAction::Retry,
                         RequestErrorOp::GiveUp => current = RequestErrorAction::GiveUp,
-                        RequestErrorOp::Throw(message) => {
-                            return Err(JsError::error(message.clone()));
-                        }
+                        RequestErrorOp::Act(op) => acting.run(std::slice::from_ref(op)).await?,
                     }
                 }
                 Ok(current)
@@ -194,35 +405,76 @@ pub fn on_request_error(agent: &Agent, command: &LoopListenerCommand<RequestErro
 }
 
 /// Register an `agent/turn-stopping` listener.
-pub fn on_turn_stopping(agent: &Agent, step: &LoopListenerCommand<TurnStoppingOp>) {
-    let counter = Rc::new(Cell::new(0));
-    let (ops, calls) = (Rc::new(step.ops.clone()), step.calls.clone());
-    let agent_ref = agent.downgrade();
+pub fn on_turn_stopping(
+    agent: &Agent,
+    world: &ListenerWorld,
+    command: &LoopListenerCommand<ActOp>,
+) {
+    let scripted = Scripted::new(agent, world, command);
     agent.listeners().turn_stopping.on(
-        listener_id(&step.id),
-        step.prepend,
+        listener_id(&command.id),
+        command.prepend,
         Rc::new(
-            move |_payload: Rc<TurnStoppingPayload>| -> LocalFuture<Result<(), JsError>> {
-                if !acts(&calls, &counter) {
+            move |payload: Rc<TurnStoppingPayload>| -> LocalFuture<Result<(), JsError>> {
+                let facts: Facts = {
+                    let payload = payload.clone();
+                    Rc::new(move |field| match field {
+                        RecordField::Turn => json!(payload.turn),
+                        _ => signal_fact(&payload.signal),
+                    })
+                };
+                let Some(acting) = scripted.invoked(facts) else {
                     return Box::pin(async { Ok(()) });
-                }
-                let (ops, agent) = (ops.clone(), agent_ref.clone());
-                Box::pin(async move {
-                    let Some(agent) = agent.upgrade() else {
-                        return Ok(());
-                    };
-                    let ids = agent.context().ids.clone();
-                    for op in ops.iter() {
-                        match op {
-                            TurnStoppingOp::Steer(text) => agent.steer(user_prompt(&ids, text))?,
-                            TurnStoppingOp::Throw(message) => {
-                                return Err(JsError::error(message.clone()));
-                            }
-                        }
-                    }
-                    Ok(())
-                })
+                };
+                let ops = scripted.ops.clone();
+                Box::pin(async move { acting.run(&ops).await })
             },
         ),
     );
+}
+
+/// Register an `agent/status` listener (contained).
+pub fn on_status(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<ActOp>) {
+    let scripted = Scripted::new(agent, world, command);
+    agent.listeners().status.on(
+        listener_id(&command.id),
+        command.prepend,
+        Rc::new(move |status: &String| {
+            let status = json!(status);
+            match scripted.invoked(Rc::new(move |_| status.clone())) {
+                Some(acting) => acting.run_contained(scripted.ops.clone()),
+                None => Ok(None),
+            }
+        }),
+    );
+}
+
+/// Register a `session/event` observer on the agent's session (contained:
+/// the session warns about a throw, the agent about a later rejection).
+pub fn on_session_event(
+    agent: &Agent,
+    world: &ListenerWorld,
+    command: &LoopListenerCommand<ActOp>,
+) {
+    let scripted = Scripted::new(agent, world, command);
+    let owner = agent.downgrade();
+    agent.session().subscribe(Rc::new(move |event: &Event| {
+        let facts = json!({"type": event.kind, "seq": event.seq});
+        let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
+            return Ok(());
+        };
+        if let Some(rest) = acting.run_contained(scripted.ops.clone())? {
+            let owner = owner.clone();
+            tokio::task::spawn_local(async move {
+                if let (Err(error), Some(agent)) = (rest.await, owner.upgrade()) {
+                    let id = agent.session().id();
+                    agent.session().warn(format!(
+                        "session \"{id}\": session/event listener rejected: {}",
+                        error.to_js_string()
+                    ));
+                }
+            });
+        }
+        Ok(())
+    }));
 }

@@ -123,6 +123,10 @@ pub struct LoopRun {
     /// Violated run invariants (replay equality, change-only logging, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<String>,
+    /// What acting listeners recorded (`record` ops), in order: each
+    /// `{listener, call, <field>...}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub journal: Vec<Value>,
     /// The world's further agents (`world.agents`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRun>,
