@@ -465,10 +465,12 @@ class LoopWorld extends CaseWorld {
           schema: { type: 'string' },
           render: (_args, value) => [{ type: 'text', text: value }],
         },
-        async execute(_args, exec) {
+        execute: async (args, exec) => {
           const spec = scripted[Math.min(calls, scripted.length - 1)]
           calls += 1
+          const call = calls
           if (spec.delay_ms > 0) await sleep(spec.delay_ms)
+          await this.toolOps(spec, exec, args, call)
           for (const text of spec.additional_contexts ?? []) {
             exec.deferContext(userPrompt(text, { kind: 'tool', callId: exec.callId }))
           }
@@ -490,6 +492,29 @@ class LoopWorld extends CaseWorld {
       },
       { global: true },
     )
+  }
+
+  /** A scripted tool body's ops (docs/adapter-protocol.md, "What to build"). */
+  async toolOps(spec, exec, args, call) {
+    const position = this.handles.findIndex((handle) => handle.agent === exec.agent)
+    const facts = () => ({ call_id: exec.callId, arguments: copyJson(args), aborted: exec.signal.aborted })
+    const acting = new Acting(this, Math.max(0, position), exec.agent, spec.name, call, facts)
+    for (const op of spec.ops ?? []) {
+      if (op === 'wait_for_abort') {
+        await new Promise((resolve) => {
+          if (exec.signal.aborted) resolve()
+          else exec.signal.addEventListener('abort', resolve, { once: true })
+        })
+      } else if (present(op?.register)) {
+        this.register(op.register)
+      } else if (present(op?.dispose)) {
+        await this.dispose(op.dispose)
+      } else if (isActOp(op)) {
+        await acting.run([op])
+      } else {
+        throw this.unsupported(op)
+      }
+    }
   }
 
   // --- commands -----------------------------------------------------------

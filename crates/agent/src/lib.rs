@@ -99,16 +99,52 @@ pub struct ToolOutcome {
     pub text: String,
     /// `isError`.
     pub is_error: bool,
+    /// The result's `error.info` (`{name, code}` of a harness error the
+    /// tool threw), logged as the `tool/result`'s `error`.
+    pub error_info: Option<Value>,
     /// Context messages spliced into the next-step inbox.
     pub additional_contexts: Vec<String>,
     /// `concludesTurn`.
     pub concludes_turn: bool,
-    /// Virtual time the call takes.
-    pub delay_ms: u64,
 }
 
-/// Runs a tool call: `(name, arguments) -> outcome`.
-pub type ToolRunner = Rc<dyn Fn(&str, &str) -> ToolOutcome>;
+impl ToolOutcome {
+    /// dsh-tools `toolErrorResult`: what a tool body's throw becomes.
+    pub fn thrown(error: &JsError) -> ToolOutcome {
+        let message = if error.message.is_empty() {
+            "tool call failed".to_string()
+        } else {
+            error.message.clone()
+        };
+        ToolOutcome {
+            text: format!("Error: {message}"),
+            is_error: true,
+            error_info: error
+                .code
+                .as_ref()
+                .map(|code| json!({"name": error.name, "code": code})),
+            ..ToolOutcome::default()
+        }
+    }
+}
+
+/// One tool call as the runtime hands it to the tool body.
+#[derive(Clone)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// The raw arguments text.
+    pub arguments: String,
+    /// The call id.
+    pub call_id: String,
+    /// The call's signal (the turn's).
+    pub signal: AbortSignal,
+    /// The agent the call runs for.
+    pub agent: WeakAgent,
+}
+
+/// Runs a tool call's body; it may wait, act on the agent and fail.
+pub type ToolRunner = Rc<dyn Fn(ToolCall) -> LocalFuture<ToolOutcome>>;
 
 /// Everything agents share: the registry, adapters, tools, ids.
 #[derive(Clone)]
@@ -1087,10 +1123,14 @@ impl Agent {
                 };
                 (skipped, Some("ABORTED_BEFORE_DISPATCH"))
             } else {
-                let outcome = (self.0.context.tools)(name, arguments);
-                if outcome.delay_ms > 0 {
-                    tokio::time::sleep(std::time::Duration::from_millis(outcome.delay_ms)).await;
-                }
+                let outcome = (self.0.context.tools)(ToolCall {
+                    name: name.to_string(),
+                    arguments: arguments.to_string(),
+                    call_id: id.to_string(),
+                    signal: signal.clone(),
+                    agent: self.downgrade(),
+                })
+                .await;
                 if signal.is_aborted() {
                     let aborted = ToolOutcome {
                         text: "Error: tool call aborted".into(),
@@ -1115,6 +1155,8 @@ impl Agent {
             data.insert("message".into(), message);
             if let Some(code) = abort_code {
                 data.insert("error".into(), json!({"name": "AbortError", "code": code}));
+            } else if let Some(info) = &outcome.error_info {
+                data.insert("error".into(), info.clone());
             }
             self.append(
                 "tool/result",

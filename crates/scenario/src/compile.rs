@@ -13,7 +13,7 @@ use crate::protocol::{
     ActOp, AgentSpec, BindCommand, Case, Command, ContextCommand, Effect, Level, ListenerOp,
     LoopListenerCommand, LoopWorld, ModelResolution, PreStepOp, ProviderSpec, RecordField,
     Registration, RequestErrorOp, RequestOp, RouteResponse, RouteSpec, ScriptedError,
-    SectionCommand, TextSpec, ToolsCommand, VariableCommand,
+    SectionCommand, TextSpec, ToolOp, ToolsCommand, VariableCommand,
 };
 
 /// The most virtual time a loop case may spend stepping the network
@@ -732,6 +732,35 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
     };
     for (index, command) in case.commands.iter_mut().enumerate() {
         compiler.command(&path_of(index), command)?;
+    }
+    if let Some(world) = case.world.as_mut() {
+        for (tool_index, tool) in world.tool_results.iter_mut().enumerate() {
+            for (index, op) in tool.ops.iter_mut().enumerate() {
+                let path = format!("tool_results[{tool_index}].ops[{index}]");
+                match op {
+                    ToolOp::Register(registration) => {
+                        compiler.nested_registration(&path, registration)?
+                    }
+                    ToolOp::Dispose(target) => {
+                        compiler.dispose_targets.push((path, target.clone()))
+                    }
+                    ToolOp::Act(ActOp::Record(fields)) => {
+                        use RecordField::{Aborted, Arguments, CallId, LastEvent};
+                        let allowed = [CallId, Arguments, Aborted, LastEvent];
+                        if let Some(field) = fields.iter().find(|f| !allowed.contains(f)) {
+                            return fail(
+                                &format!("{path}.record"),
+                                format!(
+                                    "a tool call receives no `{}`; it can record `call_id`, `arguments`, `aborted`, `last_event`",
+                                    field.key()
+                                ),
+                            );
+                        }
+                    }
+                    ToolOp::WaitForAbort | ToolOp::Act(_) => {}
+                }
+            }
+        }
     }
     for (path, target) in &compiler.dispose_targets {
         if !compiler.defined_ids.contains(target) {

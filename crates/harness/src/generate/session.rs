@@ -310,6 +310,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             additional_contexts: Vec::new(),
             concludes_turn: false,
             delay_ms: 0,
+            ops: Vec::new(),
         })
         .collect();
     Scenario {

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
-    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, ToolOutcome, ToolRunner,
-    WireRoute, user_message,
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, ToolCall, ToolOutcome,
+    ToolRunner, WireRoute, user_message,
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
@@ -26,13 +26,14 @@ use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
     AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, ModelResolution,
-    Observation, ProviderRequest, ScriptedError, ToolResultSpec,
+    Observation, ProviderRequest, RecordField, ScriptedError, ToolOp, ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
 use super::driver::{Commands, run_commands};
-use super::loop_listeners::{self, Journal, ListenerWorld};
+use super::loop_listeners::{self, Acting, Journal, ListenerWorld};
 use super::plugins::{input_change, plugins_config};
+use super::scripted;
 use super::scripted::{World, config_of, dispose, observed};
 use crate::oracle::{invariants, replay};
 
@@ -159,31 +160,105 @@ fn register_initial_routes(
     Ok(())
 }
 
-/// Scripted tool results: by name, in order, the last one repeating.
-fn tool_runner(results: &[ToolResultSpec]) -> ToolRunner {
-    let results = results.to_vec();
-    let used: RefCell<BTreeMap<String, usize>> = RefCell::new(BTreeMap::new());
-    Rc::new(move |name: &str, _arguments: &str| {
-        let matching: Vec<&ToolResultSpec> = results.iter().filter(|r| r.name == name).collect();
-        let Some(last) = matching.last() else {
-            return ToolOutcome {
-                text: format!("Error: no scripted result for tool \"{name}\""),
-                is_error: true,
-                ..ToolOutcome::default()
-            };
+/// Scripted tool bodies: by name, in order, the last one repeating. Each
+/// waits its `delay_ms`, runs its ops (registrations through the case's
+/// registry, acts on the calling agent) and returns its result; a throw
+/// becomes the runtime's rendering of a failed call.
+fn tool_runner(
+    results: &[ToolResultSpec],
+    registry: &Registry,
+    scripted: &Rc<World>,
+    journal: &Journal,
+) -> ToolRunner {
+    let results: Rc<[ToolResultSpec]> = results.to_vec().into();
+    let used: Rc<RefCell<BTreeMap<String, usize>>> = Rc::default();
+    let (registry, scripted, journal) = (registry.clone(), scripted.clone(), journal.clone());
+    Rc::new(move |call: ToolCall| {
+        let matching: Vec<ToolResultSpec> = results
+            .iter()
+            .filter(|r| r.name == call.name)
+            .cloned()
+            .collect();
+        let Some(last) = matching.last().cloned() else {
+            let name = call.name.clone();
+            return Box::pin(async move {
+                ToolOutcome {
+                    text: format!("Error: no scripted result for tool \"{name}\""),
+                    is_error: true,
+                    ..ToolOutcome::default()
+                }
+            });
         };
-        let mut used = used.borrow_mut();
-        let count = used.entry(name.to_string()).or_default();
-        let spec = matching.get(*count).unwrap_or(last);
-        *count += 1;
-        ToolOutcome {
-            text: spec.text.clone(),
-            is_error: spec.is_error,
-            additional_contexts: spec.additional_contexts.clone(),
-            concludes_turn: spec.concludes_turn,
-            delay_ms: spec.delay_ms,
-        }
+        let calls = {
+            let mut used = used.borrow_mut();
+            let count = used.entry(call.name.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        let spec = matching.get(calls - 1).cloned().unwrap_or(last);
+        let world = ListenerWorld {
+            journal: journal.clone(),
+            dispose: loop_listeners::dispose_later(call.agent.clone(), scripted.clone()),
+        };
+        let (registry, scripted) = (registry.clone(), scripted.clone());
+        Box::pin(async move {
+            if spec.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(spec.delay_ms)).await;
+            }
+            match run_tool_ops(&spec, &call, calls, world, &registry, &scripted).await {
+                Ok(()) => ToolOutcome {
+                    text: spec.text.clone(),
+                    is_error: spec.is_error,
+                    error_info: None,
+                    additional_contexts: spec.additional_contexts.clone(),
+                    concludes_turn: spec.concludes_turn,
+                },
+                Err(error) => ToolOutcome::thrown(&error),
+            }
+        })
     })
+}
+
+async fn run_tool_ops(
+    spec: &ToolResultSpec,
+    call: &ToolCall,
+    calls: usize,
+    world: ListenerWorld,
+    registry: &Registry,
+    scripted: &Rc<World>,
+) -> Result<(), JsError> {
+    let facts = {
+        let call = call.clone();
+        Rc::new(move |field| match field {
+            RecordField::CallId => json!(call.call_id),
+            RecordField::Arguments => {
+                serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!(call.arguments))
+            }
+            _ => json!(call.signal.is_aborted()),
+        })
+    };
+    let acting = Acting::new(
+        call.agent.clone(),
+        world,
+        spec.name.clone(),
+        u32::try_from(calls).unwrap_or(u32::MAX),
+        facts,
+    );
+    for op in &spec.ops {
+        match op {
+            ToolOp::WaitForAbort => {
+                call.signal.aborted().await;
+            }
+            ToolOp::Register(registration) => {
+                scripted::register(registration, &Rc::downgrade(scripted), registry)?
+            }
+            ToolOp::Dispose(target) => {
+                dispose(target, &Rc::downgrade(scripted));
+            }
+            ToolOp::Act(op) => acting.run(std::slice::from_ref(op)).await?,
+        }
+    }
+    Ok(())
 }
 
 /// The loop level's commands: the registry ones plus the agent's.
@@ -258,25 +333,10 @@ impl LoopCommands {
     /// What a scripted listener on the named agent shares: the run's
     /// journal, and how to dispose that agent without waiting for it.
     fn listener_world(&self, id: &Option<String>) -> ListenerWorld {
-        let position = self.position(id);
-        let agent = self.agents[position].agent.downgrade();
-        let scope = self.agents[position].spec.id.clone();
-        let world = self.assembly.world.clone();
+        let agent = self.agent(id).downgrade();
         ListenerWorld {
             journal: self.journal.clone(),
-            dispose: Rc::new(move || {
-                let Some(agent) = agent.upgrade() else {
-                    return;
-                };
-                let _ = agent.cancel(json!({"kind": "disposed"}), false);
-                let (world, scope) = (world.clone(), scope.clone());
-                tokio::task::spawn_local(async move {
-                    agent.when_idle().await;
-                    for disposer in world.disposers_in(&scope) {
-                        disposer.dispose();
-                    }
-                });
-            }),
+            dispose: loop_listeners::dispose_later(agent, self.assembly.world.clone()),
         }
     }
 
@@ -628,11 +688,13 @@ async fn drive(
             .saturating_add(skipped.get())
             .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
     });
+    let scripted = Rc::new(World::default());
+    let journal = Journal::default();
     let context = LoopContext {
         registry: registry.clone(),
         adapters: Rc::default(),
         llm_calls: Rc::default(),
-        tools: tool_runner(&world.tool_results),
+        tools: tool_runner(&world.tool_results, &registry, &scripted, &journal),
         ids: Ids::default(),
         live_events: Rc::new(RefCell::new(Vec::new())),
         dispatches: Rc::new(RefCell::new(Vec::new())),
@@ -650,7 +712,6 @@ async fn drive(
         Ok(agents) => agents,
         Err(error) => return failed_run(&format!("setup failed: {error}")),
     };
-    let scripted = Rc::new(World::default());
     let mut runner = LoopCommands {
         assembly: AssemblyCommands {
             registry: registry.clone(),
@@ -662,7 +723,7 @@ async fn drive(
         clock,
         skipped_ms,
         routes,
-        journal: Journal::default(),
+        journal,
     };
     let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
     for LoopAgent { agent, .. } in &runner.agents {

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::scripted::World;
 use dshc_agent::listeners::{
     Continuation, Decision, LocalFuture, PreStepPayload, RequestErrorAction, TurnStoppingPayload,
     Waterfall,
@@ -60,11 +61,29 @@ pub fn listener_id(id: &str) -> u64 {
 }
 
 /// The facts one invocation can record, read when `record` runs.
-type Facts = Rc<dyn Fn(RecordField) -> Value>;
+pub type Facts = Rc<dyn Fn(RecordField) -> Value>;
 
-/// One invocation of a scripted listener: runs its [`ActOp`]s.
+/// Dispose `agent` the way `dispose_agent` does (cancel `disposed`, wait
+/// for idle, drop the registrations on its scope), without waiting for it.
+pub fn dispose_later(agent: WeakAgent, world: Rc<World>) -> DisposeFn {
+    Rc::new(move || {
+        let Some(agent) = agent.upgrade() else {
+            return;
+        };
+        let _ = agent.cancel(json!({"kind": "disposed"}), false);
+        let world = world.clone();
+        tokio::task::spawn_local(async move {
+            agent.when_idle().await;
+            for disposer in world.disposers_in(&agent.session().id()) {
+                disposer.dispose();
+            }
+        });
+    })
+}
+
+/// One invocation of a scripted listener or tool body: runs its [`ActOp`]s.
 #[derive(Clone)]
-struct Acting {
+pub struct Acting {
     agent: WeakAgent,
     world: ListenerWorld,
     listener: String,
@@ -73,8 +92,25 @@ struct Acting {
 }
 
 impl Acting {
+    /// An invocation of `listener` (its `call`-th) on `agent`.
+    pub fn new(
+        agent: WeakAgent,
+        world: ListenerWorld,
+        listener: String,
+        call: u32,
+        facts: Facts,
+    ) -> Acting {
+        Acting {
+            agent,
+            world,
+            listener,
+            call,
+            facts,
+        }
+    }
+
     /// Run one op that does not wait.
-    fn act(&self, op: &ActOp) -> Result<(), JsError> {
+    pub fn act(&self, op: &ActOp) -> Result<(), JsError> {
         let agent = self.agent.upgrade();
         let message = |arg: &MessageArg, agent: &Agent| {
             let (text, source) = arg.parts();
@@ -127,7 +163,7 @@ impl Acting {
     }
 
     /// Run ops in order, awaiting each sleep.
-    async fn run(&self, ops: &[ActOp]) -> Result<(), JsError> {
+    pub async fn run(&self, ops: &[ActOp]) -> Result<(), JsError> {
         for op in ops {
             if let ActOp::SleepMs(ms) = op {
                 tokio::time::sleep(Duration::from_millis(*ms)).await;

@@ -489,6 +489,26 @@ pub struct ToolResultSpec {
     /// Virtual time the call takes (a cancel can land while it runs).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+    /// What the tool body does after `delay_ms`, in order, before it returns
+    /// its result: act ops (a `throw` makes the call fail as the tool
+    /// runtime renders a failure), `wait_for_abort`, and prompt registrations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<ToolOp>,
+}
+
+/// An op of a scripted tool body.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolOp {
+    /// Wait until the call's signal aborts.
+    WaitForAbort,
+    /// Register a prompt entry (on its `scope`, global by default).
+    Register(Registration),
+    /// Dispose a registration by id.
+    Dispose(String),
+    /// Act or observe (record: `call_id`, `arguments`, `aborted`, `last_event`).
+    #[serde(untagged)]
+    Act(ActOp),
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -866,6 +886,10 @@ pub enum RecordField {
     Event,
     /// The `type` of the last event in the agent's session log (`null` when empty).
     LastEvent,
+    /// A tool call's id.
+    CallId,
+    /// A tool call's arguments, parsed.
+    Arguments,
 }
 
 impl RecordField {
@@ -881,6 +905,8 @@ impl RecordField {
             RecordField::Status => "status",
             RecordField::Event => "event",
             RecordField::LastEvent => "last_event",
+            RecordField::CallId => "call_id",
+            RecordField::Arguments => "arguments",
         }
     }
 }
