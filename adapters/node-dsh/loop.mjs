@@ -525,7 +525,10 @@ class LoopWorld extends CaseWorld {
       case 'steer':
       case 'inject':
         this.agentFor(command.agent)[command.do](
-          userPrompt(command.text, present(command.source) ? copyJson(command.source) : undefined),
+          createUserMessage({
+            content: present(command.content) ? copyJson(command.content) : [{ type: 'text', text: command.text }],
+            source: present(command.source) ? copyJson(command.source) : { kind: 'user' },
+          }),
         )
         return undefined
       case 'cancel':

@@ -800,6 +800,13 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
                 }
             }
             for (index, command) in case.commands.iter().enumerate() {
+                if let Command::Followup(message)
+                | Command::Steer(message)
+                | Command::Inject(message) = command
+                    && message.text.is_some() == message.content.is_some()
+                {
+                    return fail(&path_of(index), "a message has either `text` or `content`");
+                }
                 if let Some(id) = addressed_agent(command)
                     && !agents.iter().any(|(_, agent)| agent.id == id)
                 {

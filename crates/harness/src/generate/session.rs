@@ -251,7 +251,8 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     for turn in 0..turns {
         steps.push(Command::Followup(MessageCommand {
             agent: None,
-            text: format!("task {turn}: {}", g.words(4)),
+            text: Some(format!("task {turn}: {}", g.words(4))),
+            content: None,
             source: None,
         }));
         if g.rng.percent(15) {
@@ -260,7 +261,8 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             }));
             steps.push(Command::Steer(MessageCommand {
                 agent: None,
-                text: g.words(3),
+                text: Some(g.words(3)),
+                content: None,
                 source: None,
             }));
         }

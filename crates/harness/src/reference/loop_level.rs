@@ -25,8 +25,9 @@ use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, ModelResolution,
-    Observation, ProviderRequest, RecordField, ScriptedError, ToolOp, ToolResultSpec,
+    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, MessageCommand,
+    ModelResolution, Observation, ProviderRequest, RecordField, ScriptedError, ToolOp,
+    ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
@@ -309,13 +310,12 @@ impl LoopCommands {
         Ok(agent)
     }
 
-    fn message(&self, text: &str, source: &Option<Value>) -> Value {
-        let source = source.clone().unwrap_or_else(|| json!({"kind": "user"}));
-        user_message(
-            &self.context.ids,
-            json!([{"type": "text", "text": text}]),
-            source,
-        )
+    fn message(&self, command: &MessageCommand) -> Value {
+        let source = command
+            .source
+            .clone()
+            .unwrap_or_else(|| json!({"kind": "user"}));
+        user_message(&self.context.ids, command.blocks(), source)
     }
 
     /// The position of the agent a command names (default: the first).
@@ -392,13 +392,9 @@ impl Commands for LoopCommands {
             | Command::Listen(_)
             | Command::Bind(_)
             | Command::Assemble(_) => self.assembly.run(command, observation).await,
-            Command::Followup(m) => self
-                .agent(&m.agent)
-                .followup(self.message(&m.text, &m.source)),
-            Command::Steer(m) => self.agent(&m.agent).steer(self.message(&m.text, &m.source)),
-            Command::Inject(m) => self
-                .agent(&m.agent)
-                .inject(self.message(&m.text, &m.source)),
+            Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
+            Command::Steer(m) => self.agent(&m.agent).steer(self.message(m)),
+            Command::Inject(m) => self.agent(&m.agent).inject(self.message(m)),
             Command::Cancel(c) => self.agent(&c.agent).cancel(
                 c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
                 c.keep_inbox,

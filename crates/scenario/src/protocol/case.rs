@@ -625,10 +625,25 @@ pub struct RouteCommand {
 pub struct MessageCommand {
     /// The agent it addresses (default: the world's first, `agent`).
     pub agent: Option<String>,
-    /// Text of a user prompt.
-    pub text: String,
+    /// Text of a user prompt: its content is one text block.
+    pub text: Option<String>,
+    /// The message's content blocks as given (several text blocks, tool
+    /// results, ...), instead of `text`.
+    pub content: Option<Vec<Value>>,
     /// The message's `source` (default `{kind = "user"}`).
     pub source: Option<Value>,
+}
+
+impl MessageCommand {
+    /// The message's content blocks.
+    pub fn blocks(&self) -> Value {
+        match (&self.content, &self.text) {
+            (Some(content), _) => Value::Array(content.clone()),
+            (None, text) => {
+                serde_json::json!([{"type": "text", "text": text.clone().unwrap_or_default()}])
+            }
+        }
+    }
 }
 
 /// Cancel the agent.
