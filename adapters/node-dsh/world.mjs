@@ -314,15 +314,15 @@ export class CaseWorld {
   /** The context registrations of `scope` go through: a dsh-scope scoped
    * context, minted on first use, or the root context when unscoped. */
   contextOf(scope) {
-    if (!present(scope)) return this.root
+    if (!present(scope)) return this.ownerContext ?? this.root
     const bound = this.boundScopes.get(scope)
     if (bound !== undefined) return bound.context()
-    let ctx = this.scopes.get(scope)
-    if (ctx === undefined) {
-      ctx = createScope(this.host, this.keyOf(scope)).ctx
-      this.scopes.set(scope, ctx)
+    let minted = this.scopes.get(scope)
+    if (minted === undefined) {
+      minted = createScope(this.host, this.keyOf(scope))
+      this.scopes.set(scope, minted)
     }
-    return ctx
+    return minted.ctx
   }
 
   registryOf(scope) {
@@ -346,8 +346,13 @@ export class CaseWorld {
       return () => value
     }
     if (Array.isArray(spec.sequence) && spec.sequence.length > 0) {
-      const values = spec.sequence.map(make)
+      // An item `{"$js": "undefined"}` returns `undefined`.
+      const values = spec.sequence.map((item) => (fromJs(item) === undefined ? undefined : make(item)))
       return (call) => values[Math.min(call, values.length) - 1]
+    }
+    if (present(spec.context_field)) {
+      const field = spec.context_field
+      return (_call, context) => (typeof context?.[field] === 'string' ? context[field] : undefined)
     }
     throw this.faulted(new AdapterFault('a provider sets none of returns, sequence, returns_undefined, throws'))
   }
@@ -357,7 +362,7 @@ export class CaseWorld {
     const outcome = this.outcomeOf(spec, make)
     const effects = Array.isArray(spec.effects) ? spec.effects : []
     let calls = 0
-    return (_context) => {
+    return (context) => {
       calls += 1
       const call = calls
       this.journal.push(`${kind} ${id}`)
@@ -366,7 +371,7 @@ export class CaseWorld {
         if (present(effect.register)) this.register(effect.register)
         if (present(effect.dispose)) this.dispose(effect.dispose)
       }
-      return outcome(call)
+      return outcome(call, context)
     }
   }
 
@@ -642,8 +647,48 @@ export class CaseWorld {
         return isThenable(pending) ? Promise.resolve(pending).then(() => undefined) : undefined
       }
       case 'assemble': {
-        const context = present(command.scope) ? { scope: this.keyOf(command.scope) } : {}
+        const context = {
+          ...copyJson(command.context ?? {}),
+          ...(present(command.scope) ? { scope: this.keyOf(command.scope) } : {}),
+        }
         return this.registryOf(undefined).assemble(context)
+      }
+      case 'dispose_scope': {
+        // Its registrations and listeners go; a later use mints a new scope.
+        const minted = this.scopes.get(command.scope)
+        this.scopes.delete(command.scope)
+        return minted === undefined ? undefined : Promise.resolve(minted.dispose()).then(() => undefined)
+      }
+      case 'owner': {
+        // A plugin whose context makes the group's registrations; disposing
+        // it tears all of them down.
+        const fiber = this.root.plugin({
+          name: `dshc-owner-${command.id}`,
+          inject: ['systemPrompt'],
+          apply: (ctx) => {
+            this.ownerContext = ctx
+            try {
+              for (const registration of command.registrations) this.register(registration)
+            } finally {
+              this.ownerContext = undefined
+            }
+          },
+        })
+        this.disposers.set(command.id, () => fiber.dispose())
+        // The plugin applies asynchronously: the command ends once it has.
+        return (async () => {
+          await fiber
+        })()
+      }
+      case 'on_change': {
+        let calls = 0
+        const listener = () => {
+          calls += 1
+          this.journal.push(`change ${command.id}`)
+          if ((command.throw_on ?? []).includes(calls)) throw new Error(command.throws)
+        }
+        this.disposers.set(command.id, this.root.on('system-prompt/change', listener))
+        return undefined
       }
       default:
         this.register(command)

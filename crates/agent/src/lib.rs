@@ -803,6 +803,7 @@ impl Agent {
                 cwd: self.0.session.cwd(),
             }),
             signal: Some(signal.clone()),
+            extra: Map::new(),
         }
     }
 

@@ -127,6 +127,7 @@ fn blessed_command(
     let new = CommandExpect {
         error: blessed_error(&old.error, observation.error.as_ref()),
         changes: bless(&old.changes, Some(&Value::from(observation.changes))),
+        journal: bless(&old.journal, Some(&serde_json::json!(observation.journal))),
     };
     (new != CommandExpect::default()).then_some(new)
 }

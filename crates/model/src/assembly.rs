@@ -39,6 +39,8 @@ pub struct AssembleContext {
     pub agent: Option<AgentFacts>,
     /// The turn's abort signal, when assembling inside the loop.
     pub signal: Option<AbortSignal>,
+    /// Further fields the caller passed (plugin-defined assembly fields).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One section or context in an assembly. `text` is `None` when a text

@@ -146,6 +146,7 @@ pub(crate) struct RegistryState {
     pub(crate) scopes: RefCell<ScopeTree>,
     pub(crate) tool_order: Option<Vec<String>>,
     pub(crate) listeners: RefCell<Vec<ListenerRecord>>,
+    change_listeners: RefCell<Vec<(EntryUid, ChangeListener)>>,
     changes: Cell<u64>,
     next_uid: Cell<EntryUid>,
 }
@@ -167,6 +168,10 @@ impl WeakRegistry {
     }
 }
 
+/// A `system-prompt/change` listener. It runs synchronously inside the
+/// registration or disposal that changed the registry; a throw propagates.
+pub type ChangeListener = Rc<dyn Fn() -> Result<(), JsError>>;
+
 /// Undo for one registration. Idempotent: the second call does nothing.
 #[derive(Clone)]
 pub struct Disposer {
@@ -186,14 +191,25 @@ enum DisposeTarget {
     Listener {
         uid: EntryUid,
     },
+    ChangeListener {
+        uid: EntryUid,
+    },
 }
 
 impl Disposer {
     /// Remove the registration; emits `system-prompt/change` for registry
-    /// entries (not for listeners). Returns whether anything was removed.
+    /// entries (not for listeners). Returns whether anything was removed;
+    /// a change listener's throw is dropped (see [`Disposer::try_dispose`]).
     pub fn dispose(&self) -> bool {
+        self.try_dispose().unwrap_or(true)
+    }
+
+    /// [`Disposer::dispose`], with a change listener's throw: the entry is
+    /// removed first, then the change is published (dsh-scope
+    /// `ScopedLayers.effect`'s undo), so a throw leaves it removed.
+    pub fn try_dispose(&self) -> Result<bool, JsError> {
         if !self.active.replace(false) {
-            return false;
+            return Ok(false);
         }
         let state = &self.registry.state;
         match &self.target {
@@ -226,7 +242,7 @@ impl Disposer {
                         scoped.remove(scope);
                     }
                 }
-                state.changes.set(state.changes.get() + 1);
+                self.registry.emit_change()?;
             }
             DisposeTarget::Listener { uid } => {
                 state
@@ -234,8 +250,14 @@ impl Disposer {
                     .borrow_mut()
                     .retain(|record| record.uid != *uid);
             }
+            DisposeTarget::ChangeListener { uid } => {
+                state
+                    .change_listeners
+                    .borrow_mut()
+                    .retain(|(listener_uid, _)| listener_uid != uid);
+            }
         }
-        true
+        Ok(true)
     }
 }
 
@@ -263,6 +285,7 @@ impl Registry {
                 scopes: RefCell::new(ScopeTree::default()),
                 tool_order: config.tool_order.clone(),
                 listeners: RefCell::new(Vec::new()),
+                change_listeners: RefCell::new(Vec::new()),
                 changes: Cell::new(0),
                 next_uid: Cell::new(1),
             }),
@@ -353,8 +376,7 @@ impl Registry {
             }
             return Err(error);
         }
-        state.changes.set(state.changes.get() + 1);
-        Ok(Disposer {
+        let disposer = Disposer {
             registry: self.clone(),
             target: DisposeTarget::Entry {
                 layer,
@@ -363,7 +385,49 @@ impl Registry {
                 uid,
             },
             active: Rc::new(Cell::new(true)),
-        })
+        };
+        // A throwing change listener fails the registration, which is then
+        // undone, publishing a second change (cordis runs the effect's
+        // disposer when its setup throws); a throw there wins.
+        if let Err(error) = self.emit_change() {
+            return Err(match disposer.try_dispose() {
+                Err(second) => second,
+                Ok(_) => error,
+            });
+        }
+        Ok(disposer)
+    }
+
+    /// Publish `system-prompt/change`: count it, then run every change
+    /// listener in order (snapshotted); the first throw propagates and the
+    /// later listeners do not run (cordis `ctx.emit`).
+    fn emit_change(&self) -> Result<(), JsError> {
+        let state = &self.state;
+        state.changes.set(state.changes.get() + 1);
+        let listeners: Vec<ChangeListener> = state
+            .change_listeners
+            .borrow()
+            .iter()
+            .map(|(_, listener)| listener.clone())
+            .collect();
+        for listener in listeners {
+            listener()?;
+        }
+        Ok(())
+    }
+
+    /// `ctx.on('system-prompt/change', listener)`.
+    pub fn on_change(&self, listener: ChangeListener) -> Disposer {
+        let uid = self.mint_uid();
+        self.state
+            .change_listeners
+            .borrow_mut()
+            .push((uid, listener));
+        Disposer {
+            registry: self.clone(),
+            target: DisposeTarget::ChangeListener { uid },
+            active: Rc::new(Cell::new(true)),
+        }
     }
 
     /// `section({name, order, text, complete?})` (01 §4).

@@ -66,11 +66,12 @@ impl Compiler {
         let outcomes = usize::from(spec.returns.is_some())
             + usize::from(spec.sequence.is_some())
             + usize::from(spec.returns_undefined)
-            + usize::from(spec.throws.is_some());
+            + usize::from(spec.throws.is_some())
+            + usize::from(spec.context_field.is_some());
         if outcomes != 1 {
             return fail(
                 path,
-                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`",
+                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`, `context_field`",
             );
         }
         if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
@@ -209,6 +210,24 @@ impl Compiler {
                 }
                 Ok(())
             }
+            Command::OnChange(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Command::Owner(s) => {
+                self.define(&s.id.clone());
+                for (index, registration) in s.registrations.iter_mut().enumerate() {
+                    let path = format!("{path}.registrations[{index}]");
+                    if registration_scope(registration).is_some() {
+                        return fail(
+                            &format!("{path}.scope"),
+                            "an owner's registrations are global",
+                        );
+                    }
+                    self.nested_registration(&path, registration)?;
+                }
+                Ok(())
+            }
             Command::Dispose(s) => {
                 self.dispose_targets
                     .push((path.to_string(), s.target.clone()));
@@ -224,6 +243,7 @@ impl Compiler {
                 check_listener_acts(path, command)
             }
             Command::Bind(_)
+            | Command::DisposeScope(_)
             | Command::Assemble(_)
             | Command::Followup(_)
             | Command::Steer(_)
@@ -254,6 +274,9 @@ pub fn needs_loop(command: &Command) -> bool {
         | Command::Tools(_)
         | Command::Variable(_)
         | Command::Dispose(_)
+        | Command::OnChange(_)
+        | Command::Owner(_)
+        | Command::DisposeScope(_)
         | Command::Bind(_)
         | Command::Assemble(_) => false,
         Command::Followup(_)
@@ -298,6 +321,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
             Some(StepExpect::Command(e)) => {
                 pattern(&format!("{path}.error"), &e.error)?;
                 pattern(&format!("{path}.changes"), &e.changes)?;
+                pattern(&format!("{path}.journal"), &e.journal)?;
             }
             Some(StepExpect::Assemble(e)) => {
                 for (key, value) in [
@@ -580,6 +604,17 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
         }
     }
     Ok(())
+}
+
+/// The scope a registration names, if any.
+fn registration_scope(registration: &Registration) -> Option<&String> {
+    match registration {
+        Registration::Section(c) => c.scope.as_ref(),
+        Registration::Context(c) => c.scope.as_ref(),
+        Registration::Suppress(c) => c.scope.as_ref(),
+        Registration::Tools(c) => c.scope.as_ref(),
+        Registration::Variable(c) => c.scope.as_ref(),
+    }
 }
 
 /// Every pattern of one event query.

@@ -39,7 +39,7 @@ pub struct Step {
 #[serde(untagged)]
 pub enum StepExpect {
     /// Of any command but `assemble`.
-    Command(CommandExpect),
+    Command(Box<CommandExpect>),
     /// Of an `assemble` command.
     Assemble(Box<AssembleExpect>),
 }
@@ -386,6 +386,8 @@ pub struct CommandExpect {
     pub error: Option<Pattern>,
     /// Number of `system-prompt/change` events the step emitted.
     pub changes: Option<Pattern>,
+    /// Provider and listener evaluations during the step, in order.
+    pub journal: Option<Pattern>,
 }
 
 /// What an `assemble` step compares. Keys left out are not compared; an

@@ -128,11 +128,16 @@ impl Generator {
             throws: None,
             cause: None,
             effects: Vec::new(),
+            context_field: None,
         };
         match self.rng.below(20) {
             0..=13 => spec.returns = Some(value(self)),
             14..=16 => {
-                spec.sequence = Some((0..1 + self.rng.below(3)).map(|_| value(self)).collect())
+                spec.sequence = Some(
+                    (0..1 + self.rng.below(3))
+                        .map(|_| SequenceItem::Value(value(self)))
+                        .collect(),
+                )
             }
             17 | 18 => spec.returns_undefined = true,
             _ => {
@@ -357,6 +362,7 @@ impl Generator {
     fn assemble(&mut self) -> Command {
         Command::Assemble(AssembleCommand {
             scope: self.scope(),
+            context: serde_json::Map::new(),
         })
     }
 

@@ -82,7 +82,9 @@ impl Generator {
         if self.rng.percent(50) {
             TextSpec::Static(self.words(6))
         } else {
-            let values = (0..2 + self.rng.below(2)).map(|_| self.words(5)).collect();
+            let values = (0..2 + self.rng.below(2))
+                .map(|_| SequenceItem::Value(self.words(5)))
+                .collect();
             TextSpec::Provider(ProviderSpec {
                 returns: None,
                 sequence: Some(values),
@@ -90,6 +92,7 @@ impl Generator {
                 throws: None,
                 cause: None,
                 effects: Vec::new(),
+                context_field: None,
             })
         }
     }
@@ -133,6 +136,7 @@ impl Generator {
                 throws: None,
                 cause: None,
                 effects: Vec::new(),
+                context_field: None,
             },
         })
     }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{
-    Command, ContextCommand, ListenerOp, ProviderSpec, SectionCommand, TextSpec, VariableCommand,
+    Command, ContextCommand, ListenerOp, ProviderSpec, SectionCommand, SequenceItem, TextSpec,
+    VariableCommand,
 };
 
 /// Every one-step simplification of a scenario, most drastic first: drop a
@@ -131,7 +132,10 @@ fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
     spec.effects.clear();
     spec.cause = None;
     if let Some(sequence) = spec.sequence.take() {
-        spec.returns = sequence.into_iter().next();
+        match sequence.into_iter().next() {
+            Some(SequenceItem::Value(value)) => spec.returns = Some(value),
+            _ => spec.returns_undefined = true,
+        }
     }
 }
 

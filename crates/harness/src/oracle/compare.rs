@@ -187,6 +187,12 @@ impl Comparison {
                     expect.changes.as_ref(),
                     Some(&changes),
                 );
+                let journal = json!(observation.journal);
+                self.value(
+                    &format!("{path}.journal"),
+                    expect.journal.as_ref(),
+                    Some(&journal),
+                );
             }
             StepExpect::Assemble(expect) => self.assemble(path, expect, observation),
         }

@@ -8,8 +8,9 @@ use dshc_scenario::protocol::{Case, CaseResult, Command, Observation};
 
 use super::driver::{Commands, run_commands};
 use super::scripted::{
-    World, assembly_data, config_of, dispose, observe_renders, observed, register_context,
-    register_listener, register_section, register_suppressor, register_tools, register_variable,
+    World, assembly_data, config_of, observe_renders, observed, register_change_listener,
+    register_context, register_listener, register_owner, register_section, register_suppressor,
+    register_tools, register_variable, try_dispose,
 };
 
 /// The registry commands, shared with the loop level.
@@ -38,8 +39,18 @@ impl AssemblyCommands {
                 register_listener(c, &world, registry);
                 Ok(())
             }
-            Command::Dispose(c) => {
-                dispose(&c.target, &world);
+            Command::Dispose(c) => try_dispose(&c.target, &world).map(|_| ()),
+            Command::OnChange(c) => {
+                register_change_listener(c, &world, registry);
+                Ok(())
+            }
+            Command::Owner(c) => register_owner(c, &world, registry),
+            Command::DisposeScope(c) => {
+                if let Some(world) = world.upgrade() {
+                    for disposer in world.disposers_in(&c.scope) {
+                        disposer.try_dispose()?;
+                    }
+                }
                 Ok(())
             }
             Command::Bind(c) => {
@@ -48,6 +59,7 @@ impl AssemblyCommands {
             Command::Assemble(c) => {
                 let context = AssembleContext {
                     scope: c.scope.as_deref().map(ScopeKey::new),
+                    extra: c.context.clone(),
                     ..AssembleContext::default()
                 };
                 let assembly = registry.assemble(context).await?;

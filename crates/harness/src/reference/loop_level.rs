@@ -379,7 +379,7 @@ impl Commands for LoopCommands {
     ) -> Result<(), JsError> {
         match command {
             Command::Dispose(c) => {
-                if !dispose(&c.target, &Rc::downgrade(&self.assembly.world)) {
+                if !scripted::try_dispose(&c.target, &Rc::downgrade(&self.assembly.world))? {
                     self.remove_loop_listener(&c.target);
                 }
                 Ok(())
@@ -390,6 +390,9 @@ impl Commands for LoopCommands {
             | Command::Tools(_)
             | Command::Variable(_)
             | Command::Listen(_)
+            | Command::OnChange(_)
+            | Command::Owner(_)
+            | Command::DisposeScope(_)
             | Command::Bind(_)
             | Command::Assemble(_) => self.assembly.run(command, observation).await,
             Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),

@@ -21,10 +21,11 @@ use dshc_model::{
     ToolProviderResult, ToolSchema,
 };
 use dshc_scenario::protocol::{
-    AssemblyData, ConfigSpec, ContextCommand, Effect, EntryData, ListenCommand, ListenerOp,
-    Observation, ObservedError, ProviderSpec, Registration, Rendered, RenderedSections,
-    ReplaceSpec, SchemaSpec, SectionCommand, SuppressCommand, TextSpec, ToolData, ToolsCommand,
-    ToolsResultSpec, VariableCommand, VariableValue,
+    AssemblyData, ChangeListenerCommand, ConfigSpec, ContextCommand, Effect, EntryData,
+    ListenCommand, ListenerOp, Observation, ObservedError, OwnerCommand, ProviderSpec,
+    Registration, Rendered, RenderedSections, ReplaceSpec, SchemaSpec, SectionCommand,
+    SequenceItem, SuppressCommand, TextSpec, ToolData, ToolsCommand, ToolsResultSpec,
+    VariableCommand, VariableValue,
 };
 
 /// State shared by every scripted closure of one case. Closures hold it
@@ -34,6 +35,8 @@ pub struct World {
     disposers: RefCell<BTreeMap<String, Disposer>>,
     scopes: RefCell<BTreeMap<String, Option<String>>>,
     journal: RefCell<Vec<String>>,
+    /// Owners (plugins) by id: the ids of the registrations each made, in order.
+    owners: RefCell<BTreeMap<String, Vec<String>>>,
 }
 
 /// A weak handle to a [`World`], as closures hold it.
@@ -122,8 +125,10 @@ fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
 fn call_provider<T: Clone>(
     spec: &ProviderSpec<T>,
     call: u32,
+    context: &AssembleContext,
     world: &WorldRef,
     registry: &Registry,
+    from_context: impl Fn(&Value) -> Option<T>,
 ) -> Result<Option<T>, JsError> {
     for effect in &spec.effects {
         if effect.on_call.is_none_or(|n| n == call) {
@@ -143,9 +148,12 @@ fn call_provider<T: Clone>(
     if let Some(value) = &spec.returns {
         return Ok(Some(value.clone()));
     }
+    if let Some(field) = &spec.context_field {
+        return Ok(context.extra.get(field).and_then(from_context));
+    }
     let sequence = spec.sequence.as_deref().unwrap_or_default();
     let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
-    Ok(sequence.get(index).cloned())
+    Ok(sequence.get(index).and_then(SequenceItem::value).cloned())
 }
 
 fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
@@ -158,12 +166,86 @@ fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Resul
     Ok(())
 }
 
-/// Call the disposer remembered under `target`; false if none or already disposed.
+/// Call the disposer remembered under `target`; false if none or already
+/// disposed. A change listener's throw during the disposal is dropped.
 pub fn dispose(target: &str, world: &WorldRef) -> bool {
+    try_dispose(target, world).unwrap_or(true)
+}
+
+/// [`dispose`], with a change listener's throw (the `dispose` command's
+/// error). Disposing an owner disposes its registrations, last first, as a
+/// plugin's effects are torn down.
+pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
+    let owned = world
+        .upgrade()
+        .and_then(|world| world.owners.borrow_mut().remove(target));
+    if let Some(members) = owned {
+        for member in members.iter().rev() {
+            try_dispose(member, world)?;
+        }
+        return Ok(true);
+    }
     let disposer = world
         .upgrade()
         .and_then(|world| world.disposers.borrow().get(target).cloned());
-    disposer.is_some_and(|disposer| disposer.dispose())
+    disposer.map_or(Ok(false), |disposer| disposer.try_dispose())
+}
+
+/// A plugin owning `command.registrations`: each is made in order and
+/// remembered, and the owner's id stands for the group.
+pub fn register_owner(
+    command: &OwnerCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) -> Result<(), JsError> {
+    let mut members = Vec::new();
+    for registration in &command.registrations {
+        register(registration, world, registry)?;
+        members.push(registration_id(registration));
+    }
+    if let Some(world) = world.upgrade() {
+        world
+            .owners
+            .borrow_mut()
+            .insert(command.id.clone(), members);
+    }
+    Ok(())
+}
+
+/// The id a (compiled) registration is remembered under.
+fn registration_id(registration: &Registration) -> String {
+    let id = match registration {
+        Registration::Section(c) => &c.id,
+        Registration::Context(c) => &c.id,
+        Registration::Suppress(c) => &c.id,
+        Registration::Tools(c) => &c.id,
+        Registration::Variable(c) => &c.id,
+    };
+    id.clone().unwrap_or_default()
+}
+
+/// `ctx.on('system-prompt/change', listener)`: journals `change <id>` on
+/// every event and throws on the invocations `throw_on` names.
+pub fn register_change_listener(
+    command: &ChangeListenerCommand,
+    world: &WorldRef,
+    registry: &Registry,
+) {
+    let (id, world_ref) = (command.id.clone(), world.clone());
+    let (throw_on, message) = (
+        command.throw_on.clone().unwrap_or_default(),
+        command.throws.clone(),
+    );
+    let calls = std::cell::Cell::new(0u32);
+    let disposer = registry.on_change(Rc::new(move || {
+        calls.set(calls.get() + 1);
+        World::record(&world_ref, format!("change {id}"));
+        if throw_on.contains(&calls.get()) {
+            return Err(JsError::error(message.clone()));
+        }
+        Ok(())
+    }));
+    remember(world, &Some(command.id.clone()), &None, disposer);
 }
 
 /// A journaled text provider for a section, context or variable.
@@ -175,10 +257,12 @@ fn journaled_provider(
 ) -> dshc_model::registry::TextFn {
     let calls = Rc::new(Cell::new(0u32));
     let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
-    Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+    Rc::new(move |context: &AssembleContext, registry: &Registry| {
         calls.set(calls.get() + 1);
         World::record(&world, format!("{kind} {id}"));
-        call_provider(&spec, calls.get(), &world, registry)
+        call_provider(&spec, calls.get(), context, &world, registry, |value| {
+            value.as_str().map(str::to_string)
+        })
     })
 }
 
@@ -272,6 +356,7 @@ pub fn register_variable(
             throws: None,
             cause: None,
             effects: Vec::new(),
+            context_field: None,
         },
         TextSpec::Provider(spec) => spec.clone(),
     };
@@ -304,10 +389,12 @@ pub fn register_tools(
     let (spec, world_ref) = (command.provider.clone(), world.clone());
     let disposer = registry.tools(
         scope_key(&command.scope).as_ref(),
-        Rc::new(move |_context: &AssembleContext, registry: &Registry| {
+        Rc::new(move |context: &AssembleContext, registry: &Registry| {
             calls.set(calls.get() + 1);
             World::record(&world_ref, format!("tools {journal_id}"));
-            Ok(call_provider(&spec, calls.get(), &world_ref, registry)?.map(|r| tools_result(&r)))
+            let result =
+                call_provider(&spec, calls.get(), context, &world_ref, registry, |_| None)?;
+            Ok(result.map(|r| tools_result(&r)))
         }),
     );
     remember(world, &command.id, &command.scope, disposer);

@@ -561,6 +561,16 @@ pub enum Command {
     Listen(ListenCommand),
     /// Call a registration's disposer.
     Dispose(DisposeCommand),
+    /// Dispose a scope (`createScope(...).dispose()`): every registration
+    /// and listener made on it goes.
+    DisposeScope(ScopeCommand),
+    /// A plugin that owns a group of global registrations (`ctx.plugin`):
+    /// they are made in its context, in order, and disposing `id` disposes
+    /// the plugin, so all of them go in one step.
+    Owner(OwnerCommand),
+    /// `ctx.on('system-prompt/change', listener)`: journals `change <id>`
+    /// on every event and throws on the calls `throw_on` names.
+    OnChange(ChangeListenerCommand),
     /// Bind a scope's parent at this point.
     Bind(BindCommand),
     /// `assemble({scope})`, then render the prompt and the context snapshot.
@@ -608,6 +618,42 @@ pub enum Command {
     RegisterRoute(RouteCommand),
     /// Loop: dispose the route's current registration (a no-op when it has none).
     UnregisterRoute(RouteCommand),
+}
+
+/// Names a scope.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeCommand {
+    /// The scope's name.
+    pub scope: String,
+}
+
+/// A plugin owning a group of registrations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerCommand {
+    /// The owner's id (for `dispose`).
+    pub id: String,
+    /// The global registrations it makes, in order.
+    pub registrations: Vec<Registration>,
+}
+
+/// A scripted `system-prompt/change` listener.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeListenerCommand {
+    /// Listener id (for `dispose` and the journal).
+    pub id: String,
+    /// Throw `new Error(throws)` on these invocations (1-based); default none.
+    pub throw_on: Option<Vec<u32>>,
+    /// The message it throws.
+    #[serde(default = "default_change_error")]
+    pub throws: String,
+}
+
+fn default_change_error() -> String {
+    "change listener failed".into()
 }
 
 /// Names one of the world's scripted routes.
@@ -1049,6 +1095,10 @@ pub struct BindCommand {
 pub struct AssembleCommand {
     /// `assemble({scope})`; absent = `assemble({})`.
     pub scope: Option<String>,
+    /// More fields of the assemble context, passed to every provider
+    /// (e.g. `{ who = "ann" }`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub context: serde_json::Map<String, Value>,
 }
 
 /// Section or context text, or a variable's value provider.
@@ -1072,8 +1122,12 @@ pub enum TextSpec {
 pub struct ProviderSpec<T> {
     /// Return this value on every call.
     pub returns: Option<T>,
-    /// Return the n-th value on the n-th call; after the last, repeat the last.
-    pub sequence: Option<Vec<T>>,
+    /// Return the n-th value on the n-th call; after the last, repeat the
+    /// last. An item `{ "$js" = "undefined" }` returns `undefined`.
+    pub sequence: Option<Vec<SequenceItem<T>>>,
+    /// Return the assemble context's field of this name (what the caller
+    /// passed to `assemble`), `undefined` when it is not a string.
+    pub context_field: Option<String>,
     /// Return `undefined`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub returns_undefined: bool,
@@ -1084,6 +1138,49 @@ pub struct ProviderSpec<T> {
     /// Side effects run during the call, before it returns or throws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub effects: Vec<Effect>,
+}
+
+/// One value of a provider's `sequence`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, bound(deserialize = "T: Deserialize<'de>"))]
+pub enum SequenceItem<T> {
+    /// `undefined` (`{ "$js" = "undefined" }`).
+    Undefined(UndefinedMarker),
+    /// A value.
+    Value(T),
+}
+
+impl<T> SequenceItem<T> {
+    /// The value, `None` for `undefined`.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            SequenceItem::Undefined(_) => None,
+            SequenceItem::Value(value) => Some(value),
+        }
+    }
+}
+
+/// `{ "$js" = "undefined" }`, and nothing else.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct UndefinedMarker {
+    /// Always `undefined`.
+    #[serde(rename = "$js")]
+    pub js: String,
+}
+
+impl<'de> Deserialize<'de> for UndefinedMarker {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = JsJson::deserialize(deserializer)?;
+        if value.is_undefined() {
+            Ok(UndefinedMarker {
+                js: "undefined".into(),
+            })
+        } else {
+            Err(serde::de::Error::custom(
+                "not `{ \"$js\" = \"undefined\" }`",
+            ))
+        }
+    }
 }
 
 /// A registry side effect performed from inside a provider or listener.
