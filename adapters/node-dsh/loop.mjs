@@ -33,6 +33,7 @@ import {
   bootCase,
   copyJson,
   fromJs,
+  Returned,
   observed,
   present,
 } from './world.mjs'
@@ -434,11 +435,12 @@ class LoopWorld extends CaseWorld {
       ['delegationDepth', spec.delegation_depth],
       ['agentPreset', spec.agent_preset],
     ])
+    const seeded = seed ?? (present(spec.seed) ? spec.seed.map(fromJs) : undefined)
     return this.root.agentLoop.createAgent(this.root, {
       sessionId: spec.id,
       agentOptions,
       meta,
-      ...(seed === undefined ? {} : { seed }),
+      ...(seeded === undefined ? {} : { seed: seeded }),
     })
   }
 
@@ -560,6 +562,28 @@ class LoopWorld extends CaseWorld {
       case 'register_route':
         this.registerRoute(command.provider)
         return undefined
+      case 'append': {
+        const opts = {}
+        if (present(command.surface_op)) opts.surfaceOp = fromJs(command.surface_op)
+        if (present(command.source_event_seqs)) opts.sourceEventSeqs = fromJs(command.source_event_seqs)
+        this.agentFor(command.agent).session.append(command.type, fromJs(command.data), opts)
+        return undefined
+      }
+      case 'read_session': {
+        const session = this.agentFor(command.agent).session
+        const header = session.requestHeader()
+        const context = session.requestContext()
+        return new Returned(
+          JSON.parse(
+            JSON.stringify({
+              ...(header === undefined ? {} : { request_header: header }),
+              ...(context === undefined ? {} : { request_context: context }),
+              surface: [...session.surface.nodes],
+              messages: session.deriveMessages(),
+            }),
+          ),
+        )
+      }
       case 'unregister_route': {
         const handle = this.routeHandles.get(command.provider)
         this.routeHandles.delete(command.provider)

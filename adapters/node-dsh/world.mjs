@@ -9,6 +9,7 @@
 
 import { Context } from '@deepseek-ai/cordis'
 import { createScope, bindScopeParent } from '@deepseek-ai/dsh-scope'
+import { canonicalHeader, headerEquals } from '@deepseek-ai/dsh-session'
 import {
   SystemPrompt,
   renderPrompt,
@@ -276,6 +277,13 @@ export function abortOf(signal) {
     if (signal.aborted) fail()
     else signal.addEventListener('abort', fail, { once: true })
   })
+}
+
+/** What a command that reads a value returns from `execute` (synchronously). */
+export class Returned {
+  constructor(value) {
+    this.value = value
+  }
 }
 
 export class CaseWorld {
@@ -653,6 +661,10 @@ export class CaseWorld {
         }
         return this.registryOf(undefined).assemble(context)
       }
+      case 'canonical_header':
+        return new Returned(JSON.parse(JSON.stringify(canonicalHeader(fromJs(command.header)))))
+      case 'header_equals':
+        return new Returned(headerEquals(fromJs(command.a), fromJs(command.b)))
       case 'dispose_scope': {
         // Its registrations and listeners go; a later use mints a new scope.
         const minted = this.scopes.get(command.scope)
@@ -713,6 +725,7 @@ export class CaseWorld {
       return this.observe(command, changesBefore, observed(thrown))
     }
     if (pending === undefined) return this.observe(command, changesBefore)
+    if (pending instanceof Returned) return this.observe(command, changesBefore, undefined, pending.value)
     return pending.then(
       (value) => this.observe(command, changesBefore, undefined, value),
       (thrown) => this.observe(command, changesBefore, observed(thrown)),
@@ -731,6 +744,8 @@ export class CaseWorld {
     if (error === undefined && command.do === 'assemble') {
       result.assembly = assemblyData(value)
       observeRenders(value, result)
+    } else if (error === undefined && value !== undefined) {
+      result.value = value
     }
     this.journal = []
     return result

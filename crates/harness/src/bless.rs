@@ -128,6 +128,7 @@ fn blessed_command(
         error: blessed_error(&old.error, observation.error.as_ref()),
         changes: bless(&old.changes, Some(&Value::from(observation.changes))),
         journal: bless(&old.journal, Some(&serde_json::json!(observation.journal))),
+        value: bless(&old.value, observation.value.as_ref()),
     };
     (new != CommandExpect::default()).then_some(new)
 }

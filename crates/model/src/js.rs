@@ -508,6 +508,25 @@ mod tests {
     }
 }
 
+/// dsh-session `isDeepEqualJson`: structural equality, object keys in any
+/// order, numbers by value.
+pub fn json_equal_unordered(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_equal_unordered(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(key, value)| {
+                    y.get(key)
+                        .is_some_and(|other| json_equal_unordered(value, other))
+                })
+        }
+        (x, y) => x == y,
+    }
+}
+
 /// A JavaScript value where JSON is not enough: scenarios state agent
 /// options and session fields that may be `undefined`, non-finite, `-0` or
 /// not lossless JSON at all. Decoded from the `$js` encoding the scenario
@@ -619,6 +638,27 @@ impl JsValue {
                     .collect::<Option<_>>()?,
             ),
         })
+    }
+
+    /// `JSON.parse(JSON.stringify(value))`: `undefined` properties are
+    /// dropped, `undefined` array items and non-finite numbers become `null`.
+    pub fn to_json_lossy(&self) -> Value {
+        match self {
+            JsValue::Undefined | JsValue::Null => Value::Null,
+            JsValue::Bool(b) => Value::Bool(*b),
+            JsValue::Number(x) => number_json(*x),
+            JsValue::String(s) => Value::String(s.clone()),
+            JsValue::Array(items) => {
+                Value::Array(items.iter().map(JsValue::to_json_lossy).collect())
+            }
+            JsValue::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .filter(|(_, item)| !item.is_undefined())
+                    .map(|(key, item)| (key.clone(), item.to_json_lossy()))
+                    .collect(),
+            ),
+        }
     }
 
     /// `String(value)`.

@@ -15,6 +15,7 @@ pub mod render;
 pub mod runtime_context;
 pub mod scope;
 pub mod session;
+pub mod session_input;
 pub mod signal;
 pub mod table;
 pub mod tool_order;

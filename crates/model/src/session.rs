@@ -67,11 +67,19 @@ pub struct Event {
     pub source_event_seqs: Option<Vec<u64>>,
     /// How it joins the surface (message events only).
     pub surface_op: Option<SurfaceOp>,
+    /// `ignorable: true`, which only seeded events carry.
+    pub ignorable: bool,
+    /// A seeded event's JSON exactly as it came in (its key order is kept,
+    /// as upstream keeps the seed's objects).
+    pub seeded: Option<Value>,
 }
 
 impl Event {
     /// The event as upstream serializes it: `{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`.
     pub fn to_json(&self) -> Value {
+        if let Some(seeded) = &self.seeded {
+            return seeded.clone();
+        }
         let mut object = Map::new();
         object.insert("type".into(), json!(self.kind));
         object.insert("seq".into(), json!(self.seq));
@@ -82,6 +90,9 @@ impl Event {
         }
         if let Some(op) = &self.surface_op {
             object.insert("surfaceOp".into(), op.to_json());
+        }
+        if self.ignorable {
+            object.insert("ignorable".into(), Value::Bool(true));
         }
         Value::Object(object)
     }
@@ -133,6 +144,8 @@ impl Event {
             data,
             source_event_seqs,
             surface_op,
+            ignorable: object.get("ignorable") == Some(&Value::Bool(true)),
+            seeded: None,
         })
     }
 
@@ -202,46 +215,82 @@ struct Surface {
 }
 
 impl Surface {
-    /// Validate and apply one event's surface transition.
-    fn apply(&mut self, event: &Event) -> Result<(), JsError> {
-        let eligible = SURFACE_TYPES.contains(&event.kind.as_str());
-        let Some(op) = &event.surface_op else {
-            if eligible {
-                return Err(JsError::error(format!(
-                    "session event \"{}\" is surface-eligible and requires a surfaceOp marker",
-                    event.kind
-                )));
-            }
-            if event.source_event_seqs.is_some() {
-                return Err(JsError::error(format!(
-                    "session event \"{}\" is not surface-eligible and cannot carry sourceEventSeqs",
-                    event.kind
-                )));
-            }
-            return Ok(());
+    /// Validate and apply one event's surface transition (typed metadata,
+    /// from the loop itself): the same checks as [`Surface::apply_raw`].
+    fn apply(&mut self, event: &Event, log: &[Event]) -> Result<(), JsError> {
+        let raw = RawSurfaceMeta {
+            surface_op: event.surface_op.as_ref().map(SurfaceOp::to_json),
+            source_event_seqs: event.source_event_seqs.as_ref().map(|seqs| json!(seqs)),
         };
-        if !eligible {
-            return Err(JsError::error(format!(
-                "session event \"{}\" is not surface-eligible and cannot carry surfaceOp",
-                event.kind
-            )));
+        self.apply_raw(&event.kind, event.seq, &event.data, &raw, log)
+            .map(|_| ())
+    }
+
+    /// dsh-session `planSurfaceEvent` + `applySurfaceEvent` over metadata as
+    /// it arrived (JSON, any shape): eligibility, the op's shape, the
+    /// replacement range, provenance, a tool result's rewrite rule, in
+    /// upstream's order and words. Returns the metadata, typed.
+    fn apply_raw(
+        &mut self,
+        kind: &str,
+        seq: u64,
+        data: &Value,
+        raw: &RawSurfaceMeta,
+        log: &[Event],
+    ) -> Result<(Option<SurfaceOp>, Option<Vec<u64>>), JsError> {
+        let error = |message: String| Err(JsError::error(message));
+        if !SURFACE_TYPES.contains(&kind) {
+            if raw.surface_op.is_some() {
+                return error(format!(
+                    "session event \"{kind}\" is not surface-eligible and cannot carry surfaceOp"
+                ));
+            }
+            if raw.source_event_seqs.is_some() {
+                return error(format!(
+                    "session event \"{kind}\" is not surface-eligible and cannot carry sourceEventSeqs"
+                ));
+            }
+            return Ok((None, None));
         }
-        let sources = event.source_event_seqs.clone().unwrap_or_default();
-        if event.source_event_seqs.as_ref().is_some_and(Vec::is_empty)
-            && event.kind != "assistant/message"
-        {
-            return Err(JsError::error(
-                "sourceEventSeqs must not be empty except on assistant/message",
-            ));
-        }
-        if let Some(bad) = sources.iter().find(|s| **s >= event.seq) {
-            return Err(JsError::error(format!(
-                "sourceEventSeqs must reference earlier events: {bad} >= current seq {}",
-                event.seq
-            )));
-        }
-        match op {
-            SurfaceOp::Append => self.nodes.push(event.seq),
+        let op = match &raw.surface_op {
+            None => {
+                return error(format!(
+                    "session event \"{kind}\" is surface-eligible and requires a surfaceOp marker"
+                ));
+            }
+            Some(Value::String(text)) if text == "append" => SurfaceOp::Append,
+            Some(Value::Object(object)) => {
+                let seq_of = |key: &str| {
+                    object
+                        .get(key)
+                        .and_then(Value::as_f64)
+                        .filter(|x| crate::js::is_safe_integer(*x) && *x >= 0.0)
+                        .map(|x| x as u64)
+                };
+                match (
+                    object.len(),
+                    object.get("op"),
+                    seq_of("start"),
+                    seq_of("end"),
+                ) {
+                    (3, Some(op), Some(start), Some(end)) if op == "replace" => {
+                        SurfaceOp::Replace { start, end }
+                    }
+                    _ => {
+                        return error(format!(
+                            "session event \"{kind}\" carries an invalid replace surfaceOp"
+                        ));
+                    }
+                }
+            }
+            Some(_) => {
+                return error(format!(
+                    "session event \"{kind}\" carries an invalid surfaceOp"
+                ));
+            }
+        };
+        let shadowed: Vec<u64> = match &op {
+            SurfaceOp::Append => Vec::new(),
             SurfaceOp::Replace { start, end } => {
                 let start_index = self.nodes.iter().position(|n| n == start).ok_or_else(|| {
                     JsError::error(format!(
@@ -254,27 +303,144 @@ impl Surface {
                     ))
                 })?;
                 if start_index > end_index {
-                    return Err(JsError::error(format!(
+                    return error(format!(
                         "surface replace: start seq {start} (index {start_index}) is after end seq {end} (index {end_index})"
-                    )));
+                    ));
                 }
-                let missing: Vec<String> = self.nodes[start_index..=end_index]
-                    .iter()
-                    .filter(|n| !sources.contains(n))
-                    .map(u64::to_string)
-                    .collect();
-                if !missing.is_empty() {
-                    return Err(JsError::error(format!(
-                        "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
-                        missing.join(", ")
-                    )));
-                }
-                self.nodes.splice(start_index..=end_index, [event.seq]);
+                self.nodes[start_index..=end_index].to_vec()
+            }
+        };
+        let sources = provenance(kind, seq, raw.source_event_seqs.as_ref(), &shadowed)?;
+        if kind == "tool/result" && matches!(op, SurfaceOp::Replace { .. }) {
+            check_tool_result_rewrite(data, &shadowed, log)?;
+        }
+        match &op {
+            SurfaceOp::Append => self.nodes.push(seq),
+            SurfaceOp::Replace { start, end } => {
+                let from = self.nodes.iter().position(|n| n == start).unwrap_or(0);
+                let to = self.nodes.iter().position(|n| n == end).unwrap_or(from);
+                self.nodes.splice(from..=to, [seq]);
                 self.replace_generation += 1;
             }
         }
-        Ok(())
+        Ok((Some(op), sources))
     }
+}
+
+/// `assertProvenance`: the cited seqs are an array of distinct, earlier,
+/// non-negative safe integers that include every shadowed node.
+fn provenance(
+    kind: &str,
+    seq: u64,
+    raw: Option<&Value>,
+    shadowed: &[u64],
+) -> Result<Option<Vec<u64>>, JsError> {
+    let mut sources: Vec<u64> = Vec::new();
+    if let Some(raw) = raw {
+        let Some(items) = raw.as_array() else {
+            return Err(JsError::error(format!(
+                "sourceEventSeqs on event at seq {seq} must be an array when present"
+            )));
+        };
+        if items.is_empty() && kind != "assistant/message" {
+            return Err(JsError::error(
+                "sourceEventSeqs must not be empty except on assistant/message",
+            ));
+        }
+        let mut not_earlier = None;
+        for item in items {
+            let source = item
+                .as_f64()
+                .filter(|x| crate::js::is_safe_integer(*x) && *x >= 0.0)
+                .ok_or_else(|| {
+                    JsError::error(format!(
+                        "session event \"{kind}\" sourceEventSeqs must densely contain non-negative safe integers"
+                    ))
+                })? as u64;
+            if !sources.contains(&source) {
+                sources.push(source);
+            }
+            if not_earlier.is_none() && source >= seq {
+                not_earlier = Some(source);
+            }
+        }
+        if sources.len() != items.len() {
+            return Err(JsError::error(
+                "sourceEventSeqs must not contain duplicates",
+            ));
+        }
+        if let Some(source) = not_earlier {
+            return Err(JsError::error(format!(
+                "sourceEventSeqs must reference earlier events: {source} >= current seq {seq}"
+            )));
+        }
+    }
+    let missing: Vec<String> = shadowed
+        .iter()
+        .filter(|node| !sources.contains(node))
+        .map(u64::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Err(JsError::error(format!(
+            "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(raw.map(|_| {
+        raw.and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    }))
+}
+
+/// `assertToolResultRewrite`: a replacing tool result rewrites exactly one
+/// current tool result and changes only its result content.
+fn check_tool_result_rewrite(data: &Value, shadowed: &[u64], log: &[Event]) -> Result<(), JsError> {
+    if shadowed.len() != 1 {
+        return Err(JsError::error(
+            "tool/result surface replacement must rewrite exactly one current node",
+        ));
+    }
+    let original = log
+        .get(shadowed[0] as usize)
+        .filter(|e| e.kind == "tool/result");
+    let Some(original) = original else {
+        return Err(JsError::error(
+            "tool/result surface replacement must target a current tool/result",
+        ));
+    };
+    // Everything but the result block's `content` must stay: compare with
+    // the message content reduced to that one block, its content nulled.
+    let without_content = |data: &Value| {
+        let mut data = data.clone();
+        let mut block = data
+            .pointer("/message/content/0")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some(object) = block.as_object_mut() {
+            object.insert("content".into(), Value::Null);
+        }
+        if let Some(message) = data.get_mut("message").and_then(Value::as_object_mut) {
+            message.insert("content".into(), json!([block]));
+        }
+        data
+    };
+    if crate::js::json_equal_unordered(&without_content(&original.data), &without_content(data)) {
+        Ok(())
+    } else {
+        Err(JsError::error(
+            "tool/result surface replacement may change only content",
+        ))
+    }
+}
+
+/// Surface metadata as it arrived from outside the loop: raw JSON.
+#[derive(Clone, Debug, Default)]
+pub struct RawSurfaceMeta {
+    /// `surfaceOp`, if present.
+    pub surface_op: Option<Value>,
+    /// `sourceEventSeqs`, if present.
+    pub source_event_seqs: Option<Value>,
 }
 
 struct SessionState {
@@ -423,27 +589,55 @@ impl Session {
         seed: Vec<Event>,
         clock: Clock,
     ) -> Result<Session, JsError> {
-        let session = Session::new(id, cwd, clock);
-        {
-            let mut state = session.state.borrow_mut();
-            for (index, event) in seed.into_iter().enumerate() {
-                if event.seq != index as u64 {
-                    return Err(JsError::error(format!(
-                        "seed event at index {index} has seq {} (expected {index}); seed must be contiguous from 0",
-                        event.seq
-                    )));
-                }
-                state.surface.apply(&event).map_err(|error| {
+        let meta = SessionMeta {
+            cwd: cwd.map_or(JsValue::Undefined, JsValue::String),
+            ..SessionMeta::default()
+        };
+        let seed: Vec<JsValue> = seed
+            .iter()
+            .map(|event| JsValue::from_encoded(&event.to_json()))
+            .collect();
+        Session::create(id, &meta, Some(&seed), clock)
+    }
+
+    /// `Session.create(id, seed, header)` (dsh-session): each seed event is
+    /// checked (`session_input`) and folded into the surface, then the
+    /// header is validated, then `session/end-seed` is appended unless the
+    /// seed ends with it. No seed: a fresh session.
+    pub fn create(
+        id: &str,
+        meta: &SessionMeta,
+        seed: Option<&[JsValue]>,
+        clock: Clock,
+    ) -> Result<Session, JsError> {
+        let mut log: Vec<Event> = Vec::new();
+        let mut surface = Surface::default();
+        for (index, value) in seed.unwrap_or_default().iter().enumerate() {
+            let object = crate::session_input::check_seed_event(index, value)?;
+            let (mut event, raw) = crate::session_input::seed_event(&object);
+            let (op, sources) = surface
+                .apply_raw(&event.kind, event.seq, &event.data, &raw, &log)
+                .map_err(|error| {
                     JsError::error(format!(
                         "invalid seed event at index {index}: {}",
                         error.message
                     ))
                 })?;
-                state.log.push(event);
-            }
-            state.seed_length = state.log.len() as u64;
+            event.surface_op = op;
+            event.source_event_seqs = sources;
+            event.ignorable = object.get("ignorable") == Some(&Value::Bool(true));
+            event.seeded = Some(Value::Object(object));
+            log.push(event);
         }
-        if session.last_kind().as_deref() != Some("session/end-seed") {
+        let cwd = meta.validate()?;
+        let session = Session::new(id, cwd, clock);
+        {
+            let mut state = session.state.borrow_mut();
+            state.seed_length = log.len() as u64;
+            state.log = log;
+            state.surface = surface;
+        }
+        if seed.is_some() && session.last_kind().as_deref() != Some("session/end-seed") {
             session.append("session/end-seed", json!({}), SurfaceMeta::default())?;
         }
         Ok(session)
@@ -488,6 +682,50 @@ impl Session {
 
     /// Append one event, validating its surface metadata; notify observers.
     pub fn append(&self, kind: &str, data: Value, meta: SurfaceMeta) -> Result<Event, JsError> {
+        let raw = RawSurfaceMeta {
+            surface_op: meta.surface_op.as_ref().map(SurfaceOp::to_json),
+            source_event_seqs: meta.source_event_seqs.as_ref().map(|seqs| json!(seqs)),
+        };
+        self.append_raw(kind, data, raw)
+    }
+
+    /// `session.append(type, data, {surfaceOp, sourceEventSeqs})` with any
+    /// JavaScript values, as a caller outside the loop makes it: the data and
+    /// the surface metadata must be lossless JSON, the legacy header
+    /// vocabulary is refused, then the surface checks apply.
+    pub fn append_value(
+        &self,
+        kind: &str,
+        data: &JsValue,
+        surface_op: &JsValue,
+        source_event_seqs: &JsValue,
+    ) -> Result<Event, JsError> {
+        let Some(data) = data.to_lossless_json() else {
+            return Err(JsError::error(format!(
+                "session event \"{kind}\" carries non-JSON-serializable data"
+            )));
+        };
+        crate::session_input::check_supported_request_header(
+            kind,
+            &data,
+            &format!("session event \"{kind}\""),
+        )?;
+        let metadata = |value: &JsValue| match value {
+            JsValue::Undefined => Ok(None),
+            value => value.to_lossless_json().map(Some).ok_or_else(|| {
+                JsError::error(format!(
+                    "session event \"{kind}\" carries non-JSON-serializable surface metadata"
+                ))
+            }),
+        };
+        let raw = RawSurfaceMeta {
+            source_event_seqs: metadata(source_event_seqs)?,
+            surface_op: metadata(surface_op)?,
+        };
+        self.append_raw(kind, data, raw)
+    }
+
+    fn append_raw(&self, kind: &str, data: Value, raw: RawSurfaceMeta) -> Result<Event, JsError> {
         let time = (self.clock)();
         let (event, observers) = {
             let mut state = self.state.borrow_mut();
@@ -496,15 +734,19 @@ impl Session {
                     "session append cannot reenter while another append is being published",
                 ));
             }
+            let seq = state.log.len() as u64;
+            let SessionState { surface, log, .. } = &mut *state;
+            let (surface_op, source_event_seqs) = surface.apply_raw(kind, seq, &data, &raw, log)?;
             let event = Event {
                 kind: kind.to_string(),
-                seq: state.log.len() as u64,
+                seq,
                 time,
                 data,
-                source_event_seqs: meta.source_event_seqs,
-                surface_op: meta.surface_op,
+                source_event_seqs,
+                surface_op,
+                ignorable: false,
+                seeded: None,
             };
-            state.surface.apply(&event)?;
             state.log.push(event.clone());
             debug_assert_eq!(
                 state.log.last().map(|e| e.seq),
@@ -616,7 +858,7 @@ pub fn fold_surface(events: &[Event]) -> Result<Vec<u64>, JsError> {
                 event.seq
             )));
         }
-        surface.apply(event)?;
+        surface.apply(event, &events[..index])?;
     }
     Ok(surface.nodes)
 }

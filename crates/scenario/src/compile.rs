@@ -256,7 +256,11 @@ impl Compiler {
             | Command::DisposeAgent(_)
             | Command::Plugin(_)
             | Command::RegisterRoute(_)
-            | Command::UnregisterRoute(_) => Ok(()),
+            | Command::UnregisterRoute(_)
+            | Command::Append(_)
+            | Command::ReadSession(_)
+            | Command::CanonicalHeader(_)
+            | Command::HeaderEquals(_) => Ok(()),
         }
     }
 }
@@ -296,7 +300,10 @@ pub fn needs_loop(command: &Command) -> bool {
         | Command::OnSessionEvent(_)
         | Command::Plugin(_)
         | Command::RegisterRoute(_)
-        | Command::UnregisterRoute(_) => true,
+        | Command::UnregisterRoute(_)
+        | Command::Append(_)
+        | Command::ReadSession(_) => true,
+        Command::CanonicalHeader(_) | Command::HeaderEquals(_) => false,
     }
 }
 
@@ -322,6 +329,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
                 pattern(&format!("{path}.error"), &e.error)?;
                 pattern(&format!("{path}.changes"), &e.changes)?;
                 pattern(&format!("{path}.journal"), &e.journal)?;
+                pattern(&format!("{path}.value"), &e.value)?;
             }
             Some(StepExpect::Assemble(e)) => {
                 for (key, value) in [
@@ -653,6 +661,8 @@ pub fn addressed_agent(command: &Command) -> Option<&str> {
         Command::OnTurnStopping(c) => &c.agent,
         Command::OnStatus(c) => &c.agent,
         Command::OnSessionEvent(c) => &c.agent,
+        Command::Append(c) => &c.agent,
+        Command::ReadSession(c) => &c.agent,
         _ => return None,
     };
     agent.as_deref()

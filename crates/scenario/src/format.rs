@@ -388,6 +388,9 @@ pub struct CommandExpect {
     pub changes: Option<Pattern>,
     /// Provider and listener evaluations during the step, in order.
     pub journal: Option<Pattern>,
+    /// What the command returned (`read_session`, `canonical_header`,
+    /// `header_equals`).
+    pub value: Option<Pattern>,
 }
 
 /// What an `assemble` step compares. Keys left out are not compared; an

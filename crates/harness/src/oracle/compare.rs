@@ -193,6 +193,11 @@ impl Comparison {
                     expect.journal.as_ref(),
                     Some(&journal),
                 );
+                self.value(
+                    &format!("{path}.value"),
+                    expect.value.as_ref(),
+                    observation.value.as_ref(),
+                );
             }
             StepExpect::Assemble(expect) => self.assemble(path, expect, observation),
         }

@@ -162,6 +162,8 @@ mod tests {
             data,
             source_event_seqs: None,
             surface_op: surface,
+            ignorable: false,
+            seeded: None,
         }
     }
 

@@ -216,6 +216,8 @@ mod tests {
                 data: prompt,
                 source_event_seqs: None,
                 surface_op: Some(SurfaceOp::Append),
+                ignorable: false,
+                seeded: None,
             },
             Event {
                 kind: "request/header".into(),
@@ -224,6 +226,8 @@ mod tests {
                 data: header,
                 source_event_seqs: None,
                 surface_op: None,
+                ignorable: false,
+                seeded: None,
             },
         ]
     }

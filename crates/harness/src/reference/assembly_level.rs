@@ -12,6 +12,9 @@ use super::scripted::{
     register_context, register_listener, register_owner, register_section, register_suppressor,
     register_tools, register_variable, try_dispose,
 };
+use dshc_model::header::{canonical_header, header_equals};
+use dshc_model::js::JsValue;
+use serde_json::Value;
 
 /// The registry commands, shared with the loop level.
 pub(crate) struct AssemblyCommands {
@@ -45,6 +48,17 @@ impl AssemblyCommands {
                 Ok(())
             }
             Command::Owner(c) => register_owner(c, &world, registry),
+            Command::CanonicalHeader(c) => {
+                let header = JsValue::from_encoded(&c.header.0).to_json_lossy();
+                observation.value = Some(canonical_header(&header));
+                Ok(())
+            }
+            Command::HeaderEquals(c) => {
+                let a = JsValue::from_encoded(&c.a.0).to_json_lossy();
+                let b = JsValue::from_encoded(&c.b.0).to_json_lossy();
+                observation.value = Some(Value::Bool(header_equals(&a, &b)));
+                Ok(())
+            }
             Command::DisposeScope(c) => {
                 if let Some(world) = world.upgrade() {
                     for disposer in world.disposers_in(&c.scope) {
@@ -84,6 +98,8 @@ impl AssemblyCommands {
             | Command::OnSessionEvent(_)
             | Command::RegisterRoute(_)
             | Command::UnregisterRoute(_)
+            | Command::Append(_)
+            | Command::ReadSession(_)
             | Command::Plugin(_) => Err(JsError::error(
                 "this command needs a loop-level case (an agent to act on)",
             )),

@@ -393,6 +393,8 @@ impl Commands for LoopCommands {
             | Command::OnChange(_)
             | Command::Owner(_)
             | Command::DisposeScope(_)
+            | Command::CanonicalHeader(_)
+            | Command::HeaderEquals(_)
             | Command::Bind(_)
             | Command::Assemble(_) => self.assembly.run(command, observation).await,
             Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
@@ -520,6 +522,34 @@ impl Commands for LoopCommands {
                 dshc_agent::plugins::change_input(&self.agents[0].agent, &input_change(action));
                 Ok(())
             }
+            Command::Append(c) => {
+                let js = |value: &Option<JsJson>| {
+                    value
+                        .as_ref()
+                        .map_or(JsValue::Undefined, |v| JsValue::from_encoded(&v.0))
+                };
+                self.agent(&c.agent).session().append_value(
+                    &c.kind,
+                    &JsValue::from_encoded(&c.data.0),
+                    &js(&c.surface_op),
+                    &js(&c.source_event_seqs),
+                )?;
+                Ok(())
+            }
+            Command::ReadSession(c) => {
+                let session = self.agent(&c.agent).session();
+                let mut value = serde_json::Map::new();
+                if let Some(header) = session.request_header() {
+                    value.insert("request_header".into(), header);
+                }
+                if let Some(context) = session.request_context() {
+                    value.insert("request_context".into(), context);
+                }
+                value.insert("surface".into(), json!(session.surface_nodes()));
+                value.insert("messages".into(), Value::Array(session.derive_messages()));
+                observation.value = Some(Value::Object(value));
+                Ok(())
+            }
             Command::RegisterRoute(c) => {
                 let route = self.route(&c.provider)?;
                 self.context
@@ -634,8 +664,8 @@ fn new_session(spec: &AgentSpec, clock: &Clock) -> Result<Session, JsError> {
         delegation_depth: js(&spec.delegation_depth),
         agent_preset: js(&spec.agent_preset),
     };
-    let cwd = meta.validate()?;
-    Ok(Session::new(&spec.id, cwd, clock.clone()))
+    let seed: Option<Vec<JsValue>> = spec.seed.as_ref().map(|seed| seed.iter().map(js).collect());
+    Session::create(&spec.id, &meta, seed.as_deref(), clock.clone())
 }
 
 /// What `provider` received: every request that carried a JSON body, in

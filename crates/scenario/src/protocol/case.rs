@@ -326,6 +326,10 @@ pub struct AgentSpec {
         skip_serializing_if = "JsJson::is_undefined"
     )]
     pub agent_preset: JsJson,
+    /// The session's seed: its initial events, any values, checked as
+    /// `createAgent({seed})` checks them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<Vec<JsJson>>,
 }
 
 fn default_agent_id() -> String {
@@ -357,6 +361,7 @@ impl Default for AgentSpec {
             origin: JsJson::undefined(),
             delegation_depth: JsJson::undefined(),
             agent_preset: JsJson::undefined(),
+            seed: None,
         }
     }
 }
@@ -613,6 +618,16 @@ pub enum Command {
     OnSessionEvent(LoopListenerCommand<ActOp>),
     /// Loop: act on a context plugin's inputs (spec 10).
     Plugin(PluginAction),
+    /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an
+    /// agent's session, with any values.
+    Append(AppendCommand),
+    /// Loop: read an agent's session: its folded request header and
+    /// context, surface nodes and derived messages (the step's `value`).
+    ReadSession(ReadSessionCommand),
+    /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
+    CanonicalHeader(CanonicalHeaderCommand),
+    /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
+    HeaderEquals(HeaderEqualsCommand),
     /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
     /// scripted route of that name (its script goes on where it stopped).
     RegisterRoute(RouteCommand),
@@ -654,6 +669,51 @@ pub struct ChangeListenerCommand {
 
 fn default_change_error() -> String {
     "change listener failed".into()
+}
+
+/// A direct append to an agent's session.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppendCommand {
+    /// The agent whose session (default: the first agent).
+    pub agent: Option<String>,
+    /// The event type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The event data, any value.
+    pub data: JsJson,
+    /// `surfaceOp`, any value (default: none).
+    pub surface_op: Option<JsJson>,
+    /// `sourceEventSeqs`, any value (default: none).
+    pub source_event_seqs: Option<JsJson>,
+}
+
+/// Read an agent's session.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadSessionCommand {
+    /// The agent whose session (default: the first agent).
+    pub agent: Option<String>,
+}
+
+/// Canonicalize a request header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CanonicalHeaderCommand {
+    /// The header, `{config, adapterDefaults?, system?, tools?}`.
+    pub header: JsJson,
+}
+
+/// Compare two request headers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderEqualsCommand {
+    /// One header.
+    pub a: JsJson,
+    /// The other.
+    pub b: JsJson,
 }
 
 /// Names one of the world's scripted routes.

@@ -63,6 +63,9 @@ pub struct Observation {
     /// Provider and listener evaluations during the command, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journal: Vec<String>,
+    /// What the command returned, for commands that read a value
+    /// (`read_session`, `canonical_header`, `header_equals`).
+    pub value: Option<Value>,
     /// `assemble` only, on success: the final assembly.
     pub assembly: Option<AssemblyData>,
     /// `assemble` only, on success: `renderPrompt(assembly)`.
