@@ -20,7 +20,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { SessionStore } from '@deepseek-ai/dsh-session'
-import { AgentRegistry } from '@deepseek-ai/dsh-agent'
+import { AgentRegistry, agentEvents } from '@deepseek-ai/dsh-agent'
 import { LlmAdapter, LlmError, LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
@@ -288,6 +288,9 @@ export function loopSkipReason(caseData) {
       'the scenario feeds them simulated inputs (instruction files, the clock, tmux panes, ' +
       'stored sessions) that the upstream plugins read from the real host'
     )
+  }
+  if (caseData.commands.some((command) => command.do === 'clock_jump')) {
+    return 'a wall-clock jump needs a clock the harness drives; this adapter runs on the real clock'
   }
   if (world.adapter.provider !== 'deepseek-official') {
     return `the upstream DeepSeek plugin registers only the "deepseek-official" route, not ${JSON.stringify(world.adapter.provider)}`
@@ -568,6 +571,14 @@ class LoopWorld extends CaseWorld {
         if (present(command.source_event_seqs)) opts.sourceEventSeqs = fromJs(command.source_event_seqs)
         this.agentFor(command.agent).session.append(command.type, fromJs(command.data), opts)
         return undefined
+      }
+      case 'fire_pre_step': {
+        const agent = this.agentFor(command.agent)
+        const messages = copyJson(command.messages ?? [])
+        const payload = { messages, turn: command.turn, step: command.step, signal: new AbortController().signal }
+        return agentEvents(this.root, agent)
+          .waterfall('agent/pre-step', payload, () => Promise.resolve({ kind: 'enter', messages }))
+          .then((decision) => JSON.parse(JSON.stringify(decision)))
       }
       case 'read_session': {
         const session = this.agentFor(command.agent).session

@@ -259,6 +259,8 @@ impl Compiler {
             | Command::UnregisterRoute(_)
             | Command::Append(_)
             | Command::ReadSession(_)
+            | Command::FirePreStep(_)
+            | Command::ClockJump(_)
             | Command::CanonicalHeader(_)
             | Command::HeaderEquals(_) => Ok(()),
         }
@@ -302,7 +304,9 @@ pub fn needs_loop(command: &Command) -> bool {
         | Command::RegisterRoute(_)
         | Command::UnregisterRoute(_)
         | Command::Append(_)
-        | Command::ReadSession(_) => true,
+        | Command::ReadSession(_)
+        | Command::FirePreStep(_)
+        | Command::ClockJump(_) => true,
         Command::CanonicalHeader(_) | Command::HeaderEquals(_) => false,
     }
 }
@@ -663,6 +667,7 @@ pub fn addressed_agent(command: &Command) -> Option<&str> {
         Command::OnSessionEvent(c) => &c.agent,
         Command::Append(c) => &c.agent,
         Command::ReadSession(c) => &c.agent,
+        Command::FirePreStep(c) => &c.agent,
         _ => return None,
     };
     agent.as_deref()
@@ -883,6 +888,7 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
                 .iter()
                 .fold(0u64, |total, command| match command {
                     Command::Wait(wait) => total.saturating_add(wait.ms),
+                    Command::ClockJump(jump) => total.saturating_add(jump.ms.max(0).unsigned_abs()),
                     _ => total,
                 });
             let latest = simulation

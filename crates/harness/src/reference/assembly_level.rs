@@ -100,6 +100,8 @@ impl AssemblyCommands {
             | Command::UnregisterRoute(_)
             | Command::Append(_)
             | Command::ReadSession(_)
+            | Command::FirePreStep(_)
+            | Command::ClockJump(_)
             | Command::Plugin(_) => Err(JsError::error(
                 "this command needs a loop-level case (an agent to act on)",
             )),

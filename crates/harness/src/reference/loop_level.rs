@@ -14,6 +14,7 @@ use std::time::Duration;
 use mock_provider::MockProvider;
 use serde_json::{Value, json};
 
+use dshc_agent::listeners::{Decision, LocalFuture, PreStepPayload};
 use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
@@ -23,7 +24,7 @@ use dshc_agent::{
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
-use dshc_model::{JsError, Registry, ScopeKey};
+use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
     AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, MessageCommand,
     ModelResolution, Observation, ProviderRequest, RecordField, ScriptedError, ToolOp,
@@ -279,6 +280,8 @@ struct LoopCommands {
     clock: Clock,
     /// Virtual time skipped while the agent was idle (see [`Command::Wait`]).
     skipped_ms: Rc<std::cell::Cell<u64>>,
+    /// How far the wall clock was moved by `clock_jump` (timers are not).
+    jumped_ms: Rc<std::cell::Cell<i64>>,
     /// The world's scripted routes, in `world.routes` order.
     routes: Vec<Rc<ScriptedRoute>>,
     /// What acting listeners recorded.
@@ -550,6 +553,36 @@ impl Commands for LoopCommands {
                 observation.value = Some(Value::Object(value));
                 Ok(())
             }
+            Command::FirePreStep(c) => {
+                let agent = self.agent(&c.agent);
+                let payload = PreStepPayload {
+                    messages: c.messages.clone(),
+                    turn: c.turn,
+                    step: c.step,
+                    signal: AbortSignal::new(),
+                };
+                let messages = c.messages.clone();
+                let default: Rc<dyn Fn() -> LocalFuture<Result<Decision, JsError>>> =
+                    Rc::new(move || {
+                        let messages = messages.clone();
+                        Box::pin(async move { Ok(Decision::Enter(messages)) })
+                    });
+                let decision = agent
+                    .listeners()
+                    .pre_step
+                    .dispatch(payload, default)
+                    .await?;
+                observation.value = Some(match decision {
+                    Decision::Enter(messages) => json!({"kind": "enter", "messages": messages}),
+                    Decision::Reject => json!({"kind": "reject"}),
+                });
+                Ok(())
+            }
+            Command::ClockJump(c) => {
+                self.jumped_ms
+                    .set(self.jumped_ms.get().saturating_add(c.ms));
+                Ok(())
+            }
             Command::RegisterRoute(c) => {
                 let route = self.route(&c.provider)?;
                 self.context
@@ -706,16 +739,19 @@ async fn drive(
     let start = tokio::time::Instant::now();
     let start_ms = world.simulation.start_ms;
     let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
-    let skipped = skipped_ms.clone();
+    let jumped_ms = Rc::new(std::cell::Cell::new(0i64));
+    let (skipped, jumped) = (skipped_ms.clone(), jumped_ms.clone());
     // Saturating: a clock that would pass the end of JavaScript's `Date`
-    // range stops there (the loader refuses worlds that could get near it).
+    // range stops there (the loader refuses worlds that could get near it),
+    // and one jumped back past the epoch stops at 0.
     let clock: Clock = Rc::new(move || {
         let elapsed = tokio::time::Instant::now()
             .duration_since(start)
             .as_millis();
-        start_ms
+        let monotonic = start_ms
             .saturating_add(skipped.get())
-            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
+            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
+        monotonic.saturating_add_signed(jumped.get())
     });
     let scripted = Rc::new(World::default());
     let journal = Journal::default();
@@ -751,6 +787,7 @@ async fn drive(
         agents,
         clock,
         skipped_ms,
+        jumped_ms,
         routes,
         journal,
     };

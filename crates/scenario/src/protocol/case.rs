@@ -624,6 +624,13 @@ pub enum Command {
     /// Loop: read an agent's session: its folded request header and
     /// context, surface nodes and derived messages (the step's `value`).
     ReadSession(ReadSessionCommand),
+    /// Loop: fire an agent's `agent/pre-step` waterfall directly, without the
+    /// loop, with these messages; the decision is the step's `value`
+    /// (`{kind = "enter", messages}` or `{kind = "reject"}`).
+    FirePreStep(FirePreStepCommand),
+    /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
+    /// forward or backward, while timers keep their course.
+    ClockJump(ClockJumpCommand),
     /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
     CanonicalHeader(CanonicalHeaderCommand),
     /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
@@ -696,6 +703,37 @@ pub struct AppendCommand {
 pub struct ReadSessionCommand {
     /// The agent whose session (default: the first agent).
     pub agent: Option<String>,
+}
+
+/// Fire the pre-step waterfall.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FirePreStepCommand {
+    /// The agent (default: the first agent).
+    pub agent: Option<String>,
+    /// The payload's turn (default 1).
+    #[serde(default = "one")]
+    pub turn: u64,
+    /// The payload's step (default 1).
+    #[serde(default = "one")]
+    pub step: u64,
+    /// The claimed messages, as given (user messages); the default decision
+    /// enters with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Value>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Move the wall clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClockJumpCommand {
+    /// Milliseconds to add (negative: backward).
+    pub ms: i64,
 }
 
 /// Canonicalize a request header.
