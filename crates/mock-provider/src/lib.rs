@@ -32,9 +32,11 @@
 //! assert_eq!(provider.requests().len(), 1);
 //! ```
 
+pub mod catalog;
 pub mod prompt_cache;
 pub mod provider;
 pub mod render;
+pub mod request_rules;
 pub mod script;
 #[cfg(feature = "server")]
 pub mod server;
@@ -42,15 +44,19 @@ pub mod sse;
 pub mod tokenizer;
 pub mod wire;
 
-pub use prompt_cache::{CACHE_UNIT_TOKENS, PromptAccounting, PromptCache, canonical_prompt};
+pub use catalog::{CatalogModel, DEFAULT_CONTEXT_WINDOW_TOKENS};
+pub use prompt_cache::{
+    CACHE_UNIT_TOKENS, PromptAccounting, PromptCache, canonical_fim_prompt, canonical_prompt,
+};
 pub use provider::{
-    CHAT_COMPLETIONS_PATHS, IncomingRequest, LoggedRequest, MockProvider, RequestOutcome,
-    ServerLimits,
+    IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,
+    RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits,
 };
 pub use render::{BodyAction, RenderContext, ResponsePlan, render_response, stream_events};
+pub use request_rules::RuleViolation;
 pub use script::{
-    CompletionCounts, FaultKind, Fragments, Script, ScriptEntry, ScriptError, ScriptToolCall,
-    UsagePlacement,
+    Balance, CompletionCounts, Dialect, Endpoint, FaultKind, Fragments, MatchInput, RequestMatch,
+    Script, ScriptEntry, ScriptError, ScriptToolCall, UsagePlacement, Validation,
 };
 #[cfg(feature = "turmoil")]
 pub use server::serve_turmoil;

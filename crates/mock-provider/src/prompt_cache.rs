@@ -62,6 +62,16 @@ pub fn canonical_prompt(body: &Value) -> String {
     prompt
 }
 
+/// The canonical prompt of a FIM body: the `prompt`, then `"\n"` and the
+/// `suffix` when there is one (the prefix is what a later request can reuse).
+pub fn canonical_fim_prompt(body: &Value) -> String {
+    let prompt = body.get("prompt").and_then(Value::as_str).unwrap_or("");
+    match body.get("suffix").and_then(Value::as_str) {
+        Some(suffix) => format!("{prompt}\n{suffix}"),
+        None => prompt.to_owned(),
+    }
+}
+
 /// Token counts of one prompt against the cache, before that prompt is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PromptAccounting {

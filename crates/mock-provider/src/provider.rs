@@ -7,19 +7,85 @@
 //! Because everything that decides the response happens in one synchronous step per
 //! request, responses depend only on the order requests arrive in, never on timing.
 
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::prompt_cache::{PromptAccounting, PromptCache, canonical_prompt};
+use crate::catalog::{CatalogModel, DEFAULT_CONTEXT_WINDOW_TOKENS, effective_catalog};
+use crate::prompt_cache::{PromptAccounting, PromptCache, canonical_fim_prompt, canonical_prompt};
 use crate::render::{RenderContext, ResponsePlan, render_response};
-use crate::script::{FaultKind, Script, ScriptError};
-use crate::wire::{ErrorBody, Usage};
+use crate::request_rules::{self, RuleInput, RuleViolation, ServedCall, ServedCalls};
+use crate::script::{Endpoint, FaultKind, MatchInput, Script, ScriptError};
+use crate::wire::{
+    BalanceInfoWire, BalanceWire, ErrorBody, ModelListWire, ModelWire, Usage, to_json,
+};
 
-/// The request paths that reach the script.
-pub const CHAT_COMPLETIONS_PATHS: [&str; 2] = ["/chat/completions", "/v1/chat/completions"];
+/// What a request path asks for. Every path may carry one `/v1` or `/beta`
+/// prefix (the bases OpenAI-style clients and LiteLLM use).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /chat/completions`; `beta` when under `/beta` (prefix completion).
+    Chat {
+        /// Arrived under `/beta`.
+        beta: bool,
+    },
+    /// `POST /completions`: fill-in-the-middle text completion.
+    Fim,
+    /// `GET /models`.
+    Models,
+    /// `GET /models/{id}`.
+    Model(String),
+    /// `GET /user/balance`.
+    Balance,
+}
+
+impl Route {
+    /// The route of `path`, or `None` for a path the API does not have.
+    pub fn of(path: &str) -> Option<Self> {
+        let (beta, rest) = if let Some(rest) = path.strip_prefix("/beta") {
+            (true, rest)
+        } else {
+            (false, path.strip_prefix("/v1").unwrap_or(path))
+        };
+        match rest {
+            "/chat/completions" => Some(Self::Chat { beta }),
+            "/completions" => Some(Self::Fim),
+            "/models" => Some(Self::Models),
+            "/user/balance" => Some(Self::Balance),
+            _ => rest
+                .strip_prefix("/models/")
+                .filter(|id| !id.is_empty() && !id.contains('/'))
+                .map(|id| Self::Model(id.to_owned())),
+        }
+    }
+
+    fn method(&self) -> &'static str {
+        match self {
+            Self::Chat { .. } | Self::Fim => "POST",
+            Self::Models | Self::Model(_) | Self::Balance => "GET",
+        }
+    }
+}
+
+/// Called with every request as it is logged (before its body is sent).
+#[derive(Clone)]
+pub struct RequestObserver(Arc<dyn Fn(&LoggedRequest) + Send + Sync>);
+
+impl RequestObserver {
+    /// Wrap a callback.
+    pub fn new(callback: impl Fn(&LoggedRequest) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(callback))
+    }
+}
+
+impl fmt::Debug for RequestObserver {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("RequestObserver")
+    }
+}
 
 /// Limits the HTTP server enforces (malformed or oversized input gets a 4xx, never a panic).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,19 +178,30 @@ pub enum RequestOutcome {
         /// The error message sent.
         message: String,
     },
-    /// A valid request arrived after the last script entry; answered with 500.
+    /// A valid request no script entry answers (all used, or none matches);
+    /// answered with a non-retryable 400, code `script_exhausted`.
     ScriptExhausted {
-        /// Entries served before this request.
+        /// Scripted responses served before this request.
         served: usize,
     },
+    /// Answered from the catalog or the balance (`/models`, `/user/balance`).
+    Info {
+        /// 200, or 404 for a model the catalog does not have.
+        status: u16,
+    },
 }
+
+/// Status of the answer to an exhausted script.
+pub const SCRIPT_EXHAUSTED_STATUS: u16 = 400;
 
 impl RequestOutcome {
     /// The HTTP status sent.
     pub fn status(&self) -> u16 {
         match self {
-            Self::Scripted { status, .. } | Self::Rejected { status, .. } => *status,
-            Self::ScriptExhausted { .. } => 500,
+            Self::Scripted { status, .. }
+            | Self::Rejected { status, .. }
+            | Self::Info { status } => *status,
+            Self::ScriptExhausted { .. } => SCRIPT_EXHAUSTED_STATUS,
         }
     }
 }
@@ -153,6 +230,71 @@ pub struct LoggedRequest {
 }
 
 impl LoggedRequest {
+    /// One line for a person watching the server: number, method, path,
+    /// status, and the script entry and cache hit of a scripted answer, e.g.
+    /// `#3 POST /chat/completions 200 entry 2 (stream) cache 128/301`.
+    pub fn summary_line(&self) -> String {
+        let head = format!(
+            "#{} {} {} {}",
+            self.request_number,
+            self.method,
+            self.path,
+            self.outcome.status()
+        );
+        let cache = self.prompt.map_or(String::new(), |prompt| {
+            format!(
+                " cache {}/{}",
+                prompt.prompt_cache_hit_tokens, prompt.prompt_tokens
+            )
+        });
+        match &self.outcome {
+            RequestOutcome::Scripted {
+                entry_index,
+                fault,
+                streamed,
+                ..
+            } => {
+                let kind = if *streamed { "stream" } else { "json" };
+                let fault = fault.map_or(String::new(), |fault| {
+                    format!(" fault {}", crate::script::fault_name(fault))
+                });
+                format!("{head} entry {entry_index} ({kind}){fault}{cache}")
+            }
+            RequestOutcome::Rejected { message, .. } => format!("{head} rejected: {message}"),
+            RequestOutcome::ScriptExhausted { served } => {
+                format!("{head} script exhausted after {served} responses")
+            }
+            RequestOutcome::Info { .. } => head,
+        }
+    }
+
+    /// The request and its answer as one JSON object (a line of `dshc serve --log`).
+    pub fn to_json(&self) -> Value {
+        let headers: Vec<Value> = self
+            .headers
+            .iter()
+            .map(|(name, value)| json!([name, value]))
+            .collect();
+        json!({
+            "request_number": self.request_number,
+            "method": self.method,
+            "path": self.path,
+            "headers": headers,
+            "body": self.body_json.clone().unwrap_or_else(|| {
+                Value::String(String::from_utf8_lossy(&self.body).into_owned())
+            }),
+            "outcome": self.outcome,
+            "status": self.outcome.status(),
+            "prompt": self.prompt.map(|prompt| json!({
+                "prompt_tokens": prompt.prompt_tokens,
+                "shared_prefix_tokens": prompt.shared_prefix_tokens,
+                "prompt_cache_hit_tokens": prompt.prompt_cache_hit_tokens,
+                "prompt_cache_miss_tokens": prompt.prompt_cache_miss_tokens,
+            })),
+            "usage": self.usage,
+        })
+    }
+
     /// First value of a header (name compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -188,7 +330,15 @@ struct Shared {
 #[derive(Debug)]
 struct State {
     script: Script,
-    next_entry: usize,
+    /// How the script is named in errors (a file path, a scenario).
+    script_name: String,
+    catalog: Vec<CatalogModel>,
+    /// Entries used so far (a reusable entry is never marked).
+    used: Vec<bool>,
+    /// Scripted responses served so far.
+    served: usize,
+    served_calls: ServedCalls,
+    observer: Option<RequestObserver>,
     cache: PromptCache,
     log: std::collections::VecDeque<LoggedRequest>,
     requests_seen: u64,
@@ -227,12 +377,37 @@ impl MockProvider {
 
     /// A provider serving `script` with explicit limits.
     pub fn with_limits(script: Script, limits: ServerLimits) -> Result<Self, ScriptError> {
+        Self::builder(script).limits(limits).build()
+    }
+
+    /// A provider with more options: limits, the script's name, an observer.
+    pub fn builder(script: Script) -> MockProviderBuilder {
+        MockProviderBuilder {
+            script,
+            limits: ServerLimits::default(),
+            script_name: "the script".to_owned(),
+            observer: None,
+        }
+    }
+
+    fn build(builder: MockProviderBuilder) -> Result<Self, ScriptError> {
+        let MockProviderBuilder {
+            script,
+            limits,
+            script_name,
+            observer,
+        } = builder;
         script.validate()?;
         Ok(Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
+                    catalog: effective_catalog(&script.models),
+                    used: vec![false; script.responses.len()],
                     script,
-                    next_entry: 0,
+                    script_name,
+                    served: 0,
+                    served_calls: ServedCalls::new(),
+                    observer,
                     cache: PromptCache::new(),
                     log: std::collections::VecDeque::new(),
                     requests_seen: 0,
@@ -319,15 +494,21 @@ impl MockProvider {
         usize::try_from(self.lock().requests_seen).unwrap_or(usize::MAX)
     }
 
-    /// Script entries consumed so far.
+    /// Scripted responses served so far.
     pub fn responses_served(&self) -> usize {
-        self.lock().next_entry
+        self.lock().served
     }
 
-    /// Script entries not yet consumed.
+    /// Script entries not yet used (reusable entries are never used up).
     pub fn responses_remaining(&self) -> usize {
         let state = self.lock();
-        state.script.responses.len() - state.next_entry
+        state
+            .script
+            .responses
+            .iter()
+            .zip(&state.used)
+            .filter(|(entry, used)| !entry.reuse && !**used)
+            .count()
     }
 
     /// A copy of the prefix cache as it is now.
@@ -356,6 +537,40 @@ impl MockProvider {
     }
 }
 
+/// Options of a [`MockProvider`] (see [`MockProvider::builder`]).
+#[derive(Debug)]
+pub struct MockProviderBuilder {
+    script: Script,
+    limits: ServerLimits,
+    script_name: String,
+    observer: Option<RequestObserver>,
+}
+
+impl MockProviderBuilder {
+    /// The limits the server arms enforce.
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How errors name the script (default "the script"), e.g. its file.
+    pub fn script_name(mut self, name: impl Into<String>) -> Self {
+        self.script_name = name.into();
+        self
+    }
+
+    /// Call `observer` with every request as it is logged.
+    pub fn observer(mut self, observer: RequestObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Check the script and start serving it.
+    pub fn build(self) -> Result<MockProvider, ScriptError> {
+        MockProvider::build(self)
+    }
+}
+
 impl State {
     fn log_request(&mut self, request: IncomingRequest, handled: Handled) -> ResponsePlan {
         self.requests_seen += 1;
@@ -371,6 +586,9 @@ impl State {
             prompt: handled.prompt,
             usage: handled.usage,
         });
+        if let (Some(observer), Some(logged)) = (&self.observer, self.log.back()) {
+            (observer.0)(logged);
+        }
         // Bounded: a long-running server drops its oldest requests first.
         while self.log.len() > self.max_logged_requests
             || (self.logged_body_bytes > self.max_logged_body_bytes && self.log.len() > 1)
@@ -383,25 +601,26 @@ impl State {
     }
 
     fn respond(&mut self, request: &IncomingRequest, limits: &ServerLimits) -> Handled {
-        if !CHAT_COMPLETIONS_PATHS.contains(&request.path.as_str()) {
+        let Some(route) = Route::of(&request.path) else {
             return Handled::rejected(
                 404,
                 format!("No route for {} {}", request.method, request.path),
                 "not_found",
                 None,
             );
-        }
-        if request.method != "POST" {
+        };
+        let method = route.method();
+        if request.method != method {
             let mut handled = Handled::rejected(
                 405,
                 format!(
-                    "Method {} is not allowed on {}; use POST",
+                    "Method {} is not allowed on {}; use {method}",
                     request.method, request.path
                 ),
                 "method_not_allowed",
                 None,
             );
-            handled.plan.headers.push(("allow".into(), "POST".into()));
+            handled.plan.headers.push(("allow".into(), method.into()));
             return handled;
         }
         if request.body.len() > limits.max_body_bytes {
@@ -415,6 +634,23 @@ impl State {
                 None,
             );
         }
+        let beta = match route {
+            Route::Models => return self.info(200, self.model_list()),
+            Route::Model(id) => {
+                return match self.catalog.iter().find(|model| model.id == id) {
+                    Some(model) => self.info(200, to_json(&model_wire(model))),
+                    None => Handled::rejected(
+                        404,
+                        format!("The model `{id}` does not exist"),
+                        "model_not_found",
+                        None,
+                    ),
+                };
+            }
+            Route::Balance => return self.info(200, self.balance()),
+            Route::Chat { beta } => beta,
+            Route::Fim => true,
+        };
         let body_json: Value = match serde_json::from_slice(&request.body) {
             Ok(value) => value,
             Err(error) => {
@@ -426,33 +662,86 @@ impl State {
                 );
             }
         };
-        let parsed = match ChatRequest::from_body(&body_json) {
+        let endpoint = if route == Route::Fim {
+            Endpoint::Fim
+        } else {
+            Endpoint::Chat
+        };
+        let parsed = match ParsedRequest::from_body(&body_json, endpoint) {
             Ok(parsed) => parsed,
             Err(message) => {
                 return Handled::rejected(400, message, "invalid_request_error", Some(body_json));
             }
         };
-        let Some(entry) = self.script.responses.get(self.next_entry).cloned() else {
-            let served = self.next_entry;
-            let message = format!(
-                "mock-provider: script exhausted after {served} responses (no entry for this request)"
-            );
+        let prompt_text = match endpoint {
+            Endpoint::Chat => canonical_prompt(&body_json),
+            Endpoint::Fim => canonical_fim_prompt(&body_json),
+        };
+        let prompt = self.cache.account(&parsed.model, &prompt_text);
+        let known_window = self
+            .catalog
+            .iter()
+            .find(|model| model.id == parsed.model)
+            .map(|model| model.context_window);
+        let rule_input = RuleInput {
+            body: &body_json,
+            beta,
+            prompt_tokens: prompt.prompt_tokens,
+            completion_tokens_requested: parsed.max_tokens,
+            context_window: known_window,
+            default_context_window: DEFAULT_CONTEXT_WINDOW_TOKENS,
+        };
+        let rules = &self.script.validation;
+        let checked = match endpoint {
+            Endpoint::Chat => request_rules::check_chat(&rule_input, &self.served_calls, rules),
+            Endpoint::Fim => request_rules::check_fim(&rule_input, rules),
+        };
+        if let Err(RuleViolation { param, message, .. }) = checked {
+            let error = ErrorBody::new(
+                &message,
+                "invalid_request_error",
+                Some("invalid_request_error"),
+            )
+            .with_param(param);
             return Handled {
-                plan: ResponsePlan::error(
-                    500,
-                    &ErrorBody::new(message, "server_error", Some("script_exhausted")),
-                ),
-                outcome: RequestOutcome::ScriptExhausted { served },
+                plan: ResponsePlan::error(400, &error),
+                outcome: RequestOutcome::Rejected {
+                    status: 400,
+                    message,
+                },
                 body_json: Some(body_json),
                 prompt: None,
                 usage: None,
             };
+        }
+        let match_input = MatchInput {
+            model: &parsed.model,
+            endpoint,
+            stream: parsed.stream,
+            messages: &parsed.messages,
         };
-        let entry_index = self.next_entry;
-        self.next_entry += 1;
+        let chosen = self
+            .script
+            .responses
+            .iter()
+            .zip(&self.used)
+            .position(|(entry, used)| {
+                (entry.reuse || !used)
+                    && entry
+                        .when
+                        .as_ref()
+                        .is_none_or(|when| when.matches(&match_input))
+            });
+        let Some(entry_index) = chosen else {
+            return self.exhausted(request, body_json, &match_input);
+        };
+        let entry = self.script.responses[entry_index].clone();
+        if !entry.reuse {
+            self.used[entry_index] = true;
+        }
+        self.served += 1;
+        let response_number = self.served as u64;
 
-        let prompt_text = canonical_prompt(&body_json);
-        let prompt = self.cache.account(&parsed.model, &prompt_text);
         let usage = Usage::from_counts(
             &prompt,
             entry.completion_counts(),
@@ -460,19 +749,35 @@ impl State {
             entry.reports_reasoning_tokens(),
         );
         let context = RenderContext {
-            response_number: entry_index as u64 + 1,
-            created_s: self.script.created_s_for(entry_index),
+            response_number,
+            created_s: self.script.created_s_for(entry_index, response_number),
             model: parsed.model.clone(),
             stream: parsed.stream,
             include_usage: parsed.include_usage,
             usage,
             max_tokens: parsed.max_tokens,
+            context_window: known_window.unwrap_or(DEFAULT_CONTEXT_WINDOW_TOKENS),
+            dialect: self.script.dialect,
+            system_fingerprint: self.script.system_fingerprint.clone(),
+            endpoint,
         };
         let plan = render_response(&entry, &context);
         let is_http_error = entry.is_http_error();
         let prompt_recorded = !is_http_error && entry.fault != Some(FaultKind::DropConnection);
         if prompt_recorded {
             self.cache.record(&parsed.model, &prompt_text);
+        }
+        if !is_http_error {
+            for (index, call) in entry.tool_calls.iter().enumerate() {
+                let id = crate::render::tool_call_id(call.id.as_deref(), response_number, index);
+                self.served_calls.insert(
+                    id,
+                    ServedCall {
+                        response_number,
+                        with_reasoning: !entry.reasoning.is_empty(),
+                    },
+                );
+            }
         }
         Handled {
             outcome: RequestOutcome::Scripted {
@@ -488,18 +793,123 @@ impl State {
             usage: (!is_http_error).then_some(usage),
         }
     }
+
+    /// The answer when no entry is left for a request: non-retryable, naming
+    /// the script and the request.
+    fn exhausted(
+        &self,
+        request: &IncomingRequest,
+        body_json: Value,
+        input: &MatchInput<'_>,
+    ) -> Handled {
+        let served = self.served;
+        let number = self.requests_seen + 1;
+        let unused = self
+            .script
+            .responses
+            .iter()
+            .zip(&self.used)
+            .filter(|(entry, used)| entry.reuse || !**used)
+            .count();
+        let why = if unused == 0 {
+            format!(
+                "all {} entries are used ({served} responses served)",
+                self.script.responses.len()
+            )
+        } else {
+            let last = input
+                .messages
+                .last()
+                .map(request_rules::message_text)
+                .unwrap_or_default();
+            let shown: String = last.chars().take(60).collect();
+            format!(
+                "none of the {unused} unused entries matches it (model {:?}, last message {shown:?})",
+                input.model
+            )
+        };
+        let message = format!(
+            "dshc mock provider: {} has no answer for request {number} ({} {}): {why}",
+            self.script_name, request.method, request.path
+        );
+        let mut plan = ResponsePlan::error(
+            SCRIPT_EXHAUSTED_STATUS,
+            &ErrorBody::new(message, "invalid_request_error", Some("script_exhausted")),
+        );
+        // The openai SDKs (and the clients built on them) honour this header.
+        plan.headers
+            .push(("x-should-retry".to_owned(), "false".to_owned()));
+        Handled {
+            plan,
+            outcome: RequestOutcome::ScriptExhausted { served },
+            body_json: Some(body_json),
+            prompt: None,
+            usage: None,
+        }
+    }
+
+    fn info(&self, status: u16, body: String) -> Handled {
+        Handled {
+            plan: ResponsePlan {
+                head_delay_ms: 0,
+                status,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: vec![crate::render::BodyAction::Send(Bytes::from(body))],
+            },
+            outcome: RequestOutcome::Info { status },
+            body_json: None,
+            prompt: None,
+            usage: None,
+        }
+    }
+
+    fn model_list(&self) -> String {
+        to_json(&ModelListWire {
+            object: "list",
+            data: self.catalog.iter().map(model_wire).collect(),
+        })
+    }
+
+    fn balance(&self) -> String {
+        let balance = self.script.balance.clone().unwrap_or_default();
+        let total = crate::script::add_decimal_strings(
+            &balance.granted_balance,
+            &balance.topped_up_balance,
+        )
+        .unwrap_or_default();
+        to_json(&BalanceWire {
+            is_available: balance.is_available,
+            balance_infos: vec![BalanceInfoWire {
+                currency: &balance.currency,
+                total_balance: total,
+                granted_balance: &balance.granted_balance,
+                topped_up_balance: &balance.topped_up_balance,
+            }],
+        })
+    }
 }
 
-/// The fields of a chat-completions body the mock acts on.
-struct ChatRequest {
+fn model_wire(model: &CatalogModel) -> ModelWire<'_> {
+    ModelWire {
+        id: &model.id,
+        object: "model",
+        owned_by: &model.owned_by,
+    }
+}
+
+/// The fields of a chat or FIM body the mock acts on.
+struct ParsedRequest {
     model: String,
     stream: bool,
     include_usage: bool,
+    /// `max_tokens`, else `max_completion_tokens`.
     max_tokens: Option<u64>,
+    /// The messages (for FIM: the prompt as one message of role `prompt`).
+    messages: Vec<Value>,
 }
 
-impl ChatRequest {
-    fn from_body(body: &Value) -> Result<Self, String> {
+impl ParsedRequest {
+    fn from_body(body: &Value, endpoint: Endpoint) -> Result<Self, String> {
         let Some(object) = body.as_object() else {
             return Err("The request body must be a JSON object".into());
         };
@@ -513,11 +923,27 @@ impl ChatRequest {
             Some(Value::String(model)) => model.clone(),
             Some(_) => return Err("`model` must be a string".into()),
         };
-        match object.get("messages") {
-            None => return Err(missing("messages")),
-            Some(Value::Array(_)) => {}
-            Some(_) => return Err("`messages` must be an array".into()),
-        }
+        let messages = match endpoint {
+            Endpoint::Chat => match object.get("messages") {
+                None => return Err(missing("messages")),
+                Some(Value::Array(messages)) => messages.clone(),
+                Some(_) => return Err("`messages` must be an array".into()),
+            },
+            Endpoint::Fim => {
+                let prompt = match object.get("prompt") {
+                    None => return Err(missing("prompt")),
+                    Some(Value::String(prompt)) => prompt.clone(),
+                    Some(_) => return Err("`prompt` must be a string".into()),
+                };
+                if !matches!(
+                    object.get("suffix"),
+                    None | Some(Value::Null | Value::String(_))
+                ) {
+                    return Err("`suffix` must be a string".into());
+                }
+                vec![json!({"role": "prompt", "content": prompt})]
+            }
+        };
         if !matches!(
             object.get("tools"),
             None | Some(Value::Null | Value::Array(_))
@@ -533,11 +959,16 @@ impl ChatRequest {
             .pointer("/stream_options/include_usage")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        let max_tokens = object
+            .get("max_tokens")
+            .or_else(|| object.get("max_completion_tokens"))
+            .and_then(Value::as_u64);
         Ok(Self {
             model,
             stream,
             include_usage,
-            max_tokens: object.get("max_tokens").and_then(Value::as_u64),
+            max_tokens,
+            messages,
         })
     }
 }
@@ -611,12 +1042,16 @@ mod tests {
             assert!(payloads[1].contains(expected), "{payloads:?}");
         }
         let plan = provider.handle(chat(messages));
-        assert_eq!(plan.status, 500);
+        // Not retryable: a client must not burn time retrying an empty script.
+        assert_eq!(plan.status, 400);
+        assert_eq!(plan.header("x-should-retry"), Some("false"));
         let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
         assert_eq!(
             body["error"]["message"],
-            "mock-provider: script exhausted after 2 responses (no entry for this request)"
+            "dshc mock provider: the script has no answer for request 3 \
+             (POST /chat/completions): all 2 entries are used (2 responses served)"
         );
+        assert_eq!(body["error"]["code"], "script_exhausted");
         let log = provider.requests();
         assert_eq!(log.len(), 3);
         assert_eq!(
@@ -798,9 +1233,14 @@ mod tests {
                 "`tools` must be an array",
             ),
             (
-                post("/completions", "{}"),
+                post("/completion", "{}"),
                 404,
-                "No route for POST /completions",
+                "No route for POST /completion",
+            ),
+            (
+                post("/completions", r#"{"model": "m"}"#),
+                400,
+                "missing field `prompt`",
             ),
             (
                 IncomingRequest {
@@ -821,7 +1261,7 @@ mod tests {
         }
         assert_eq!(provider.responses_served(), 0);
         let log = provider.requests();
-        assert_eq!(log.len(), 9);
+        assert_eq!(log.len(), 10);
         assert!(
             log.iter()
                 .all(|request| matches!(request.outcome, RequestOutcome::Rejected { .. }))
@@ -830,7 +1270,7 @@ mod tests {
             log.iter()
                 .map(|request| request.request_number)
                 .collect::<Vec<_>>(),
-            (1..=9).collect::<Vec<_>>()
+            (1..=10).collect::<Vec<_>>()
         );
         let plan = provider.handle(chat(json!([])));
         assert_eq!(plan.status, 200);

@@ -7,14 +7,13 @@
 
 use bytes::Bytes;
 
-use crate::script::{FaultKind, ScriptEntry, UsagePlacement};
+use crate::request_rules::context_length_message;
+use crate::script::{Dialect, Endpoint, FaultKind, ScriptEntry, UsagePlacement};
 use crate::wire::{
     ChunkChoiceWire, ChunkWire, CompletionChoiceWire, CompletionWire, DeltaWire, ErrorBody,
-    FunctionDeltaWire, FunctionWire, MessageWire, ToolCallDeltaWire, ToolCallWire, Usage, to_json,
+    FunctionDeltaWire, FunctionWire, MessageWire, TextChoiceWire, TextCompletionWire,
+    ToolCallDeltaWire, ToolCallWire, Usage, to_json,
 };
-
-/// Context window quoted by the default `context_overflow` message.
-pub const CONTEXT_OVERFLOW_LIMIT_TOKENS: u64 = 131_072;
 
 /// The bytes of one keep-alive comment event.
 pub const KEEP_ALIVE_COMMENT: &str = ": keep-alive\n\n";
@@ -38,14 +37,34 @@ pub struct RenderContext {
     pub include_usage: bool,
     /// Usage of this response (prompt accounting + completion counts).
     pub usage: Usage,
-    /// The request's `max_tokens`, quoted by the `context_overflow` message.
+    /// The request's `max_tokens` (else `max_completion_tokens`), quoted by the
+    /// `context_overflow` message.
     pub max_tokens: Option<u64>,
+    /// The requested model's context window, quoted by the `context_overflow` message.
+    pub context_window: u64,
+    /// Whose wire details to follow.
+    pub dialect: Dialect,
+    /// `system_fingerprint` of every chunk and completion.
+    pub system_fingerprint: String,
+    /// Chat completion or FIM text completion.
+    pub endpoint: Endpoint,
 }
 
 impl RenderContext {
-    /// The response id, `chatcmpl-<response_number>`.
+    /// The response id, `chatcmpl-<response_number>` (`cmpl-<n>` for FIM).
     pub fn response_id(&self) -> String {
-        format!("chatcmpl-{}", self.response_number)
+        match self.endpoint {
+            Endpoint::Chat => format!("chatcmpl-{}", self.response_number),
+            Endpoint::Fim => format!("cmpl-{}", self.response_number),
+        }
+    }
+
+    /// The `object` of a streamed chunk.
+    fn chunk_object(&self) -> &'static str {
+        match self.endpoint {
+            Endpoint::Chat => "chat.completion.chunk",
+            Endpoint::Fim => "text_completion",
+        }
     }
 }
 
@@ -155,16 +174,68 @@ pub fn render_response(entry: &ScriptEntry, context: &RenderContext) -> Response
 /// The `data:` events of a streamed entry, without faults, keep-alives or delays, each
 /// as the exact bytes `data: <json>\n\n`; the last one is `data: [DONE]\n\n`.
 pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes> {
+    let placement = usage_placement(entry, context);
+    // Before the usage: OpenAI sends `"usage": null` when usage was asked for,
+    // DeepSeek no key at all.
+    let no_usage_yet =
+        (context.dialect == Dialect::Openai && context.include_usage).then_some(None);
+    let finish_usage = match placement {
+        UsagePlacement::OnFinish => Some(Some(&context.usage)),
+        _ => no_usage_yet,
+    };
+    let mut events = match context.endpoint {
+        Endpoint::Chat => chat_chunks(entry, context, no_usage_yet, finish_usage),
+        Endpoint::Fim => text_chunks(entry, context, no_usage_yet, finish_usage),
+    };
+    if placement == UsagePlacement::Trailing {
+        let id = context.response_id();
+        let usage = Some(Some(&context.usage));
+        events.push(data_event(&match context.endpoint {
+            Endpoint::Chat => to_json(&ChunkWire {
+                id: &id,
+                object: "chat.completion.chunk",
+                created: context.created_s,
+                model: &context.model,
+                system_fingerprint: &context.system_fingerprint,
+                choices: Vec::new(),
+                usage,
+            }),
+            Endpoint::Fim => to_json(&TextCompletionWire {
+                id: &id,
+                object: "text_completion",
+                created: context.created_s,
+                model: &context.model,
+                system_fingerprint: &context.system_fingerprint,
+                choices: Vec::new(),
+                usage,
+            }),
+        }));
+    }
+    events.push(Bytes::from_static(DONE_EVENT.as_bytes()));
+    events
+}
+
+type UsageField<'a> = Option<Option<&'a Usage>>;
+
+/// The chat chunks of a stream up to and including the finish chunk.
+fn chat_chunks(
+    entry: &ScriptEntry,
+    context: &RenderContext,
+    no_usage_yet: UsageField<'_>,
+    finish_usage: UsageField<'_>,
+) -> Vec<Bytes> {
     let id = context.response_id();
-    let chunk = |delta: DeltaWire<'_>, finish_reason: Option<&str>, usage: Option<&Usage>| {
+    let chunk = |delta: DeltaWire<'_>, finish_reason: Option<&str>, usage: UsageField<'_>| {
         data_event(&to_json(&ChunkWire {
             id: &id,
             object: "chat.completion.chunk",
             created: context.created_s,
             model: &context.model,
+            system_fingerprint: &context.system_fingerprint,
             choices: vec![ChunkChoiceWire {
                 index: 0,
                 delta,
+                logprobs: None,
                 finish_reason,
             }],
             usage,
@@ -172,14 +243,17 @@ pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes>
     };
     let mut events = Vec::new();
     if entry.role_chunk {
+        // DeepSeek opens a thinking answer with null content and empty reasoning.
+        let thinking = context.dialect == Dialect::Deepseek && !entry.reasoning.is_empty();
         events.push(chunk(
             DeltaWire {
                 role: Some("assistant"),
-                content: Some(""),
+                content: Some((!thinking).then_some("")),
+                reasoning_content: thinking.then_some(""),
                 ..DeltaWire::default()
             },
             None,
-            None,
+            no_usage_yet,
         ));
     }
     for fragment in entry.reasoning.iter() {
@@ -189,17 +263,17 @@ pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes>
                 ..DeltaWire::default()
             },
             None,
-            None,
+            no_usage_yet,
         ));
     }
     for fragment in entry.content.iter() {
         events.push(chunk(
             DeltaWire {
-                content: Some(fragment),
+                content: Some(Some(fragment)),
                 ..DeltaWire::default()
             },
             None,
-            None,
+            no_usage_yet,
         ));
     }
     for (index, call) in entry.tool_calls.iter().enumerate() {
@@ -226,36 +300,68 @@ pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes>
                     ..DeltaWire::default()
                 },
                 None,
-                None,
+                no_usage_yet,
             ));
         }
     }
-    let placement = usage_placement(entry, context);
+    let finish_delta = match context.dialect {
+        Dialect::Deepseek => DeltaWire {
+            content: Some(Some("")),
+            ..DeltaWire::default()
+        },
+        Dialect::Openai => DeltaWire::default(),
+    };
     events.push(chunk(
-        DeltaWire::default(),
+        finish_delta,
         Some(entry.finish_reason_or_default()),
-        (placement == UsagePlacement::OnFinish).then_some(&context.usage),
+        finish_usage,
     ));
-    if placement == UsagePlacement::Trailing {
-        events.push(data_event(&to_json(&ChunkWire {
+    events
+}
+
+/// The FIM chunks of a stream: one per content fragment, then the finish chunk.
+fn text_chunks(
+    entry: &ScriptEntry,
+    context: &RenderContext,
+    no_usage_yet: UsageField<'_>,
+    finish_usage: UsageField<'_>,
+) -> Vec<Bytes> {
+    let id = context.response_id();
+    let chunk = |text: &str, finish_reason: Option<&str>, usage: UsageField<'_>| {
+        data_event(&to_json(&TextCompletionWire {
             id: &id,
-            object: "chat.completion.chunk",
+            object: "text_completion",
             created: context.created_s,
             model: &context.model,
-            choices: Vec::new(),
-            usage: Some(&context.usage),
-        })));
-    }
-    events.push(Bytes::from_static(DONE_EVENT.as_bytes()));
+            system_fingerprint: &context.system_fingerprint,
+            choices: vec![TextChoiceWire {
+                text,
+                index: 0,
+                logprobs: None,
+                finish_reason,
+            }],
+            usage,
+        }))
+    };
+    let mut events: Vec<Bytes> = entry
+        .content
+        .iter()
+        .map(|fragment| chunk(fragment, None, no_usage_yet))
+        .collect();
+    events.push(chunk(
+        "",
+        Some(entry.finish_reason_or_default()),
+        finish_usage,
+    ));
     events
 }
 
 /// Where usage goes for this entry and request (see [`ScriptEntry::usage`]).
 pub fn usage_placement(entry: &ScriptEntry, context: &RenderContext) -> UsagePlacement {
-    entry.usage.unwrap_or(if context.include_usage {
-        UsagePlacement::Trailing
-    } else {
-        UsagePlacement::Omit
+    entry.usage.unwrap_or(match context.dialect {
+        Dialect::Deepseek => UsagePlacement::OnFinish,
+        Dialect::Openai if context.include_usage => UsagePlacement::Trailing,
+        Dialect::Openai => UsagePlacement::Omit,
     })
 }
 
@@ -329,7 +435,7 @@ fn apply_stream_fault(
             let payload = entry
                 .malformed_payload
                 .clone()
-                .unwrap_or_else(|| default_malformed_payload(context, "chat.completion.chunk"));
+                .unwrap_or_else(|| default_malformed_payload(context, context.chunk_object()));
             body.push(BodyAction::Send(data_event(&payload)));
             false
         }
@@ -356,37 +462,62 @@ fn stream_plan(entry: &ScriptEntry, body: Vec<BodyAction>) -> ResponsePlan {
 
 fn render_completion(entry: &ScriptEntry, context: &RenderContext) -> ResponsePlan {
     let id = context.response_id();
-    let reasoning = entry.reasoning.concat();
-    let tool_calls: Vec<ToolCallWire> = entry
-        .tool_calls
-        .iter()
-        .enumerate()
-        .map(|(index, call)| ToolCallWire {
-            id: tool_call_id(call.id.as_deref(), context.response_number, index),
-            kind: "function",
-            function: FunctionWire {
-                name: call.name.clone(),
-                arguments: call.arguments.concat(),
-            },
-        })
-        .collect();
-    let completion = CompletionWire {
-        id: &id,
-        object: "chat.completion",
-        created: context.created_s,
-        model: &context.model,
-        choices: vec![CompletionChoiceWire {
-            index: 0,
-            message: MessageWire {
-                role: "assistant",
-                content: entry.content.concat(),
-                reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
-                tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
-            },
-            finish_reason: entry.finish_reason_or_default(),
-        }],
-        // A non-streaming answer carries usage unless the entry says `omit`.
-        usage: (entry.usage != Some(UsagePlacement::Omit)).then_some(&context.usage),
+    // A non-streaming answer carries usage unless the entry says `omit`.
+    let usage = (entry.usage != Some(UsagePlacement::Omit)).then_some(&context.usage);
+    let whole = match context.endpoint {
+        Endpoint::Chat => {
+            let reasoning = entry.reasoning.concat();
+            let tool_calls: Vec<ToolCallWire> = entry
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| ToolCallWire {
+                    id: tool_call_id(call.id.as_deref(), context.response_number, index),
+                    kind: "function",
+                    function: FunctionWire {
+                        name: call.name.clone(),
+                        arguments: call.arguments.concat(),
+                    },
+                })
+                .collect();
+            to_json(&CompletionWire {
+                id: &id,
+                object: "chat.completion",
+                created: context.created_s,
+                model: &context.model,
+                system_fingerprint: &context.system_fingerprint,
+                choices: vec![CompletionChoiceWire {
+                    index: 0,
+                    message: MessageWire {
+                        role: "assistant",
+                        content: entry.content.concat(),
+                        reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                        tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+                    },
+                    logprobs: None,
+                    finish_reason: entry.finish_reason_or_default(),
+                }],
+                usage,
+            })
+        }
+        Endpoint::Fim => to_json(&TextCompletionWire {
+            id: &id,
+            object: "text_completion",
+            created: context.created_s,
+            model: &context.model,
+            system_fingerprint: &context.system_fingerprint,
+            choices: vec![TextChoiceWire {
+                text: &entry.content.concat(),
+                index: 0,
+                logprobs: None,
+                finish_reason: Some(entry.finish_reason_or_default()),
+            }],
+            usage: usage.map(Some),
+        }),
+    };
+    let object = match context.endpoint {
+        Endpoint::Chat => "chat.completion",
+        Endpoint::Fim => "text_completion",
     };
     let mut head_delay_ms = entry.delay_ms;
     let body = match entry.fault {
@@ -395,13 +526,13 @@ fn render_completion(entry: &ScriptEntry, context: &RenderContext) -> ResponsePl
             entry
                 .malformed_payload
                 .clone()
-                .unwrap_or_else(|| default_malformed_payload(context, "chat.completion")),
+                .unwrap_or_else(|| default_malformed_payload(context, object)),
         ))],
         Some(FaultKind::Stall) => {
             head_delay_ms += entry.stall_ms.unwrap_or(0);
-            vec![BodyAction::Send(Bytes::from(to_json(&completion)))]
+            vec![BodyAction::Send(Bytes::from(whole))]
         }
-        _ => vec![BodyAction::Send(Bytes::from(to_json(&completion)))],
+        _ => vec![BodyAction::Send(Bytes::from(whole))],
     };
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     push_request_id(entry, &mut headers);
@@ -424,17 +555,16 @@ fn render_http_error(entry: &ScriptEntry, context: &RenderContext) -> ResponsePl
         ),
         FaultKind::ContextOverflow => {
             let completion = context.max_tokens.unwrap_or(0);
-            let prompt = context.usage.prompt_tokens;
             (
                 400,
-                format!(
-                    "This model's maximum context length is {CONTEXT_OVERFLOW_LIMIT_TOKENS} tokens. \
-                     However, you requested {} tokens ({prompt} in the messages, {completion} in the \
-                     completion). Please reduce the length of the messages or completion.",
-                    prompt.saturating_add(completion)
+                context_length_message(
+                    context.context_window,
+                    context.usage.prompt_tokens,
+                    completion,
                 ),
                 "invalid_request_error",
-                Some("context_length_exceeded"),
+                // DeepSeek repeats the type as the code.
+                Some("invalid_request_error"),
             )
         }
         FaultKind::HttpError => {
@@ -486,7 +616,7 @@ fn push_request_id(entry: &ScriptEntry, headers: &mut Vec<(String, String)>) {
     }
 }
 
-fn tool_call_id(scripted: Option<&str>, response_number: u64, index: usize) -> String {
+pub(crate) fn tool_call_id(scripted: Option<&str>, response_number: u64, index: usize) -> String {
     scripted.map_or_else(|| format!("call_{response_number}_{index}"), str::to_owned)
 }
 
@@ -534,6 +664,10 @@ mod tests {
                 }),
             },
             max_tokens: Some(256_000),
+            context_window: 131_072,
+            dialect: Dialect::Openai,
+            system_fingerprint: "fp_test".into(),
+            endpoint: Endpoint::Chat,
         }
     }
 
@@ -595,17 +729,19 @@ mod tests {
             frames[0],
             &Bytes::from_static(
                 b"data: {\"id\":\"chatcmpl-3\",\"object\":\"chat.completion.chunk\",\"created\":1735689602,\
-                  \"model\":\"deepseek-v4-flash\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\
-                  \"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n"
+                  \"model\":\"deepseek-v4-flash\",\"system_fingerprint\":\"fp_test\",\"choices\":[{\"index\":0,\
+                  \"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}],\
+                  \"usage\":null}\n\n"
             )
         );
         assert_eq!(
             frames[5],
             &Bytes::from_static(
                 b"data: {\"id\":\"chatcmpl-3\",\"object\":\"chat.completion.chunk\",\"created\":1735689602,\
-                  \"model\":\"deepseek-v4-flash\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\
-                  \"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]},\
-                  \"finish_reason\":null}],\"usage\":null}\n\n"
+                  \"model\":\"deepseek-v4-flash\",\"system_fingerprint\":\"fp_test\",\"choices\":[{\"index\":0,\
+                  \"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":\
+                  {\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]},\"logprobs\":null,\"finish_reason\":null}],\
+                  \"usage\":null}\n\n"
             )
         );
         assert_eq!(frames[10], &Bytes::from_static(b"data: [DONE]\n\n"));
@@ -673,6 +809,82 @@ mod tests {
         };
         let chunks = json_payloads(&render_response(&omitted, &context()));
         assert!(chunks.iter().all(|chunk| chunk["usage"].is_null()));
+    }
+
+    #[test]
+    fn deepseek_sends_usage_on_the_finish_chunk_whatever_the_request_asks() {
+        for include_usage in [false, true] {
+            let deepseek = RenderContext {
+                dialect: Dialect::Deepseek,
+                include_usage,
+                ..context()
+            };
+            let plan = render_response(&full_entry(), &deepseek);
+            let chunks = json_payloads(&plan);
+            // role, 2 reasoning, 2 content, 3 tool-call fragments, finish; no usage chunk.
+            assert_eq!(chunks.len(), 9);
+            assert!(
+                chunks
+                    .iter()
+                    .all(|chunk| !chunk["choices"].as_array().unwrap().is_empty())
+            );
+            assert!(chunks[..8].iter().all(|chunk| chunk.get("usage").is_none()));
+            let finish = &chunks[8];
+            assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+            assert_eq!(finish["choices"][0]["delta"], json!({"content": ""}));
+            assert_eq!(finish["usage"]["prompt_cache_hit_tokens"], 64);
+            // A thinking answer opens with null content and empty reasoning.
+            assert_eq!(
+                chunks[0]["choices"][0]["delta"],
+                json!({"role": "assistant", "content": null, "reasoning_content": ""})
+            );
+            for chunk in &chunks {
+                assert_eq!(chunk["system_fingerprint"], "fp_test");
+                assert!(chunk["choices"][0]["logprobs"].is_null());
+            }
+        }
+        let plain = render_response(
+            &ScriptEntry::content(["x"]),
+            &RenderContext {
+                dialect: Dialect::Deepseek,
+                ..context()
+            },
+        );
+        assert_eq!(
+            json_payloads(&plain)[0]["choices"][0]["delta"],
+            json!({"role": "assistant", "content": ""})
+        );
+    }
+
+    #[test]
+    fn fim_answers_are_text_completions() {
+        let fim = RenderContext {
+            endpoint: Endpoint::Fim,
+            dialect: Dialect::Deepseek,
+            ..context()
+        };
+        let entry = ScriptEntry::content(["fn ", "main"]);
+        let chunks = json_payloads(&render_response(&entry, &fim));
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks[0]["object"], "text_completion");
+        assert_eq!(chunks[0]["id"], "cmpl-3");
+        assert_eq!(
+            chunks[1]["choices"][0],
+            json!({"text": "main", "index": 0, "logprobs": null, "finish_reason": null})
+        );
+        assert_eq!(chunks[2]["choices"][0]["finish_reason"], "stop");
+        assert_eq!(chunks[2]["usage"]["total_tokens"], 107);
+        let whole = render_response(
+            &entry,
+            &RenderContext {
+                stream: false,
+                ..fim
+            },
+        );
+        let body: Value = serde_json::from_slice(&whole.body_bytes()).unwrap();
+        assert_eq!(body["choices"][0]["text"], "fn main");
+        assert_eq!(body["object"], "text_completion");
+        assert_eq!(body["usage"]["prompt_tokens"], 100);
     }
 
     #[test]
@@ -834,6 +1046,7 @@ mod tests {
             message.contains("maximum context length is 131072 tokens"),
             "{message}"
         );
+        assert_eq!(body["error"]["code"], "invalid_request_error");
         assert!(message.contains(
             "you requested 256100 tokens (100 in the messages, 256000 in the completion)"
         ));
@@ -876,7 +1089,7 @@ mod tests {
                 "tool_calls": [
                     {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
                     {"id": "call_3_1", "type": "function", "function": {"name": "ls", "arguments": ""}}
-                ]}, "finish_reason": "tool_calls"})
+                ]}, "logprobs": null, "finish_reason": "tool_calls"})
         );
         assert_eq!(body["usage"]["total_tokens"], 107);
     }

@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::catalog::CatalogModel;
 use crate::tokenizer::count_tokens;
 
 /// Default `created` of the first response: 2025-01-01T00:00:00Z.
@@ -30,18 +31,265 @@ pub const DEFAULT_CREATED_START_S: u64 = 1_735_689_600;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
-    /// Responses in request order: the first valid chat-completions request gets
-    /// `responses[0]`, the second `responses[1]`, and so on. Requests rejected before
-    /// reaching the script (unknown path, wrong method, malformed body) do not consume
-    /// an entry. A request after the last entry gets HTTP 500 "script exhausted after N
-    /// responses".
+    /// Responses, one per request. Each request gets the first entry, in list
+    /// order, that is still unused (or `reuse = true`) and whose `when` matches
+    /// it; an entry without `when` matches any request, so a script without
+    /// `when` is answered strictly in order. Requests rejected before reaching the
+    /// script (unknown path, wrong method, malformed body, a validation rule) do
+    /// not use an entry. A request no entry answers gets a non-retryable 400 with
+    /// code `script_exhausted` naming the script and the request number.
     #[serde(default)]
     pub responses: Vec<ScriptEntry>,
-    /// Unix seconds used as `created` of the first response; response `i` (0-based)
-    /// uses `created_start_s + i` unless the entry sets `created_s`. Default
-    /// 1735689600 (2025-01-01T00:00:00Z). Never taken from a clock.
+    /// Unix seconds used as `created` of the first response; the `n`-th scripted
+    /// response (1-based) uses `created_start_s + n − 1` unless its entry sets
+    /// `created_s`. Default 1735689600 (2025-01-01T00:00:00Z). Never taken from a
+    /// clock.
     #[serde(default = "default_created_start_s")]
     pub created_start_s: u64,
+    /// Which API the wire follows: `deepseek` (default) or `openai`. See [`Dialect`].
+    #[serde(default, skip_serializing_if = "Dialect::is_default")]
+    pub dialect: Dialect,
+    /// Which rules of the real API requests are checked against (documented
+    /// 400s, on by default). See [`Validation`].
+    #[serde(default, skip_serializing_if = "Validation::is_default")]
+    pub validation: Validation,
+    /// Models to add to the built-in catalog, or to replace a built-in model of
+    /// the same id (see [`crate::catalog`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<CatalogModel>,
+    /// What `GET /user/balance` answers (default: available, 110.00 CNY).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
+    /// `system_fingerprint` of every response (default `fp_dshc_mock`).
+    #[serde(
+        default = "default_fingerprint",
+        skip_serializing_if = "is_default_fingerprint"
+    )]
+    pub system_fingerprint: String,
+}
+
+/// Default `system_fingerprint` of every response.
+pub const DEFAULT_SYSTEM_FINGERPRINT: &str = "fp_dshc_mock";
+
+fn default_fingerprint() -> String {
+    DEFAULT_SYSTEM_FINGERPRINT.to_owned()
+}
+
+fn is_default_fingerprint(value: &str) -> bool {
+    value == DEFAULT_SYSTEM_FINGERPRINT
+}
+
+/// The API whose wire details the mock reproduces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// DeepSeek's API: every stream carries usage on its finish chunk (whatever
+    /// `stream_options` says) and no separate usage chunk; the finish delta is
+    /// `{"content": ""}`; a thinking answer opens with
+    /// `{"role": "assistant", "content": null, "reasoning_content": ""}`; chunks
+    /// carry no `usage` key before the finish chunk.
+    #[default]
+    Deepseek,
+    /// OpenAI's behaviour for OpenAI-style clients: usage only when the request
+    /// sets `stream_options.include_usage`, then in a separate last chunk with
+    /// `choices: []`, and `"usage": null` on every chunk before it.
+    Openai,
+}
+
+impl Dialect {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The request rules the mock enforces as the real API does, each answered
+/// with a documented 400 (`docs/mock-provider.md`) before any script entry is
+/// consumed. All are on by default except `known_model`; `enabled = false`
+/// turns every rule off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Validation {
+    /// Master switch (default true).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// An assistant message of the current turn that made tool calls in an answer
+    /// this mock streamed with reasoning must carry that `reasoning_content` back
+    /// (unless the request disables thinking). Default true.
+    #[serde(default = "default_true")]
+    pub reasoning_passback: bool,
+    /// Every assistant `tool_calls` entry is answered by a `tool` message right
+    /// after it, and every `tool` message answers a call of the assistant message
+    /// before it. Default true.
+    #[serde(default = "default_true")]
+    pub tool_results: bool,
+    /// Prompt tokens plus `max_tokens` (or `max_completion_tokens`) must fit the
+    /// model's context window. Default true.
+    #[serde(default = "default_true")]
+    pub context_window: bool,
+    /// A message with `prefix: true` must be the last one, from the assistant,
+    /// sent to the `/beta` base. Default true.
+    #[serde(default = "default_true")]
+    pub prefix_completion: bool,
+    /// The model must be in the catalog (DeepSeek answers "Model Not Exist").
+    /// Default false: ports and tests use their own model ids.
+    #[serde(default)]
+    pub known_model: bool,
+}
+
+impl Default for Validation {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            reasoning_passback: true,
+            tool_results: true,
+            context_window: true,
+            prefix_completion: true,
+            known_model: false,
+        }
+    }
+}
+
+impl Validation {
+    /// Every rule off.
+    pub fn off() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether `rule` is checked (the master switch and the rule both on).
+    pub fn checks(&self, rule: bool) -> bool {
+        self.enabled && rule
+    }
+}
+
+/// What `GET /user/balance` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Balance {
+    /// `is_available` (default true).
+    #[serde(default = "default_true")]
+    pub is_available: bool,
+    /// `currency` (default `CNY`).
+    #[serde(default = "default_currency")]
+    pub currency: String,
+    /// `granted_balance`, as the decimal string the API sends (default `10.00`).
+    #[serde(default = "default_granted")]
+    pub granted_balance: String,
+    /// `topped_up_balance` (default `100.00`); `total_balance` is the sum.
+    #[serde(default = "default_topped_up")]
+    pub topped_up_balance: String,
+}
+
+fn default_currency() -> String {
+    "CNY".to_owned()
+}
+
+fn default_granted() -> String {
+    "10.00".to_owned()
+}
+
+fn default_topped_up() -> String {
+    "100.00".to_owned()
+}
+
+impl Default for Balance {
+    fn default() -> Self {
+        Self {
+            is_available: true,
+            currency: default_currency(),
+            granted_balance: default_granted(),
+            topped_up_balance: default_topped_up(),
+        }
+    }
+}
+
+/// Which requests a script entry answers. Every field set must hold; an empty
+/// matcher matches every request.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestMatch {
+    /// The request's `model` equals this.
+    pub model: Option<String>,
+    /// The endpoint: `chat` (`/chat/completions`, also under `/beta`) or `fim`
+    /// (`/completions`, `/beta/completions`).
+    pub endpoint: Option<Endpoint>,
+    /// The request's `stream` equals this.
+    pub stream: Option<bool>,
+    /// The last message's `role` equals this (`user`, `assistant`, `tool`, …).
+    pub last_role: Option<String>,
+    /// The last message's text contains this (its `content` string, or the
+    /// concatenated `text` of its content parts; for FIM the `prompt`).
+    pub last_message_contains: Option<String>,
+    /// Some message's text contains this.
+    pub any_message_contains: Option<String>,
+    /// The request has exactly this many messages.
+    pub message_count: Option<usize>,
+}
+
+/// What a [`RequestMatch`] looks at in a request.
+#[derive(Debug, Clone, Copy)]
+pub struct MatchInput<'a> {
+    /// The request's `model`.
+    pub model: &'a str,
+    /// Chat or FIM.
+    pub endpoint: Endpoint,
+    /// The request's `stream`.
+    pub stream: bool,
+    /// The request's messages; a FIM request is seen as one message of role
+    /// `prompt` whose content is the `prompt`.
+    pub messages: &'a [serde_json::Value],
+}
+
+impl RequestMatch {
+    /// Whether every condition set holds for `request`.
+    pub fn matches(&self, request: &MatchInput<'_>) -> bool {
+        let last = request.messages.last();
+        let last_role = last.and_then(|message| message.get("role")?.as_str());
+        let contains = |message: &serde_json::Value, needle: &str| {
+            crate::request_rules::message_text(message).contains(needle)
+        };
+        self.model
+            .as_deref()
+            .is_none_or(|model| model == request.model)
+            && self
+                .endpoint
+                .is_none_or(|endpoint| endpoint == request.endpoint)
+            && self.stream.is_none_or(|stream| stream == request.stream)
+            && self
+                .last_role
+                .as_deref()
+                .is_none_or(|role| Some(role) == last_role)
+            && self
+                .last_message_contains
+                .as_deref()
+                .is_none_or(|needle| last.is_some_and(|message| contains(message, needle)))
+            && self.any_message_contains.as_deref().is_none_or(|needle| {
+                request
+                    .messages
+                    .iter()
+                    .any(|message| contains(message, needle))
+            })
+            && self
+                .message_count
+                .is_none_or(|count| count == request.messages.len())
+    }
+}
+
+/// The two request kinds the script answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// Chat completions, plain or `/beta` (prefix completion).
+    Chat,
+    /// Fill-in-the-middle text completions.
+    Fim,
 }
 
 fn default_created_start_s() -> u64 {
@@ -53,6 +301,11 @@ impl Default for Script {
         Self {
             responses: Vec::new(),
             created_start_s: DEFAULT_CREATED_START_S,
+            dialect: Dialect::default(),
+            validation: Validation::default(),
+            models: Vec::new(),
+            balance: None,
+            system_fingerprint: default_fingerprint(),
         }
     }
 }
@@ -66,22 +319,46 @@ impl Script {
         }
     }
 
-    /// Check every entry (see [`ScriptEntry::validate`]).
+    /// Check every entry (see [`ScriptEntry::validate`]), the balance and the models.
     pub fn validate(&self) -> Result<(), ScriptError> {
         for (index, entry) in self.responses.iter().enumerate() {
             entry
                 .validate()
                 .map_err(|message| ScriptError::InvalidEntry { index, message })?;
         }
+        if let Some(balance) = &self.balance {
+            for (field, value) in [
+                ("granted_balance", &balance.granted_balance),
+                ("topped_up_balance", &balance.topped_up_balance),
+            ] {
+                if parse_cents(value).is_none() {
+                    return Err(ScriptError::Invalid(format!(
+                        "balance.{field} {value:?} is not a decimal amount like \"10.00\""
+                    )));
+                }
+            }
+        }
+        for model in &self.models {
+            if model.id.is_empty() || model.context_window == 0 {
+                return Err(ScriptError::Invalid(format!(
+                    "models: {:?} needs a non-empty id and a context_window above 0",
+                    model.id
+                )));
+            }
+        }
         Ok(())
     }
 
-    /// `created` (Unix seconds) of the response for entry `index`.
-    pub fn created_s_for(&self, index: usize) -> u64 {
+    /// `created` (Unix seconds) of the `response_number`-th scripted response
+    /// (1-based), answered from entry `index`.
+    pub fn created_s_for(&self, index: usize, response_number: u64) -> u64 {
         self.responses
             .get(index)
             .and_then(|entry| entry.created_s)
-            .unwrap_or(self.created_start_s.saturating_add(index as u64))
+            .unwrap_or(
+                self.created_start_s
+                    .saturating_add(response_number.saturating_sub(1)),
+            )
     }
 }
 
@@ -96,6 +373,30 @@ pub enum ScriptError {
         /// What is wrong, naming the fields.
         message: String,
     },
+    /// A script-level field is wrong.
+    #[error("script: {0}")]
+    Invalid(String),
+}
+
+/// An amount like `10.00` in hundredths (at most two decimals, no sign).
+fn parse_cents(text: &str) -> Option<u64> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|byte| byte.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 2 {
+        return None;
+    }
+    let fraction_cents: u64 = format!("{fraction:0<2}").parse().ok()?;
+    whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(fraction_cents)
+}
+
+/// The sum of two amounts (see [`Balance`]), written with two decimals.
+pub(crate) fn add_decimal_strings(left: &str, right: &str) -> Option<String> {
+    let cents = parse_cents(left)?.checked_add(parse_cents(right)?)?;
+    Some(format!("{}.{:02}", cents / 100, cents % 100))
 }
 
 /// The answer to one request. All fields are optional; `{}` is a stream that only
@@ -109,13 +410,19 @@ pub enum ScriptError {
 /// 3. one chunk per `content` fragment (`delta.content`);
 /// 4. per tool call, one chunk per `arguments` fragment (`delta.tool_calls[0]`; the first
 ///    fragment of a call carries `id`, `type`, `function.name`);
-/// 5. the finish chunk (`delta: {}`, `finish_reason`);
-/// 6. the usage chunk (`choices: []`, `usage`), when usage is trailing;
+/// 5. the finish chunk (`finish_reason`, and `usage` when usage is `on_finish`);
+/// 6. the usage chunk (`choices: []`, `usage`), when usage is `trailing`;
 /// 7. `[DONE]`.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptEntry {
+    /// Which requests this entry answers (default: any). See [`RequestMatch`].
+    pub when: Option<RequestMatch>,
+    /// Answer every matching request, not only the first (default false): a
+    /// client's retries, or any number of similar requests, get this answer.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reuse: bool,
     /// Reasoning text fragments, one `delta.reasoning_content` chunk each. A single
     /// string is one fragment.
     #[serde(default, skip_serializing_if = "Fragments::is_empty")]
@@ -139,6 +446,7 @@ pub struct ScriptEntry {
     pub reasoning_tokens: Option<u64>,
     /// Where usage goes: `trailing` (a last chunk with `choices: []`), `on_finish`
     /// (attached to the finish chunk, as DeepSeek itself does) or `omit`. Default:
+    /// the dialect's (see [`Dialect`]): `on_finish` for `deepseek`; for `openai`,
     /// `trailing` when the request sent `stream_options.include_usage = true`, else
     /// `omit`. Non-streaming answers always carry usage unless this is `omit`.
     pub usage: Option<UsagePlacement>,
@@ -195,6 +503,8 @@ impl Default for ScriptEntry {
     /// Same as the empty entry `{}`: a stream with a role chunk that finishes with `stop`.
     fn default() -> Self {
         Self {
+            when: None,
+            reuse: false,
             reasoning: Fragments::default(),
             content: Fragments::default(),
             tool_calls: Vec::new(),
@@ -226,6 +536,10 @@ fn default_true() -> bool {
 
 fn is_true(value: &bool) -> bool {
     *value
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -473,7 +787,7 @@ impl ScriptEntry {
     }
 }
 
-fn fault_name(kind: FaultKind) -> &'static str {
+pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
     match kind {
         FaultKind::RateLimit => "rate_limit",
         FaultKind::ServerError => "server_error",
@@ -668,6 +982,54 @@ mod tests {
     }
 
     #[test]
+    fn balances_add_up_in_hundredths() {
+        assert_eq!(
+            add_decimal_strings("10.00", "100.5").as_deref(),
+            Some("110.50")
+        );
+        assert_eq!(add_decimal_strings("0.07", "3").as_deref(), Some("3.07"));
+        for bad in ["", "-1", "1.234", "1,00", ".5"] {
+            assert_eq!(parse_cents(bad), None, "{bad:?}");
+        }
+        let script = Script {
+            balance: Some(Balance {
+                granted_balance: "ten".into(),
+                ..Balance::default()
+            }),
+            ..Script::default()
+        };
+        assert!(
+            script
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("granted_balance")
+        );
+    }
+
+    #[test]
+    fn entries_match_requests_by_predicate() {
+        let messages = [
+            serde_json::json!({"role": "user", "content": "read the file"}),
+            serde_json::json!({"role": "tool", "content": [{"type": "text", "text": "contents"}]}),
+        ];
+        let input = MatchInput {
+            model: "m",
+            endpoint: Endpoint::Chat,
+            stream: true,
+            messages: &messages,
+        };
+        let matcher = |json: &str| serde_json::from_str::<RequestMatch>(json).unwrap();
+        assert!(matcher("{}").matches(&input));
+        assert!(matcher(r#"{"model": "m", "last_role": "tool", "stream": true}"#).matches(&input));
+        assert!(matcher(r#"{"last_message_contains": "content"}"#).matches(&input));
+        assert!(!matcher(r#"{"last_message_contains": "read"}"#).matches(&input));
+        assert!(matcher(r#"{"any_message_contains": "read", "message_count": 2}"#).matches(&input));
+        assert!(!matcher(r#"{"endpoint": "fim"}"#).matches(&input));
+        assert!(!matcher(r#"{"model": "other"}"#).matches(&input));
+    }
+
+    #[test]
     fn created_defaults_to_start_plus_index() {
         let script = Script {
             responses: vec![
@@ -679,10 +1041,11 @@ mod tests {
                 ScriptEntry::stream(),
             ],
             created_start_s: 100,
+            ..Script::default()
         };
-        assert_eq!(script.created_s_for(0), 100);
-        assert_eq!(script.created_s_for(1), 7);
-        assert_eq!(script.created_s_for(2), 102);
+        assert_eq!(script.created_s_for(0, 1), 100);
+        assert_eq!(script.created_s_for(1, 2), 7);
+        assert_eq!(script.created_s_for(2, 3), 102);
     }
 
     #[test]

@@ -76,15 +76,20 @@ pub(crate) struct ChunkWire<'a> {
     pub object: &'static str,
     pub created: u64,
     pub model: &'a str,
+    pub system_fingerprint: &'a str,
     pub choices: Vec<ChunkChoiceWire<'a>>,
-    /// Serialized as `null` when absent, as the official stream does.
-    pub usage: Option<&'a Usage>,
+    /// Absent (`None`), `null` (`Some(None)`, OpenAI's chunks before the usage
+    /// chunk) or the usage object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Option<&'a Usage>>,
 }
 
 #[derive(Debug, Serialize)]
 pub(crate) struct ChunkChoiceWire<'a> {
     pub index: u32,
     pub delta: DeltaWire<'a>,
+    /// Always `null` (log probabilities are not modelled).
+    pub logprobs: Option<()>,
     /// Serialized as `null` on every chunk but the finish chunk.
     pub finish_reason: Option<&'a str>,
 }
@@ -93,8 +98,9 @@ pub(crate) struct ChunkChoiceWire<'a> {
 pub(crate) struct DeltaWire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<&'static str>,
+    /// Absent, `null` (`Some(None)`: DeepSeek's thinking-mode opening chunk) or text.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<&'a str>,
+    pub content: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +131,7 @@ pub(crate) struct CompletionWire<'a> {
     pub object: &'static str,
     pub created: u64,
     pub model: &'a str,
+    pub system_fingerprint: &'a str,
     pub choices: Vec<CompletionChoiceWire<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<&'a Usage>,
@@ -134,7 +141,59 @@ pub(crate) struct CompletionWire<'a> {
 pub(crate) struct CompletionChoiceWire<'a> {
     pub index: u32,
     pub message: MessageWire,
+    pub logprobs: Option<()>,
     pub finish_reason: &'a str,
+}
+
+/// One FIM `text_completion` object, streamed or whole.
+#[derive(Debug, Serialize)]
+pub(crate) struct TextCompletionWire<'a> {
+    pub id: &'a str,
+    pub object: &'static str,
+    pub created: u64,
+    pub model: &'a str,
+    pub system_fingerprint: &'a str,
+    pub choices: Vec<TextChoiceWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Option<&'a Usage>>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct TextChoiceWire<'a> {
+    pub text: &'a str,
+    pub index: u32,
+    pub logprobs: Option<()>,
+    pub finish_reason: Option<&'a str>,
+}
+
+/// `GET /models`.
+#[derive(Debug, Serialize)]
+pub(crate) struct ModelListWire<'a> {
+    pub object: &'static str,
+    pub data: Vec<ModelWire<'a>>,
+}
+
+/// One model of `GET /models` (also `GET /models/{id}`).
+#[derive(Debug, Serialize)]
+pub(crate) struct ModelWire<'a> {
+    pub id: &'a str,
+    pub object: &'static str,
+    pub owned_by: &'a str,
+}
+
+/// `GET /user/balance`.
+#[derive(Debug, Serialize)]
+pub(crate) struct BalanceWire<'a> {
+    pub is_available: bool,
+    pub balance_infos: Vec<BalanceInfoWire<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct BalanceInfoWire<'a> {
+    pub currency: &'a str,
+    pub total_balance: String,
+    pub granted_balance: &'a str,
+    pub topped_up_balance: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -176,7 +235,7 @@ pub struct ErrorDetail {
     /// Error class, e.g. `invalid_request_error`, `rate_limit_error`, `server_error`.
     #[serde(rename = "type")]
     pub error_type: String,
-    /// Offending parameter; always `null` here.
+    /// Offending parameter, when a validation rule names one.
     pub param: Option<String>,
     /// Machine-readable code, e.g. `context_length_exceeded`.
     pub code: Option<String>,
@@ -197,6 +256,12 @@ impl ErrorBody {
                 code: code.map(str::to_owned),
             },
         }
+    }
+
+    /// The same body naming the offending parameter.
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.error.param = Some(param.into());
+        self
     }
 
     /// Compact JSON bytes of the body.

@@ -224,7 +224,6 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
             "tool_call",
             "tool_call",
             "finish",
-            "usage",
             "done"
         ]
     );
@@ -241,14 +240,15 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
         json!({"index": 0, "function": {"arguments": "th\":\"a.txt\"}"}})
     );
     assert_eq!(chunks[7]["choices"][0]["finish_reason"], "tool_calls");
-    assert!(chunks[..8].iter().all(|chunk| chunk["usage"].is_null()));
+    // DeepSeek: no usage key before the finish chunk, usage on it.
+    assert!(chunks[..7].iter().all(|chunk| chunk.get("usage").is_none()));
 
     let prompt_tokens = count_tokens(&canonical_prompt(&body));
     let reasoning_tokens = count_tokens("The user wants a.txt.");
     let completion_tokens =
         reasoning_tokens + count_tokens("Let me read it.") + count_tokens("{\"path\":\"a.txt\"}");
     assert_eq!(
-        chunks[8]["usage"],
+        chunks[7]["usage"],
         json!({
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -352,7 +352,8 @@ async fn each_sse_event_arrives_as_its_own_frame_when_paced() {
         SseParser::new().push(&observed.frames[1])[0],
         SseItem::Comment(_)
     ));
-    assert_eq!(observed.frames.len(), 7);
+    // role, a, b, finish (with usage), [DONE], and the keep-alive.
+    assert_eq!(observed.frames.len(), 6);
 }
 
 #[tokio::test]
@@ -466,7 +467,7 @@ async fn invalid_requests_get_openai_shaped_4xx() {
 }
 
 #[tokio::test]
-async fn exhausted_script_answers_500_with_a_clear_message() {
+async fn exhausted_script_answers_a_clear_non_retryable_error() {
     let (address, _provider) = start(Script::new(vec![ScriptEntry::content(["only"])])).await;
     let mut client = Client::connect(address).await;
     let body = deepseek_body(first_messages()).to_string();
@@ -478,10 +479,12 @@ async fn exhausted_script_answers_500_with_a_clear_message() {
         StatusCode::OK
     );
     let exhausted = client.send("POST", "/chat/completions", body).await;
-    assert_eq!(exhausted.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(exhausted.status, StatusCode::BAD_REQUEST);
+    assert_eq!(exhausted.headers["x-should-retry"], "false");
     assert_eq!(
         exhausted.json()["error"]["message"],
-        "mock-provider: script exhausted after 1 responses (no entry for this request)"
+        "dshc mock provider: the script has no answer for request 2 (POST /chat/completions): \
+         all 1 entries are used (1 responses served)"
     );
 }
 
@@ -558,10 +561,7 @@ async fn missing_done_ends_cleanly_without_done() {
     .await;
     assert!(observed.body_error.is_none(), "{:?}", observed.body_error);
     let payloads = data_payloads(&observed.body());
-    assert_eq!(
-        event_kinds(&payloads),
-        ["role", "content", "finish", "usage"]
-    );
+    assert_eq!(event_kinds(&payloads), ["role", "content", "finish"]);
 }
 
 #[tokio::test]

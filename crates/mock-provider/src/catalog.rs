@@ -1,0 +1,101 @@
+//! The models the mock serves and their limits, so `/models` lists them, a
+//! context overflow quotes the requested model's own window, and a script can
+//! add or replace models without editing code.
+//!
+//! The built-in catalog holds DeepSeek's published models: the V4 pair the
+//! upstream DeepSeek adapter ships in its own catalog (1,000,000-token
+//! windows) and the two legacy ids (`deepseek-chat`, `deepseek-reasoner`,
+//! 131,072 tokens). A model the catalog does not list is still served (ports
+//! and tests use their own ids) with [`DEFAULT_CONTEXT_WINDOW_TOKENS`], unless
+//! the script turns on [`crate::script::Validation::known_model`].
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Window of a model the catalog does not list (upstream's `defaultContextWindow`).
+pub const DEFAULT_CONTEXT_WINDOW_TOKENS: u64 = 1_000_000;
+
+/// One model of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogModel {
+    /// The model id clients send as `model` (and `/models` lists).
+    pub id: String,
+    /// Prompt plus completion tokens the model accepts; a request asking for
+    /// more is answered with DeepSeek's context-length 400.
+    pub context_window: u64,
+    /// `owned_by` in `/models` (default `deepseek`).
+    #[serde(default = "default_owner")]
+    pub owned_by: String,
+}
+
+fn default_owner() -> String {
+    "deepseek".to_owned()
+}
+
+/// The built-in models, in the order `/models` lists them.
+pub fn builtin_models() -> Vec<CatalogModel> {
+    [
+        ("deepseek-v4-flash", 1_000_000),
+        ("deepseek-v4-pro", 1_000_000),
+        ("deepseek-chat", 131_072),
+        ("deepseek-reasoner", 131_072),
+    ]
+    .into_iter()
+    .map(|(id, context_window)| CatalogModel {
+        id: id.to_owned(),
+        context_window,
+        owned_by: default_owner(),
+    })
+    .collect()
+}
+
+/// The catalog a script serves: the built-in models, each replaced by a
+/// script model of the same id, then the script's other models in order.
+pub fn effective_catalog(script_models: &[CatalogModel]) -> Vec<CatalogModel> {
+    let mut models: Vec<CatalogModel> = builtin_models()
+        .into_iter()
+        .map(|builtin| {
+            script_models
+                .iter()
+                .find(|model| model.id == builtin.id)
+                .cloned()
+                .unwrap_or(builtin)
+        })
+        .collect();
+    for model in script_models {
+        if !models.iter().any(|known| known.id == model.id) {
+            models.push(model.clone());
+        }
+    }
+    models
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_models_replace_and_extend_the_builtin_ones() {
+        let custom = |id: &str, window| CatalogModel {
+            id: id.into(),
+            context_window: window,
+            owned_by: "me".into(),
+        };
+        let catalog =
+            effective_catalog(&[custom("port-model", 8_192), custom("deepseek-chat", 64)]);
+        let ids: Vec<&str> = catalog.iter().map(|model| model.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "deepseek-v4-flash",
+                "deepseek-v4-pro",
+                "deepseek-chat",
+                "deepseek-reasoner",
+                "port-model"
+            ]
+        );
+        assert_eq!(catalog[2].context_window, 64);
+        assert_eq!(catalog[0].context_window, DEFAULT_CONTEXT_WINDOW_TOKENS);
+    }
+}

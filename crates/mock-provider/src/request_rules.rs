@@ -1,0 +1,483 @@
+//! The request rules of the real API that the mock enforces, so an app that
+//! sends something DeepSeek would refuse learns it from the mock, with the
+//! same kind of 400, instead of in production.
+//!
+//! Each rule is a pure check of one request body (and, for the reasoning
+//! passback, of what this mock answered before). A violation is answered with
+//! HTTP 400, `type` and `code` `invalid_request_error` (DeepSeek puts the type
+//! in both), `param` naming the offending field, and a message that names the
+//! message index; no script entry is used. [`crate::script::Validation`]
+//! switches each rule. The rules and their messages are listed in
+//! `docs/mock-provider.md`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::script::Validation;
+
+/// A tool call this mock streamed, remembered for the reasoning passback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ServedCall {
+    /// The scripted response (1-based) that made the call.
+    pub response_number: u64,
+    /// Whether that response carried reasoning.
+    pub with_reasoning: bool,
+}
+
+/// Tool calls served so far, by call id.
+pub(crate) type ServedCalls = BTreeMap<String, ServedCall>;
+
+/// A rule a request broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleViolation {
+    /// The rule's name, as in [`Validation`] (`tool_results`, …).
+    pub rule: &'static str,
+    /// The field at fault, e.g. `messages[2].reasoning_content`.
+    pub param: String,
+    /// The message sent in `error.message`.
+    pub message: String,
+}
+
+/// What the rules need to know about the request besides its body.
+pub(crate) struct RuleInput<'a> {
+    /// The parsed body.
+    pub body: &'a Value,
+    /// Whether it arrived under `/beta`.
+    pub beta: bool,
+    /// Tokens of its prompt (the mock's tokenizer).
+    pub prompt_tokens: u64,
+    /// `max_tokens`, else `max_completion_tokens`.
+    pub completion_tokens_requested: Option<u64>,
+    /// The requested model's window, when the model is known.
+    pub context_window: Option<u64>,
+    /// The window used for a model outside the catalog.
+    pub default_context_window: u64,
+}
+
+/// Check a chat-completions request against the enabled rules; the first
+/// violation, in the order the rules are listed here, is returned.
+pub(crate) fn check_chat(
+    input: &RuleInput<'_>,
+    served: &ServedCalls,
+    rules: &Validation,
+) -> Result<(), RuleViolation> {
+    let messages = input
+        .body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if rules.checks(rules.known_model) {
+        known_model(input)?;
+    }
+    if rules.checks(rules.prefix_completion) {
+        prefix_completion(messages, input.beta)?;
+    }
+    if rules.checks(rules.tool_results) {
+        tool_results(messages)?;
+    }
+    if rules.checks(rules.reasoning_passback) && !thinking_disabled(input.body) {
+        reasoning_passback(messages, served)?;
+    }
+    if rules.checks(rules.context_window) {
+        context_window(input)?;
+    }
+    Ok(())
+}
+
+/// Check a FIM request (only the model and the window apply).
+pub(crate) fn check_fim(input: &RuleInput<'_>, rules: &Validation) -> Result<(), RuleViolation> {
+    if rules.checks(rules.known_model) {
+        known_model(input)?;
+    }
+    if rules.checks(rules.context_window) {
+        context_window(input)?;
+    }
+    Ok(())
+}
+
+fn known_model(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
+    if input.context_window.is_some() {
+        return Ok(());
+    }
+    Err(RuleViolation {
+        rule: "known_model",
+        param: "model".into(),
+        message: "Model Not Exist".into(),
+    })
+}
+
+fn context_window(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
+    let window = input.context_window.unwrap_or(input.default_context_window);
+    let completion = input.completion_tokens_requested.unwrap_or(0);
+    let requested = input.prompt_tokens.saturating_add(completion);
+    if requested <= window {
+        return Ok(());
+    }
+    Err(RuleViolation {
+        rule: "context_window",
+        param: "messages".into(),
+        message: context_length_message(window, input.prompt_tokens, completion),
+    })
+}
+
+/// DeepSeek's wording for a request larger than the model's window (the
+/// upstream adapter, like every OpenAI-style client, recognises the phrase
+/// "maximum context length").
+pub fn context_length_message(window: u64, prompt_tokens: u64, completion_tokens: u64) -> String {
+    format!(
+        "This model's maximum context length is {window} tokens. However, you requested {} \
+         tokens ({prompt_tokens} in the messages, {completion_tokens} in the completion). \
+         Please reduce the length of the messages or completion.",
+        prompt_tokens.saturating_add(completion_tokens)
+    )
+}
+
+fn prefix_completion(messages: &[Value], beta: bool) -> Result<(), RuleViolation> {
+    let last = messages.len().saturating_sub(1);
+    for (index, message) in messages.iter().enumerate() {
+        if message.get("prefix") != Some(&Value::Bool(true)) {
+            continue;
+        }
+        let problem = if index != last {
+            "only the last message may set `prefix: true`"
+        } else if role(message) != Some("assistant") {
+            "`prefix: true` is allowed only on an assistant message"
+        } else if !beta {
+            "prefix completion is a beta feature: send the request to the `/beta` base URL"
+        } else {
+            continue;
+        };
+        return Err(RuleViolation {
+            rule: "prefix_completion",
+            param: format!("messages[{index}].prefix"),
+            message: format!("Invalid messages[{index}]: {problem}"),
+        });
+    }
+    Ok(())
+}
+
+fn tool_results(messages: &[Value]) -> Result<(), RuleViolation> {
+    let mut index = 0;
+    while index < messages.len() {
+        let message = &messages[index];
+        match role(message) {
+            Some("tool") => {
+                return Err(RuleViolation {
+                    rule: "tool_results",
+                    param: format!("messages[{index}]"),
+                    message: format!(
+                        "Invalid messages[{index}]: a message with role `tool` must answer a \
+                         `tool_calls` entry of the assistant message right before it"
+                    ),
+                });
+            }
+            Some("assistant") => {
+                let mut pending: Vec<&str> = call_ids(message);
+                let mut next = index + 1;
+                while let Some(tool) = messages.get(next).filter(|m| role(m) == Some("tool")) {
+                    let answered = tool.get("tool_call_id").and_then(Value::as_str);
+                    match answered.and_then(|id| pending.iter().position(|call| *call == id)) {
+                        Some(position) => {
+                            pending.remove(position);
+                        }
+                        None => {
+                            return Err(RuleViolation {
+                                rule: "tool_results",
+                                param: format!("messages[{next}].tool_call_id"),
+                                message: format!(
+                                    "Invalid messages[{next}]: `tool_call_id` {} answers no \
+                                     unanswered call of messages[{index}]",
+                                    answered.map_or("(missing)".to_owned(), |id| format!("{id:?}"))
+                                ),
+                            });
+                        }
+                    }
+                    next += 1;
+                }
+                if !pending.is_empty() {
+                    return Err(RuleViolation {
+                        rule: "tool_results",
+                        param: format!("messages[{index}].tool_calls"),
+                        message: format!(
+                            "Invalid messages[{index}]: an assistant message with `tool_calls` \
+                             must be followed by one `tool` message per call; no answer for {}",
+                            quoted_list(&pending)
+                        ),
+                    });
+                }
+                index = next;
+                continue;
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    Ok(())
+}
+
+fn reasoning_passback(messages: &[Value], served: &ServedCalls) -> Result<(), RuleViolation> {
+    // The current turn: everything after the last user message.
+    let turn_start = messages
+        .iter()
+        .rposition(|message| role(message) == Some("user"))
+        .map_or(0, |position| position + 1);
+    for (offset, message) in messages[turn_start..].iter().enumerate() {
+        if role(message) != Some("assistant") {
+            continue;
+        }
+        let thought = call_ids(message)
+            .into_iter()
+            .find_map(|id| served.get(id).filter(|call| call.with_reasoning));
+        let Some(call) = thought else { continue };
+        let has_reasoning = message
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .is_some_and(|text| !text.is_empty());
+        if !has_reasoning {
+            let index = turn_start + offset;
+            return Err(RuleViolation {
+                rule: "reasoning_passback",
+                param: format!("messages[{index}].reasoning_content"),
+                message: format!(
+                    "Missing `reasoning_content` in the assistant message at messages[{index}]: \
+                     its tool calls were made in thinking mode (response {}), and within a \
+                     turn the reasoning must be sent back with them",
+                    call.response_number
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn thinking_disabled(body: &Value) -> bool {
+    body.pointer("/thinking/type").and_then(Value::as_str) == Some("disabled")
+}
+
+fn role(message: &Value) -> Option<&str> {
+    message.get("role").and_then(Value::as_str)
+}
+
+fn call_ids(message: &Value) -> Vec<&str> {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(|call| call.get("id").and_then(Value::as_str))
+        .collect()
+}
+
+fn quoted_list(ids: &[&str]) -> String {
+    ids.iter()
+        .map(|id| format!("{id:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The text of a message for matching: its `content` string, or the
+/// concatenated `text` of its content parts.
+pub fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn input(body: &Value) -> RuleInput<'_> {
+        RuleInput {
+            body,
+            beta: false,
+            prompt_tokens: 10,
+            completion_tokens_requested: None,
+            context_window: Some(100),
+            default_context_window: 1_000,
+        }
+    }
+
+    fn check(body: Value, served: &ServedCalls) -> Result<(), RuleViolation> {
+        check_chat(&input(&body), served, &Validation::default())
+    }
+
+    fn call(id: &str) -> Value {
+        json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+    }
+
+    #[test]
+    fn tool_calls_need_one_answer_each_right_after_them() {
+        let served = ServedCalls::new();
+        let ok = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "b", "content": "2"},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "user", "content": "next"}
+        ]});
+        assert_eq!(check(ok, &served), Ok(()));
+
+        let unanswered = json!({"messages": [
+            {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {"role": "user", "content": "next"}
+        ]});
+        let violation = check(unanswered, &served).unwrap_err();
+        assert_eq!(violation.rule, "tool_results");
+        assert_eq!(violation.param, "messages[0].tool_calls");
+        assert!(
+            violation.message.contains("no answer for \"b\""),
+            "{violation:?}"
+        );
+
+        let stray = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "a", "content": "1"}
+        ]});
+        assert_eq!(check(stray, &served).unwrap_err().param, "messages[1]");
+
+        let wrong_id = json!({"messages": [
+            {"role": "assistant", "content": "", "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "z", "content": "1"}
+        ]});
+        assert_eq!(
+            check(wrong_id, &served).unwrap_err().param,
+            "messages[1].tool_call_id"
+        );
+    }
+
+    #[test]
+    fn reasoning_of_a_thinking_tool_call_must_come_back_within_the_turn() {
+        let mut served = ServedCalls::new();
+        served.insert(
+            "a".into(),
+            ServedCall {
+                response_number: 1,
+                with_reasoning: true,
+            },
+        );
+        served.insert(
+            "plain".into(),
+            ServedCall {
+                response_number: 2,
+                with_reasoning: false,
+            },
+        );
+        let turn = |assistant: Value| {
+            json!({"messages": [
+                {"role": "user", "content": "go"},
+                assistant,
+                {"role": "tool", "tool_call_id": "a", "content": "1"}
+            ]})
+        };
+        let dropped = turn(json!({"role": "assistant", "content": "", "tool_calls": [call("a")]}));
+        let violation = check(dropped.clone(), &served).unwrap_err();
+        assert_eq!(violation.rule, "reasoning_passback");
+        assert_eq!(violation.param, "messages[1].reasoning_content");
+        assert!(violation.message.contains("response 1"), "{violation:?}");
+
+        let passed_back = turn(json!({"role": "assistant", "content": "",
+            "reasoning_content": "thought", "tool_calls": [call("a")]}));
+        assert_eq!(check(passed_back, &served), Ok(()));
+
+        // Thinking off, or a later turn, or a call answered without reasoning: no rule.
+        let mut disabled = dropped.clone();
+        disabled["thinking"] = json!({"type": "disabled"});
+        assert_eq!(check(disabled, &served), Ok(()));
+        let mut later = dropped;
+        later["messages"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "content": "new question"}));
+        assert_eq!(check(later, &served), Ok(()));
+        let plain = json!({"messages": [
+            {"role": "assistant", "content": "", "tool_calls": [call("plain")]},
+            {"role": "tool", "tool_call_id": "plain", "content": "1"}
+        ]});
+        assert_eq!(check(plain, &served), Ok(()));
+    }
+
+    #[test]
+    fn the_window_counts_the_prompt_and_the_requested_completion() {
+        let body = json!({"messages": []});
+        let mut request = input(&body);
+        request.completion_tokens_requested = Some(90);
+        assert_eq!(
+            check_chat(&request, &ServedCalls::new(), &Validation::default()),
+            Ok(())
+        );
+        request.completion_tokens_requested = Some(91);
+        let violation =
+            check_chat(&request, &ServedCalls::new(), &Validation::default()).unwrap_err();
+        assert_eq!(
+            violation.message,
+            "This model's maximum context length is 100 tokens. However, you requested 101 \
+             tokens (10 in the messages, 91 in the completion). Please reduce the length of \
+             the messages or completion."
+        );
+        request.context_window = None;
+        assert_eq!(
+            check_chat(&request, &ServedCalls::new(), &Validation::default()),
+            Ok(()),
+            "an unknown model gets the default window"
+        );
+        let strict = Validation {
+            known_model: true,
+            ..Validation::default()
+        };
+        assert_eq!(
+            check_chat(&request, &ServedCalls::new(), &strict)
+                .unwrap_err()
+                .message,
+            "Model Not Exist"
+        );
+        assert_eq!(
+            check_chat(&request, &ServedCalls::new(), &Validation::off()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn prefix_completion_is_the_last_assistant_message_on_beta() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "write"},
+            {"role": "assistant", "content": "```py\n", "prefix": true}
+        ]});
+        let mut request = input(&body);
+        let rules = Validation::default();
+        let violation = check_chat(&request, &ServedCalls::new(), &rules).unwrap_err();
+        assert!(violation.message.contains("beta"), "{violation:?}");
+        request.beta = true;
+        assert_eq!(check_chat(&request, &ServedCalls::new(), &rules), Ok(()));
+        let misplaced = json!({"messages": [
+            {"role": "user", "content": "write", "prefix": true}
+        ]});
+        let request = RuleInput {
+            beta: true,
+            ..input(&misplaced)
+        };
+        let violation = check_chat(&request, &ServedCalls::new(), &rules).unwrap_err();
+        assert_eq!(violation.param, "messages[0].prefix");
+    }
+
+    #[test]
+    fn message_text_reads_strings_and_parts() {
+        assert_eq!(message_text(&json!({"content": "hi"})), "hi");
+        assert_eq!(
+            message_text(
+                &json!({"content": [{"type": "text", "text": "a"}, {"type": "image_url"}, {"text": "b"}]})
+            ),
+            "ab"
+        );
+        assert_eq!(message_text(&json!({"content": null})), "");
+    }
+}
