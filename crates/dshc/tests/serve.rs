@@ -2,6 +2,7 @@
 //! real loopback socket, answering a real HTTP client with a correct SSE
 //! stream, and answering malformed HTTP with a 4xx.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -24,23 +25,28 @@ impl Drop for Served {
 }
 
 fn serve(name: &str, script: &str) -> Served {
-    serve_with(name, script, "")
+    serve_with(name, script, "", "--quiet").0
 }
 
-/// `dshc serve` run by `sh -c`, after `prelude` (e.g. `ulimit -n 32;`).
-fn serve_with(name: &str, script: &str, prelude: &str) -> Served {
-    let dir = std::env::temp_dir().join(format!("dshc-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
+/// `dshc serve` run by `sh -c`, after `prelude` (e.g. `ulimit -n 32;`), with
+/// `extra` arguments; also returns its stderr.
+fn serve_with(
+    name: &str,
+    script: &str,
+    prelude: &str,
+    extra: &str,
+) -> (Served, BufReader<std::process::ChildStderr>) {
+    let path = scratch_dir().join(format!("{name}.toml"));
     std::fs::write(&path, script).unwrap();
     let command = format!(
-        "{prelude} exec '{}' serve --script '{}' --port 0",
+        "{prelude} exec '{}' serve --script '{}' --port 0 {extra}",
         env!("CARGO_BIN_EXE_dshc"),
         path.display()
     );
     let mut child = Command::new("sh")
         .args(["-c", &command])
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("dshc serve starts");
     let mut line = String::new();
@@ -53,7 +59,14 @@ fn serve_with(name: &str, script: &str, prelude: &str) -> Served {
         .expect("it prints its address")
         .parse()
         .unwrap();
-    Served { child, address }
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    (Served { child, address }, stderr)
+}
+
+fn scratch_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("dshc-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 fn chunks_from(address: SocketAddr, request: Value) -> Vec<Value> {
@@ -173,6 +186,59 @@ fn raw_exchange(address: SocketAddr, request: &[u8]) -> String {
 const POST: &[u8] = b"POST /chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 71\r\nconnection: close\r\n\r\n{\"model\":\"m\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
 
 #[test]
+fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
+    let log_path = scratch_dir().join("requests.jsonl");
+    let (served, mut stderr) = serve_with(
+        "logged",
+        "responses = [{ content = \"ok\" }]",
+        "",
+        &format!("--log '{}'", log_path.display()),
+    );
+    let models = raw_exchange(
+        served.address,
+        b"GET /models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(models.starts_with("HTTP/1.1 200"), "{models}");
+    assert!(raw_exchange(served.address, POST).starts_with("HTTP/1.1 200"));
+    let exhausted = raw_exchange(served.address, POST);
+    assert!(exhausted.starts_with("HTTP/1.1 400"), "{exhausted}");
+    assert!(
+        exhausted.contains("has no answer for request 3"),
+        "{exhausted}"
+    );
+
+    let lines: Vec<String> = (0..3)
+        .map(|_| {
+            let mut line = String::new();
+            stderr.read_line(&mut line).unwrap();
+            line.trim_end().to_owned()
+        })
+        .collect();
+    assert_eq!(lines[0], "#1 GET /models 200");
+    assert!(
+        lines[1].starts_with("#2 POST /chat/completions 200 entry 0 (json) cache 0/"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[2],
+        "#3 POST /chat/completions 400 script exhausted after 1 responses"
+    );
+    // Each line is flushed before the answer goes out.
+    let log: Vec<Value> = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(log.len(), 3);
+    assert_eq!(log[1]["body"]["model"], "m");
+    assert_eq!(log[1]["outcome"]["kind"], "scripted");
+    assert_eq!(log[2]["status"], 400);
+    assert_eq!(log[2]["outcome"]["kind"], "script_exhausted");
+    assert!(log[1]["prompt"]["prompt_tokens"].as_u64().unwrap() > 0);
+}
+
+#[test]
 fn an_http2_preface_gets_505_not_silence() {
     let served = serve("http2", "responses = []");
     let response = raw_exchange(served.address, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -188,10 +254,11 @@ fn an_http2_preface_gets_505_not_silence() {
     reason = "a real server on a real socket: its accept loop needs real time to run"
 )]
 fn running_out_of_file_descriptors_does_not_end_the_server() {
-    let served = serve_with(
+    let (served, _stderr) = serve_with(
         "emfile",
         "responses = [{ content = [\"ok\"] }, { content = [\"ok\"] }]",
         "ulimit -n 24;",
+        "--quiet",
     );
     // Far more connections than descriptors: accepts fail with EMFILE.
     let idle: Vec<_> = (0..60)
@@ -202,4 +269,163 @@ fn running_out_of_file_descriptors_does_not_end_the_server() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let response = raw_exchange(served.address, POST);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+}
+
+/// Run one real-client driver (`clients/run LANGUAGE BASE_URL`) against a
+/// fresh `dshc serve` of `clients/session.toml`; its cases by name, and the
+/// server's request log.
+fn run_real_client(language: &str, dialect: &str) -> (BTreeMap<String, Value>, Vec<Value>) {
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients");
+    let log_path = scratch_dir().join(format!("client-{language}-{dialect}.jsonl"));
+    let script = std::fs::read_to_string(clients.join("session.toml")).unwrap();
+    let (served, _stderr) = serve_with(
+        &format!("client-{language}-{dialect}"),
+        &script,
+        "",
+        &format!("--quiet --dialect {dialect} --log '{}'", log_path.display()),
+    );
+    let output = Command::new(clients.join("run"))
+        .args([language, &format!("http://{}", served.address)])
+        .output()
+        .expect("clients/run starts");
+    assert!(
+        output.status.success(),
+        "the {language} client failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let cases = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let case: Value = serde_json::from_str(line).expect("a JSON line");
+            (case["case"].as_str().unwrap().to_owned(), case)
+        })
+        .collect();
+    let log = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (cases, log)
+}
+
+/// What both official SDKs must surface from the DeepSeek dialect. Expected
+/// numbers come from the mock's documented tokenizer: "Hello!" is `Hell`,
+/// `o`, `!`; "Six sevens are 42." is 9 tokens.
+fn assert_deepseek_session(language: &str) {
+    let (cases, log) = run_real_client(language, "deepseek");
+    let case = |name: &str| &cases[name];
+
+    let text = case("text");
+    assert_eq!(text["text"], "Hello!", "{language}: {text}");
+    assert_eq!(text["finish_reason"], "stop");
+    assert_eq!(text["fingerprints"], json!(["fp_dshc_mock"]));
+    // Usage arrives without include_usage, on the finish chunk: no empty-choices chunk.
+    assert_eq!(text["empty_choice_chunks"], 0);
+    assert_eq!(text["usage"]["completion_tokens"], 3);
+    assert_eq!(text["usage"]["prompt_cache_hit_tokens"], 0);
+
+    let reasoning = case("reasoning");
+    assert_eq!(reasoning["reasoning"], "Six sevens are 42.");
+    assert_eq!(reasoning["text"], "42");
+    assert_eq!(
+        reasoning["usage"]["completion_tokens_details"]["reasoning_tokens"],
+        9
+    );
+
+    let calls = case("tool_calls");
+    assert_eq!(calls["finish_reason"], "tool_calls");
+    assert_eq!(
+        calls["calls"],
+        json!([
+            {"id": "call_paris", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+            {"id": "call_rome", "name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}
+        ])
+    );
+    // The follow-up passes the reasoning back (else the rules answer 400) and
+    // reuses the cached prefix: system, tools and question.
+    let results = case("tool_results");
+    assert_eq!(results["text"], "Sunny in both.");
+    let hit = results["usage"]["prompt_cache_hit_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(hit > 0 && hit % 64 == 0, "{language}: {results}");
+    assert_eq!(
+        results["usage"]["prompt_tokens_details"]["cached_tokens"],
+        hit
+    );
+
+    let whole = case("non_streaming");
+    assert_eq!(whole["text"], "Plain answer.");
+    assert_eq!(whole["object"], "chat.completion");
+    assert_eq!(whole["fingerprints"], json!(["fp_dshc_mock"]));
+    assert!(whole["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+
+    // The client waited out Retry-After: 1 before its retry got the answer.
+    let limited = case("rate_limit");
+    assert_eq!(limited["text"], "After the wait.");
+    assert!(limited["elapsed_ms"].as_u64().unwrap() >= 1000, "{limited}");
+
+    let overflow = &case("overflow")["error"];
+    assert_eq!(overflow["status"], 400);
+    assert_eq!(overflow["code"], "invalid_request_error");
+    let message = overflow["message"].as_str().unwrap();
+    assert!(
+        message.contains("maximum context length is 1000000 tokens"),
+        "{message}"
+    );
+
+    let exhausted = &case("exhausted")["error"];
+    assert_eq!(exhausted["status"], 400);
+    assert_eq!(exhausted["code"], "script_exhausted");
+    // Named by the script file `dshc serve` was given.
+    let script_file = format!("client-{language}-deepseek.toml has no answer for request 9");
+    assert!(
+        exhausted["message"]
+            .as_str()
+            .unwrap()
+            .contains(&script_file),
+        "{exhausted}"
+    );
+    // One request per case, the 429 and its retry, and nothing retried after
+    // the two 400s.
+    let statuses: Vec<u64> = log.iter().map(|r| r["status"].as_u64().unwrap()).collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 200, 429, 200, 400, 400],
+        "{language}"
+    );
+}
+
+#[test]
+fn the_official_python_sdk_gets_the_deepseek_api() {
+    assert_deepseek_session("python");
+}
+
+#[test]
+fn the_official_node_sdk_gets_the_deepseek_api() {
+    assert_deepseek_session("node");
+}
+
+#[test]
+fn the_openai_dialect_gives_usage_only_when_asked() {
+    let (cases, _log) = run_real_client("python", "openai");
+    // The SDK sends no stream_options: no usage in any stream.
+    for name in [
+        "text",
+        "reasoning",
+        "tool_calls",
+        "tool_results",
+        "rate_limit",
+    ] {
+        assert!(cases[name]["usage"].is_null(), "{name}: {}", cases[name]);
+        assert_eq!(cases[name]["empty_choice_chunks"], 0);
+    }
+    assert_eq!(cases["text"]["text"], "Hello!");
+    assert!(
+        cases["non_streaming"]["usage"]["total_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }

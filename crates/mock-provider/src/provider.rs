@@ -254,7 +254,11 @@ impl LoggedRequest {
                 streamed,
                 ..
             } => {
-                let kind = if *streamed { "stream" } else { "json" };
+                let kind = match (*streamed, self.outcome.status()) {
+                    (true, _) => "stream",
+                    (false, 200) => "json",
+                    (false, _) => "error",
+                };
                 let fault = fault.map_or(String::new(), |fault| {
                     format!(" fault {}", crate::script::fault_name(fault))
                 });
@@ -1059,6 +1063,207 @@ mod tests {
             RequestOutcome::ScriptExhausted { served: 2 }
         );
         assert_eq!(provider.responses_remaining(), 0);
+    }
+
+    fn text_of(plan: &ResponsePlan) -> String {
+        data_payloads(&plan.body_bytes())
+            .iter()
+            .filter(|payload| *payload != "[DONE]")
+            .filter_map(|payload| {
+                let chunk: Value = serde_json::from_str(payload).unwrap();
+                chunk["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn predicates_pick_entries_so_retries_do_not_shift_the_script() {
+        let script: Script = serde_json::from_value(json!({"responses": [
+            {"when": {"last_message_contains": "weather"}, "content": "Sunny.", "reuse": true},
+            {"when": {"last_role": "tool"}, "content": "Read it."},
+            {"content": "Anything else."}
+        ]}))
+        .unwrap();
+        let provider = MockProvider::new(script).unwrap();
+        let weather = json!([{"role": "user", "content": "the weather?"}]);
+        // A retry of the same request gets the same reusable answer.
+        assert_eq!(text_of(&provider.handle(chat(weather.clone()))), "Sunny.");
+        assert_eq!(text_of(&provider.handle(chat(weather))), "Sunny.");
+        let other = json!([{"role": "user", "content": "hello"}]);
+        assert_eq!(
+            text_of(&provider.handle(chat(other.clone()))),
+            "Anything else."
+        );
+        let tool_turn = json!([
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "data"}
+        ]);
+        assert_eq!(text_of(&provider.handle(chat(tool_turn))), "Read it.");
+        let plan = provider.handle(chat(other));
+        assert_eq!(plan.status, 400);
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("none of the 1 unused entries matches it")
+                && message.contains("last message \"hello\""),
+            "{message}"
+        );
+        let entries: Vec<Option<usize>> = provider
+            .requests()
+            .iter()
+            .map(|request| match request.outcome {
+                RequestOutcome::Scripted { entry_index, .. } => Some(entry_index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(entries, [Some(0), Some(0), Some(2), Some(1), None]);
+        // Ids count scripted responses, whichever entry answered.
+        assert_eq!(provider.responses_served(), 4);
+        assert_eq!(provider.responses_remaining(), 0);
+    }
+
+    fn get(path: &str) -> IncomingRequest {
+        IncomingRequest {
+            method: "GET".into(),
+            path: path.into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    fn json_of(plan: &ResponsePlan) -> Value {
+        serde_json::from_slice(&plan.body_bytes()).unwrap()
+    }
+
+    #[test]
+    fn models_balance_beta_and_fim_are_served() {
+        let script: Script = serde_json::from_value(json!({
+            "responses": [
+                {"when": {"endpoint": "fim"}, "content": ["fn ", "main() {}"]},
+                {"content": "print('hi')"}
+            ],
+            "models": [{"id": "port-model", "context_window": 8192}],
+            "balance": {"granted_balance": "1.50", "topped_up_balance": "2"}
+        }))
+        .unwrap();
+        let provider = MockProvider::new(script).unwrap();
+        let models = json_of(&provider.handle(get("/models")));
+        assert_eq!(models["object"], "list");
+        let ids: Vec<&str> = models["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|model| model["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "deepseek-v4-flash",
+                "deepseek-v4-pro",
+                "deepseek-chat",
+                "deepseek-reasoner",
+                "port-model"
+            ]
+        );
+        assert_eq!(
+            json_of(&provider.handle(get("/v1/models/port-model"))),
+            json!({"id": "port-model", "object": "model", "owned_by": "deepseek"})
+        );
+        assert_eq!(provider.handle(get("/models/nope")).status, 404);
+        assert_eq!(
+            json_of(&provider.handle(get("/user/balance"))),
+            json!({"is_available": true, "balance_infos": [{"currency": "CNY",
+                "total_balance": "3.50", "granted_balance": "1.50", "topped_up_balance": "2"}]})
+        );
+        let fim = provider.handle(IncomingRequest::post_json(
+            "/beta/completions",
+            &json!({"model": "deepseek-v4-flash", "prompt": "def f():", "suffix": "\n", "stream": false}),
+        ));
+        let fim = json_of(&fim);
+        assert_eq!(fim["object"], "text_completion");
+        assert_eq!(fim["choices"][0]["text"], "fn main() {}");
+        let prefix = provider.handle(IncomingRequest::post_json(
+            "/beta/chat/completions",
+            &json!({"model": "deepseek-v4-flash", "messages": [
+                {"role": "user", "content": "code"},
+                {"role": "assistant", "content": "```python\n", "prefix": true}
+            ]}),
+        ));
+        assert_eq!(prefix.status, 200);
+        assert_eq!(
+            json_of(&prefix)["choices"][0]["message"]["content"],
+            "print('hi')"
+        );
+        assert_eq!(provider.handle(get("/chat/completions")).status, 405);
+        assert_eq!(provider.responses_served(), 2);
+    }
+
+    #[test]
+    fn rule_violations_are_documented_400s_that_use_no_entry() {
+        let provider = MockProvider::new(Script::new(vec![ScriptEntry::content(["x"])])).unwrap();
+        let plan = provider.handle(chat(json!([
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+            {"role": "user", "content": "and?"}
+        ])));
+        assert_eq!(plan.status, 400);
+        let error = &json_of(&plan)["error"];
+        assert_eq!(error["type"], "invalid_request_error");
+        assert_eq!(error["code"], "invalid_request_error");
+        assert_eq!(error["param"], "messages[0].tool_calls");
+        assert_eq!(provider.responses_served(), 0);
+        let relaxed = Script {
+            validation: crate::script::Validation::off(),
+            ..Script::new(vec![ScriptEntry::content(["x"])])
+        };
+        let provider = MockProvider::new(relaxed).unwrap();
+        let plan = provider.handle(chat(json!([
+            {"role": "tool", "tool_call_id": "c", "content": "stray"}
+        ])));
+        assert_eq!(plan.status, 200);
+    }
+
+    #[test]
+    fn a_thinking_tool_call_replayed_without_its_reasoning_is_refused() {
+        let provider = MockProvider::new(Script::new(vec![
+            ScriptEntry {
+                reasoning: ["Need the file."].into_iter().collect(),
+                tool_calls: vec![crate::script::ScriptToolCall {
+                    id: Some("call_r".into()),
+                    name: "read".into(),
+                    arguments: ["{}"].into_iter().collect(),
+                }],
+                finish_reason: Some("tool_calls".into()),
+                ..ScriptEntry::stream()
+            },
+            ScriptEntry::content(["done"]),
+        ]))
+        .unwrap();
+        let question = json!({"role": "user", "content": "read it"});
+        provider.handle(chat(json!([question.clone()])));
+        let call = json!([{"id": "call_r", "type": "function",
+                           "function": {"name": "read", "arguments": "{}"}}]);
+        let result = json!({"role": "tool", "tool_call_id": "call_r", "content": "data"});
+        let without = provider.handle(chat(json!([
+            question.clone(),
+            {"role": "assistant", "content": "", "tool_calls": call.clone()},
+            result.clone()
+        ])));
+        assert_eq!(without.status, 400);
+        assert_eq!(
+            json_of(&without)["error"]["param"],
+            "messages[1].reasoning_content"
+        );
+        let with = provider.handle(chat(json!([
+            question,
+            {"role": "assistant", "content": "", "reasoning_content": "Need the file.",
+             "tool_calls": call},
+            result
+        ])));
+        assert_eq!(with.status, 200);
     }
 
     #[test]
