@@ -23,10 +23,14 @@ use dshc_model::header::{canonical_header, header_equals, request_proposal};
 use dshc_model::inbox::{Inbox, Target};
 use dshc_model::js::JsValue;
 use dshc_model::llm::{BlockAssembler, ModelInfo, prepare_call};
-use dshc_model::render::{join_context_sections, render_context_sections, render_prompt};
+use dshc_model::render::{
+    join_context_sections, join_prompt_sections, render_context_sections, render_prompt_sections,
+};
 use dshc_model::runtime_context::RuntimeContextProjection;
 use dshc_model::session::{Session, SurfaceMeta};
-use dshc_model::{AbortSignal, AgentFacts, AssembleContext, Assembly, JsError, Registry, ScopeKey};
+use dshc_model::{
+    AbortSignal, AgentFacts, AssembleContext, Assembly, JsError, PromptEntry, Registry, ScopeKey,
+};
 use listeners::{
     Decision, LocalFuture, LoopListeners, PreStepPayload, RequestErrorAction, RequestErrorPayload,
     RequestPayload, TurnStoppingPayload,
@@ -362,6 +366,30 @@ struct AgentState {
     listeners: LoopListeners,
     drivers: Cell<u64>,
     idle: RefCell<Vec<std::task::Waker>>,
+    /// Each distinct system text this agent sent, with its sections.
+    prompt_layouts: RefCell<Vec<PromptLayout>>,
+}
+
+/// How one system text was put together, so a cache report can name the
+/// section a changed byte belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptLayout {
+    /// The rendered system text (the sections' texts joined with `"\n\n"`).
+    pub system: String,
+    /// The non-empty rendered sections, in prompt order.
+    pub sections: Vec<LaidOutSection>,
+}
+
+/// One section of a [`PromptLayout`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaidOutSection {
+    /// The section name.
+    pub name: String,
+    /// Its rendered text.
+    pub text: String,
+    /// The layer whose registration it is: `Some(None)` the global layer,
+    /// `Some(Some(scope))` a scope's, `None` none (an assemble listener added it).
+    pub layer: Option<Option<ScopeKey>>,
 }
 
 /// One agent over one session. Cloning shares it.
@@ -422,7 +450,33 @@ impl Agent {
             listeners: LoopListeners::default(),
             drivers: Cell::new(0),
             idle: RefCell::new(Vec::new()),
+            prompt_layouts: RefCell::new(Vec::new()),
         })))
+    }
+
+    /// Each distinct system text this agent rendered, in first-use order.
+    pub fn prompt_layouts(&self) -> Vec<PromptLayout> {
+        self.0.prompt_layouts.borrow().clone()
+    }
+
+    /// Remember how `system` was laid out, once per distinct text.
+    fn record_layout(&self, system: &str, sections: &[PromptEntry]) {
+        let mut layouts = self.0.prompt_layouts.borrow_mut();
+        if layouts.iter().any(|layout| layout.system == system) {
+            return;
+        }
+        let registry = &self.0.context.registry;
+        layouts.push(PromptLayout {
+            system: system.to_owned(),
+            sections: sections
+                .iter()
+                .map(|section| LaidOutSection {
+                    name: section.name.clone(),
+                    text: section.text.clone().unwrap_or_default(),
+                    layer: registry.section_origin(Some(&self.0.scope), &section.name),
+                })
+                .collect(),
+        });
     }
 
     /// The agent's session.
@@ -855,7 +909,9 @@ impl Agent {
         signal: &AbortSignal,
     ) -> Result<Option<TurnEnd>, JsError> {
         throw_if_aborted(signal)?;
-        let system = render_prompt(assembly)?;
+        let sections = render_prompt_sections(assembly)?;
+        let system = join_prompt_sections(&sections);
+        self.record_layout(&system, &sections);
         // A schema whose description or parameters is `undefined` cannot be
         // logged: the session's append accepts only lossless JSON, and the
         // header carries the schemas as assembled.

@@ -95,6 +95,10 @@ enum Command {
     /// scenario authors): the session log as JSON lines for loop scenarios,
     /// the observations as JSON otherwise.
     Show(cmd::show::Args),
+    /// The prompt-cache stability lint: per request, whether its prompt
+    /// extends an earlier one, and where one breaks, the first changed byte,
+    /// its prompt element and the registration that produced it.
+    CacheReport(cmd::cache_report::Args),
     /// Rewrite format 1 scenario files as the current format, keeping what they assert.
     Migrate(cmd::migrate::Args),
     /// Print spec clauses against the scenarios that cover them.
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Show(args) => cmd::show::run(args),
+        Command::CacheReport(args) => cmd::cache_report::run(args),
         Command::Migrate(args) => cmd::migrate::run(args),
         Command::Coverage(args) => cmd::coverage::run(args),
         Command::Report(args) => cmd::report::run(args),

@@ -419,3 +419,74 @@ fn the_reference_adapter_answers_an_invalid_case_with_errored_not_a_panic() {
     assert!(second.starts_with(r#"{"seq":1,"errored":"#), "{second}");
     assert!(second.contains("needs `level = \\\"loop\\\"`"), "{second}");
 }
+
+/// The bundled scenario of a changing middle section (`clock`), and a stable one.
+fn bundled(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(relative)
+}
+
+#[test]
+fn cache_report_names_the_section_that_breaks_the_cache() {
+    let here = std::env::temp_dir();
+    let changing = bundled("loop/cache/changed_section_breaks_the_cache_where_it_starts.toml");
+    let output = run(&["cache-report", changing.to_str().unwrap()], &here);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "request 3 (deepseek-v4-flash, 511 bytes, 0 cached tokens): BREAKS from request 2"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("system prompt, section \"clock\" (global layer, registration \"clock\")"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("1 cache break"), "{text}");
+    // As a CI lint it fails the run.
+    let denied = run(
+        &["cache-report", "--deny-breaks", changing.to_str().unwrap()],
+        &here,
+    );
+    assert_eq!(code(&denied), 1);
+
+    let stable = bundled("loop/cache/cache_hits_grow_across_tool_round_trip_and_later_turn.toml");
+    let output = run(
+        &["cache-report", "--deny-breaks", stable.to_str().unwrap()],
+        &here,
+    );
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+    assert!(stdout(&output).trim_end().ends_with("no cache break"));
+}
+
+#[test]
+fn cache_report_reads_a_session_log_too() {
+    let scratch = Scratch::new("cache-log");
+    let changing = bundled("loop/cache/changed_section_breaks_the_cache_where_it_starts.toml");
+    let log = run(
+        &["show", "--log", changing.to_str().unwrap()],
+        &scratch.root,
+    );
+    assert_eq!(code(&log), 0);
+    let log_path = scratch.write("session.jsonl", &stdout(&log));
+    let output = run(
+        &["cache-report", "--json", log_path.to_str().unwrap()],
+        &scratch.root,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let verdicts: Vec<&str> = report["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["first", "extends", "break"]);
+    // A log has no section layout: the break is named by its place in the system text.
+    assert_eq!(
+        report["requests"][2]["cache_break"]["element"],
+        serde_json::json!({"kind": "system", "index": 0, "offset": 84})
+    );
+}

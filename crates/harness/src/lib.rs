@@ -14,6 +14,7 @@
 
 pub mod adapter;
 pub mod bless;
+pub mod cache_report;
 pub mod coverage;
 pub mod diff;
 pub mod files;

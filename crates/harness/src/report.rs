@@ -45,6 +45,9 @@ pub struct CaseDigest {
     /// Expected-failure reason.
     #[serde(default)]
     pub expected_failure: Option<String>,
+    /// The prompt-cache breaks of its run, in words.
+    #[serde(default)]
+    pub cache_breaks: Vec<String>,
 }
 
 /// `{"outcome": "<kind>", ...}` with the details left out.
@@ -89,6 +92,7 @@ impl Report {
                         outcome: case.outcome.tag().to_string(),
                     },
                     expected_failure: case.expected_failure.clone(),
+                    cache_breaks: case.cache_breaks.clone(),
                 })
                 .collect(),
         }
@@ -280,6 +284,38 @@ pub fn markdown_matrix(catalog: &[Clause], reports: &[ReportDigest]) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&markdown_cache_breaks(reports));
+    out
+}
+
+/// The prompt-cache breaks of every run, per implementation (nothing when
+/// no run breaks the cache).
+fn markdown_cache_breaks(reports: &[ReportDigest]) -> String {
+    let mut out = String::new();
+    for report in reports {
+        let broken: Vec<&CaseDigest> = report
+            .cases
+            .iter()
+            .filter(|case| !case.cache_breaks.is_empty())
+            .collect();
+        if broken.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n## Prompt-cache breaks: {} {}\n\n| Scenario | Break |\n|---|---|\n",
+            markdown_cell(&report.implementation.name),
+            markdown_cell(&report.implementation.version)
+        ));
+        for case in broken {
+            for described in &case.cache_breaks {
+                out.push_str(&format!(
+                    "| `{}` | {} |\n",
+                    markdown_cell(&case.id),
+                    markdown_cell(described)
+                ));
+            }
+        }
+    }
     out
 }
 
@@ -304,6 +340,7 @@ mod tests {
                 covers: vec!["03:R4".into()],
                 outcome,
                 expected_failure: None,
+                cache_breaks: Vec::new(),
             }],
         }
     }

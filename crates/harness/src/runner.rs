@@ -24,8 +24,35 @@ pub fn check(scenario: &LoadedScenario) -> Outcome {
 /// event times on both sides ([`crate::oracle::normalize`]); everything else
 /// is compared exactly.
 pub fn check_with(scenario: &LoadedScenario, implementation: &mut dyn Implementation) -> Outcome {
+    check_reporting_cache(scenario, implementation).0
+}
+
+/// [`check_with`], also returning the prompt-cache breaks of a loop run,
+/// each in words (see [`crate::cache_report`]).
+pub fn check_reporting_cache(
+    scenario: &LoadedScenario,
+    implementation: &mut dyn Implementation,
+) -> (Outcome, Vec<String>) {
     match implementation.run(&scenario.case) {
         Ran::Observed(mut result) => {
+            let cache_breaks = result
+                .run
+                .as_ref()
+                .map(|run| {
+                    crate::cache_report::report_run(run)
+                        .breaks()
+                        .filter_map(|row| {
+                            let cache_break = row.cache_break.as_ref()?;
+                            Some(format!(
+                                "request {} after request {}: {}",
+                                row.request,
+                                row.after_request.unwrap_or(0),
+                                crate::cache_report::describe_element(&cache_break.element)
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             let mismatches = match result.run.as_mut() {
                 Some(run) if implementation.real_time() => {
                     normalize::redact_run(run);
@@ -37,13 +64,14 @@ pub fn check_with(scenario: &LoadedScenario, implementation: &mut dyn Implementa
                 }
                 _ => compare(&scenario.scenario, &result),
             };
-            if mismatches.is_empty() {
+            let outcome = if mismatches.is_empty() {
                 Outcome::Pass
             } else {
                 Outcome::Fail { mismatches }
-            }
+            };
+            (outcome, cache_breaks)
         }
-        Ran::NotRun(not_run) => Outcome::NotRun(not_run),
+        Ran::NotRun(not_run) => (Outcome::NotRun(not_run), Vec::new()),
     }
 }
 
@@ -82,6 +110,9 @@ pub struct CaseReport {
     /// The reason, when the case is listed as an expected failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_failure: Option<String>,
+    /// The prompt-cache breaks of its run, in words (loop cases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_breaks: Vec<String>,
 }
 
 /// How a case counts in the closing line.
@@ -174,10 +205,12 @@ pub fn run_suite(
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
+        let (outcome, cache_breaks) = check_reporting_cache(scenario, implementation);
         let report = CaseReport {
             id: scenario.id.clone(),
             covers: scenario.scenario.covers.clone(),
-            outcome: check_with(scenario, implementation),
+            outcome,
+            cache_breaks,
             expected_failure: expected
                 .iter()
                 .find(|e| e.id == scenario.id)

@@ -40,6 +40,7 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
                 .find(|e| e.id == scenario.id)
                 .map(|e| e.reason.clone()),
             outcome,
+            cache_breaks: Vec::new(),
         };
         match report.verdict() {
             Verdict::Passed | Verdict::ExpectedFailure => {

@@ -46,7 +46,8 @@ pub mod wire;
 
 pub use catalog::{CatalogModel, DEFAULT_CONTEXT_WINDOW_TOKENS};
 pub use prompt_cache::{
-    CACHE_UNIT_TOKENS, PromptAccounting, PromptCache, canonical_fim_prompt, canonical_prompt,
+    CACHE_UNIT_TOKENS, PromptAccounting, PromptCache, PromptElement, PromptElementKind,
+    canonical_fim_prompt, canonical_prompt, prompt_elements,
 };
 pub use provider::{
     IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,

@@ -40,6 +40,39 @@ pub const CACHE_UNIT_TOKENS: u64 = 64;
 ///
 /// Missing or non-array `messages` / `tools` count as empty.
 pub fn canonical_prompt(body: &Value) -> String {
+    let mut prompt = String::new();
+    for element in prompt_elements(body) {
+        prompt.push_str(&element.line);
+    }
+    prompt
+}
+
+/// What one line of a canonical prompt is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptElementKind {
+    /// `messages[index]`, one of the leading system messages.
+    System,
+    /// `tools[index]`.
+    Tool,
+    /// `messages[index]`, after the leading system messages.
+    Message,
+}
+
+/// One line of a canonical prompt: an item of the body, as compact JSON
+/// followed by `"\n"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptElement {
+    /// Which list it comes from.
+    pub kind: PromptElementKind,
+    /// Its position in `messages` or `tools`.
+    pub index: usize,
+    /// The exact text it contributes.
+    pub line: String,
+}
+
+/// The canonical prompt of a body as its elements, in prompt order (the
+/// module docs give the order); their lines concatenated are the prompt.
+pub fn prompt_elements(body: &Value) -> Vec<PromptElement> {
     let empty = Vec::new();
     let messages = body
         .get("messages")
@@ -53,13 +86,29 @@ pub fn canonical_prompt(body: &Value) -> String {
         .iter()
         .take_while(|message| message.get("role").and_then(Value::as_str) == Some("system"))
         .count();
-    let mut prompt = String::new();
-    let (system_messages, other_messages) = messages.split_at(leading_system_count);
-    for item in system_messages.iter().chain(tools).chain(other_messages) {
-        prompt.push_str(&item.to_string());
-        prompt.push('\n');
-    }
-    prompt
+    let line = |item: &Value| format!("{item}\n");
+    let system = messages[..leading_system_count]
+        .iter()
+        .enumerate()
+        .map(|(index, item)| (PromptElementKind::System, index, item));
+    let tools = tools
+        .iter()
+        .enumerate()
+        .map(|(index, item)| (PromptElementKind::Tool, index, item));
+    let rest = messages
+        .iter()
+        .enumerate()
+        .skip(leading_system_count)
+        .map(|(index, item)| (PromptElementKind::Message, index, item));
+    system
+        .chain(tools)
+        .chain(rest)
+        .map(|(kind, index, item)| PromptElement {
+            kind,
+            index,
+            line: line(item),
+        })
+        .collect()
 }
 
 /// The canonical prompt of a FIM body: the `prompt`, then `"\n"` and the

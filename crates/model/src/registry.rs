@@ -430,6 +430,28 @@ impl Registry {
         }
     }
 
+    /// The layer whose registration of section `name` an assembly for
+    /// `scope` uses: the nearest scope of its chain that registers the name,
+    /// else the global layer (`Some(None)`); `None` when no layer registers
+    /// it (a `system-prompt/assemble` listener added it).
+    pub fn section_origin(&self, scope: Option<&ScopeKey>, name: &str) -> Option<Option<ScopeKey>> {
+        let scoped = self.state.scoped.borrow();
+        for key in self.scope_chain(scope) {
+            if scoped
+                .get(&key)
+                .is_some_and(|layer| layer.borrow().sections.contains(name))
+            {
+                return Some(Some(key));
+            }
+        }
+        self.state
+            .global
+            .borrow()
+            .sections
+            .contains(name)
+            .then_some(None)
+    }
+
     /// `section({name, order, text, complete?})` (01 §4).
     pub fn section(
         &self,

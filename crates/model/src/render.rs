@@ -110,6 +110,13 @@ pub fn interpolate(
 /// The system prompt text: every section interpolated in order, empty results
 /// dropped, the rest joined by a blank line (03 R4).
 pub fn render_prompt(assembly: &Assembly) -> Result<String, JsError> {
+    Ok(join_prompt_sections(&render_prompt_sections(assembly)?))
+}
+
+/// The sections `render_prompt` joins: each interpolated, empty ones dropped,
+/// in list order (03 R4), so a caller can tell which section each part of
+/// the system text came from.
+pub fn render_prompt_sections(assembly: &Assembly) -> Result<Vec<PromptEntry>, JsError> {
     let mut parts = Vec::with_capacity(assembly.sections.len());
     for section in &assembly.sections {
         let text = interpolate(
@@ -119,10 +126,22 @@ pub fn render_prompt(assembly: &Assembly) -> Result<String, JsError> {
             EntryKind::Section,
         )?;
         if !text.is_empty() {
-            parts.push(text);
+            parts.push(PromptEntry {
+                name: section.name.clone(),
+                text: Some(text),
+            });
         }
     }
-    Ok(parts.join("\n\n"))
+    Ok(parts)
+}
+
+/// The system text of rendered sections: their texts joined with `"\n\n"`.
+pub fn join_prompt_sections(sections: &[PromptEntry]) -> String {
+    let texts: Vec<&str> = sections
+        .iter()
+        .filter_map(|section| section.text.as_deref())
+        .collect();
+    texts.join("\n\n")
 }
 
 /// Each context interpolated, empty ones dropped (03 R6).

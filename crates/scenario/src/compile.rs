@@ -369,6 +369,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
         ("llm_requests", &expect.llm_requests),
         ("journal", &expect.journal),
         ("cache_hit_tokens", &expect.cache_hit_tokens),
+        ("cache_breaks", &expect.cache_breaks),
         ("status", &expect.status),
         ("status_transitions", &expect.status_transitions),
         ("pending", &expect.pending),

@@ -241,6 +241,14 @@ pub struct LoopExpect {
     pub llm_request: Vec<LlmRequestExpect>,
     /// `prompt_cache_hit_tokens` the provider reported, per request.
     pub cache_hit_tokens: Option<Pattern>,
+    /// The prompt-cache breaks (`dshc cache-report`), as an array of
+    /// `{request, after_request, byte, element}`: `[]` says no request breaks
+    /// the cache. `element` is `{kind = "system", offset, section?,
+    /// registered_in?, registration?}`, `{kind = "tool", index, name}` or
+    /// `{kind = "message", index, role, event?, seq?, source?}`; the section
+    /// fields need the implementation to report its prompt layouts (the
+    /// reference does).
+    pub cache_breaks: Option<Pattern>,
     /// The agent's final status (`idle` or `running`).
     pub status: Option<Pattern>,
     /// Every status the agent reported (`agent/status`), in order.

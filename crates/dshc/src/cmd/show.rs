@@ -24,10 +24,13 @@ pub struct Args {
     adapter: Option<String>,
 }
 
-/// Run it.
-pub fn run(args: Args) -> anyhow::Result<Exit> {
-    let scenario = load_scenario(&args.path)?;
-    let result = match &args.adapter {
+/// Run one scenario on the reference, or through `adapter` (`sh -c`).
+pub(crate) fn observe(
+    path: &std::path::Path,
+    adapter: Option<&str>,
+) -> anyhow::Result<dshc_scenario::protocol::CaseResult> {
+    let scenario = load_scenario(path)?;
+    Ok(match adapter {
         None => dshc_harness::reference::run_case(&scenario.case)?,
         Some(command) => {
             use dshc_harness::adapter::process::{AdapterProcess, Limits};
@@ -40,7 +43,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 Ran::NotRun(not_run) => anyhow::bail!("{not_run}"),
             }
         }
-    };
+    })
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let result = observe(&args.path, args.adapter.as_deref())?;
     match &result.run {
         Some(run) if args.requests => {
             for request in &run.requests {
@@ -64,6 +72,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                     for event in &agent.log {
                         crate::out!("{}", dshc_model::js::stringify(event));
                     }
+                }
+            }
+            if !args.log && !run.requests.is_empty() {
+                crate::out!("# prompt-cache report");
+                for line in dshc_harness::cache_report::report_run(run)
+                    .to_text()
+                    .lines()
+                {
+                    crate::out!("# {line}");
                 }
             }
             if let Some(failure) = &run.failure {

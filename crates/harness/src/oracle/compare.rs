@@ -647,6 +647,14 @@ impl Comparison {
             expect.cache_hit_tokens.as_ref(),
             Some(&hits),
         );
+        if expect.cache_breaks.is_some() {
+            let breaks = crate::cache_report::report_run(run).breaks_json();
+            self.value(
+                "expect.cache_breaks",
+                expect.cache_breaks.as_ref(),
+                Some(&breaks),
+            );
+        }
         for (index, query) in expect.live.iter().enumerate() {
             self.query(&format!("expect.live[{index}]"), query, &run.live_events);
         }

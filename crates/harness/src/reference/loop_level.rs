@@ -18,17 +18,17 @@ use dshc_agent::listeners::{Decision, LocalFuture, PreStepPayload};
 use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
-    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, ToolCall, ToolOutcome,
-    ToolRunner, WireRoute, user_message,
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, PromptLayout, ToolCall,
+    ToolOutcome, ToolRunner, WireRoute, user_message,
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LoopRun, LoopWorld, MessageCommand,
-    ModelResolution, Observation, ProviderRequest, RecordField, ScriptedError, ToolOp,
-    ToolResultSpec,
+    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
+    MessageCommand, ModelResolution, Observation, PromptLayout as ProtocolLayout, ProviderRequest,
+    RecordField, ScriptedError, ToolOp, ToolResultSpec,
 };
 
 use super::assembly_level::AssemblyCommands;
@@ -604,6 +604,42 @@ impl Commands for LoopCommands {
     }
 }
 
+/// A layout in protocol form, each section named by the layer and the
+/// scenario command that registered it.
+fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> ProtocolLayout {
+    let sections = layout
+        .sections
+        .into_iter()
+        .map(|section| {
+            let scope = section
+                .layer
+                .clone()
+                .map(|scope| scope.map(|s| s.to_string()));
+            let registration = scope.as_ref().and_then(|scope| {
+                commands.iter().find_map(|command| match command {
+                    Command::Section(c) if c.name == section.name && c.scope == *scope => {
+                        c.id.clone()
+                    }
+                    _ => None,
+                })
+            });
+            LayoutSection {
+                name: section.name,
+                text: section.text,
+                registered_in: scope.map(|scope| {
+                    scope.map_or_else(|| "global".to_owned(), |key| format!("scope {key}"))
+                }),
+                registration,
+            }
+        })
+        .collect();
+    ProtocolLayout {
+        agent: agent.to_owned(),
+        system: layout.system,
+        sections,
+    }
+}
+
 /// Run a loop-level case in a fresh simulation.
 pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
     let Some(world) = case.world.clone() else {
@@ -854,6 +890,16 @@ async fn drive(
         });
     }
     violations.extend(invariants::cache_hits_monotonic(&requests));
+    let prompt_layouts = runner
+        .agents
+        .iter()
+        .flat_map(|LoopAgent { spec, agent }| {
+            agent
+                .prompt_layouts()
+                .into_iter()
+                .map(|layout| layout_of(&spec.id, layout, &case.commands))
+        })
+        .collect();
     let main = agent_runs.remove(0);
     let run = LoopRun {
         log: main.log,
@@ -871,6 +917,7 @@ async fn drive(
         violations,
         agents: agent_runs,
         journal: runner.journal.borrow().clone(),
+        prompt_layouts,
     };
 
     CaseResult {

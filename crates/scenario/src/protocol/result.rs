@@ -133,6 +133,41 @@ pub struct LoopRun {
     /// The world's further agents (`world.agents`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentRun>,
+    /// How each distinct system text was put together, so a cache report can
+    /// name the section a changed byte belongs to. The reference reports it;
+    /// an adapter may (without it, a cache break in the system text is named
+    /// by its offset only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompt_layouts: Vec<PromptLayout>,
+}
+
+/// The sections of one system text.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromptLayout {
+    /// The agent that rendered it.
+    pub agent: String,
+    /// The system text: the sections' texts joined with `"\n\n"`.
+    pub system: String,
+    /// The non-empty rendered sections, in prompt order.
+    pub sections: Vec<LayoutSection>,
+}
+
+/// One rendered section of a [`PromptLayout`].
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutSection {
+    /// The section name.
+    pub name: String,
+    /// Its rendered text.
+    pub text: String,
+    /// The layer of its registration: `global`, or `scope <key>`; absent when
+    /// no layer registers it (a `system-prompt/assemble` listener added it).
+    pub registered_in: Option<String>,
+    /// The id of the scenario's `section` command that registered it (its
+    /// `id`, by default the name, plus `@<scope>` when scoped).
+    pub registration: Option<String>,
 }
 
 /// What one further agent of a loop run ended with.
