@@ -63,6 +63,7 @@ const PROMPT_PACKAGE = '@deepseek-ai/dsh-system-prompt'
 const promptPackage = require(`${PROMPT_PACKAGE}/package.json`)
 
 const { CaseWorld, bootCase, clean, present, stackOf } = await import('./world.mjs')
+const { joinContextSections, renderContextSections, renderPrompt } = await import(PROMPT_PACKAGE)
 const { prepareLoopEnvironment, runLoopCase } = await import('./loop.mjs')
 
 const PROTOCOL_VERSION = 1
@@ -85,6 +86,35 @@ async function runAssemblyCase(caseData) {
   const { root, host, counter } = booted
   const world = new CaseWorld(root, host, counter)
   return { observations: await world.runAll(caseData.commands) }
+}
+
+/** Extension bench/1: build the fixture's registry once (every command but
+ * the last), then time `batches` batches of `iterations` runs of the last
+ * command, an `assemble`, each followed by rendering the system text and the
+ * runtime-context snapshot with upstream's own renderers. */
+async function benchCase(caseData, iterations, batches) {
+  const booted = await bootCase(caseData.config)
+  if (booted.configError !== undefined) throw new Error(`config error: ${JSON.stringify(booted.configError)}`)
+  const { root, host, counter } = booted
+  const world = new CaseWorld(root, host, counter)
+  const measured = caseData.commands.at(-1)
+  if (measured?.do !== 'assemble') throw new Error('a bench case ends with the measured `assemble`')
+  const observations = await world.runAll(caseData.commands.slice(0, -1))
+  const failed = observations.findIndex((observation) => observation?.error !== undefined)
+  if (failed >= 0) throw new Error(`command ${failed} failed: ${JSON.stringify(observations[failed].error)}`)
+  const batchNs = []
+  let outputBytes = 0
+  for (let batch = 0; batch < batches; batch += 1) {
+    const started = process.hrtime.bigint()
+    for (let step = 0; step < iterations; step += 1) {
+      const assembly = await world.execute(measured)
+      const prompt = renderPrompt(assembly)
+      const snapshot = joinContextSections(renderContextSections(assembly))
+      outputBytes = Buffer.byteLength(prompt) + Buffer.byteLength(snapshot)
+    }
+    batchNs.push(Number(process.hrtime.bigint() - started))
+  }
+  return { batch_ns: batchNs, output_bytes: outputBytes }
 }
 
 // ---------------------------------------------------------------------------
@@ -124,7 +154,7 @@ async function handle(line) {
         started: {
           version: PROTOCOL_VERSION,
           implementation: IMPLEMENTATION,
-          capabilities: { levels: ['assembly', 'loop'] },
+          capabilities: { levels: ['assembly', 'loop'], bench: true },
         },
       })
       return false
@@ -149,6 +179,19 @@ async function handle(line) {
       } catch (error) {
         log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
         send({ seq, errored: { context: `adapter error in case ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
+      }
+      return false
+    }
+    case 'bench': {
+      const caseData = request.case
+      if (caseData === null || typeof caseData !== 'object' || !Array.isArray(caseData.commands)) {
+        send({ seq, errored: { context: 'bad request: `bench` needs a case with a commands array' } })
+        return false
+      }
+      try {
+        send({ seq, benched: await benchCase(caseData, request.iterations, request.batches) })
+      } catch (error) {
+        send({ seq, errored: { context: `bench of ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
       }
       return false
     }

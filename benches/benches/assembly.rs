@@ -1,18 +1,20 @@
-//! Assembly cost per step: assemble + render on a realistic registry, a
-//! scaling series, and the copy bound (concatenate final texts, clone final
-//! schemas) measured side by side in one run.
+//! Assembly cost per step on the shared fixtures (`benches/fixtures/`, the
+//! same registries `dshc bench` sends every implementation): assemble +
+//! render, the scaling series, and the copy bound, side by side in one run.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use dshc_benches::{CopyBound, STANDARD, Shape, registry, step};
+use dshc_benches::{CopyBound, rig};
 use std::hint::black_box;
 
 fn per_step(c: &mut Criterion) {
     let mut group = c.benchmark_group("step");
-    let (registry_standard, scope) = registry(STANDARD);
-    group.bench_function("assemble_render/standard", |b| {
-        b.iter(|| black_box(step(&registry_standard, &scope)))
-    });
-    let bound = CopyBound::of(&registry_standard, &scope);
+    for id in ["standard", "shadowing", "listeners"] {
+        let rig = rig(id);
+        group.bench_function(format!("assemble_render/{id}"), |b| {
+            b.iter(|| black_box(rig.step().expect("a step")))
+        });
+    }
+    let bound = CopyBound::of(rig("standard").assemble().expect("assembles"));
     group.bench_function("copy_bound/standard", |b| b.iter(|| black_box(bound.run())));
     group.finish();
 }
@@ -20,16 +22,11 @@ fn per_step(c: &mut Criterion) {
 fn scaling(c: &mut Criterion) {
     let mut group = c.benchmark_group("scaling");
     for size in [10usize, 100, 1000] {
-        let shape = Shape {
-            sections: size,
-            tools: size,
-            ..STANDARD
-        };
-        let (registry, scope) = registry(shape);
+        let rig = rig(&format!("scaling-{size}"));
         group.bench_with_input(BenchmarkId::new("assemble_render", size), &size, |b, _| {
-            b.iter(|| black_box(step(&registry, &scope)))
+            b.iter(|| black_box(rig.step().expect("a step")))
         });
-        let bound = CopyBound::of(&registry, &scope);
+        let bound = CopyBound::of(rig.assemble().expect("assembles"));
         group.bench_with_input(BenchmarkId::new("copy_bound", size), &size, |b, _| {
             b.iter(|| black_box(bound.run()))
         });

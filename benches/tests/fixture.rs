@@ -1,25 +1,56 @@
-//! The bench fixture is what the bench says it is.
+//! The bench fixtures are what they say they are.
 
-use dshc_benches::{CopyBound, STANDARD, registry, step};
+use dshc_benches::{CopyBound, rig};
 
 #[test]
-fn standard_fixture_has_the_documented_shape() {
-    let (registry, scope) = registry(STANDARD);
-    let (assembly, prompt, snapshot) = step(&registry, &scope);
-    // identity + persona + 18 guides, one of them shadowed by the scope
-    assert_eq!(assembly.sections.len(), 20);
-    assert_eq!(assembly.tools.len(), 40);
-    assert_eq!(assembly.variables.keys().len(), 10);
-    assert_eq!(assembly.contexts.len(), 5);
-    assert!(prompt.contains("Scoped guidance replaces the global first guide"));
-    assert!(!prompt.contains("{{"), "every reference was interpolated");
-    assert!(snapshot.starts_with("Current runtime context."));
-    let bound = CopyBound::of(&registry, &scope);
-    assert_eq!(
-        bound.run().0,
-        prompt,
-        "the copy bound produces the same prompt"
+fn the_copy_bound_renders_what_a_step_renders() {
+    for id in ["standard", "shadowing", "listeners", "scaling-100"] {
+        let rig = rig(id);
+        let step = rig.step().expect("a step");
+        let (prompt, snapshot, tools) = CopyBound::of(rig.assemble().unwrap()).run();
+        assert_eq!(prompt, step.prompt, "{id}");
+        assert_eq!(snapshot, step.snapshot, "{id}");
+        assert_eq!(tools.len(), step.tools, "{id}");
+    }
+}
+
+#[test]
+fn the_scaling_series_grows_sections_and_tools_together() {
+    for size in [10usize, 100, 1000] {
+        let step = rig(&format!("scaling-{size}")).step().unwrap();
+        assert_eq!(step.tools, size);
+        // every guidance section but the one the scope shadows
+        assert_eq!(step.prompt.matches("Guidance ").count(), size - 1);
+        assert!(
+            step.prompt
+                .contains("Scoped guidance replaces the global first guide")
+        );
+    }
+}
+
+#[test]
+fn shadowing_and_listeners_change_the_assembly() {
+    let shadowed = rig("shadowing").step().unwrap();
+    assert!(
+        shadowed
+            .prompt
+            .contains("Agent guidance 0 replaces the static one.")
     );
+    assert!(
+        shadowed
+            .prompt
+            .contains("Team guidance 8 replaces the provided one.")
+    );
+    assert!(shadowed.prompt.contains("The agent's own section."));
+    let listened = rig("listeners").step().unwrap();
+    // The first-registered listener is outermost: it adds its section after
+    // the inner ones (the reorder among them) have run, so it comes last.
+    assert!(
+        listened.prompt.ends_with("Added by a listener."),
+        "{}",
+        listened.prompt
+    );
+    assert!(listened.snapshot.contains("Listener context."));
 }
 
 #[test]

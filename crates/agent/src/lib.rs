@@ -471,8 +471,8 @@ impl Agent {
             sections: sections
                 .iter()
                 .map(|section| LaidOutSection {
-                    name: section.name.clone(),
-                    text: section.text.clone().unwrap_or_default(),
+                    name: section.name.to_string(),
+                    text: section.text.as_deref().unwrap_or_default().to_owned(),
                     layer: registry.section_origin(Some(&self.0.scope), &section.name),
                 })
                 .collect(),

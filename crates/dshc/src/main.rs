@@ -99,6 +99,9 @@ enum Command {
     /// extends an earlier one, and where one breaks, the first changed byte,
     /// its prompt element and the registration that produced it.
     CacheReport(cmd::cache_report::Args),
+    /// Assembly cost per step of one or more implementations on the shared
+    /// fixtures, side by side, with a JSON report and a baseline check.
+    Bench(cmd::bench::Args),
     /// Rewrite format 1 scenario files as the current format, keeping what they assert.
     Migrate(cmd::migrate::Args),
     /// Print spec clauses against the scenarios that cover them.
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Show(args) => cmd::show::run(args),
         Command::CacheReport(args) => cmd::cache_report::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
         Command::Migrate(args) => cmd::migrate::run(args),
         Command::Coverage(args) => cmd::coverage::run(args),
         Command::Report(args) => cmd::report::run(args),

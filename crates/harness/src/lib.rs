@@ -13,6 +13,7 @@
 //! - [`bless`]: rewriting expectations from the reference.
 
 pub mod adapter;
+pub mod bench;
 pub mod bless;
 pub mod cache_report;
 pub mod coverage;

@@ -48,12 +48,16 @@ pub struct AssembleContext {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PromptEntry {
     /// Entry name.
-    pub name: String,
-    /// Uninterpolated text.
-    pub text: Option<String>,
+    pub name: Rc<str>,
+    /// Uninterpolated text (shared with the registration when it is static).
+    pub text: Option<Rc<str>>,
 }
 
 /// A tool schema as assembled: exactly `{name, description, parameters}`.
+/// Assemblies share schemas ([`Rc`]) and copy one on write
+/// ([`Rc::make_mut`]): a listener that edits a schema edits its own copy, so
+/// the next assembly is untouched, as with upstream's per-assembly
+/// `structuredClone`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSchema {
     /// Tool name.
@@ -65,19 +69,46 @@ pub struct ToolSchema {
 }
 
 /// A schema as a tool provider returns it, before it is rebuilt.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ProvidedSchema {
     /// Tool name.
     pub name: String,
     /// Description.
     pub description: Option<String>,
-    /// Parameters, cloned per assembly.
+    /// Parameters as provided.
     pub parameters: Option<Value>,
     /// Any other fields; dropped by the rebuild (02 A4.2).
     pub extra: serde_json::Map<String, Value>,
     /// When set, `parameters` also holds a value `structuredClone` rejects,
     /// printed as this text (e.g. `Symbol(x)`).
     pub unclonable: Option<String>,
+    /// The rebuilt schema, once computed: a provider that hands out the same
+    /// objects every call is rebuilt once.
+    pub rebuilt: std::cell::OnceCell<Rc<ToolSchema>>,
+}
+
+impl ProvidedSchema {
+    /// A schema with these fields and nothing detached yet.
+    pub fn new(name: String, description: Option<String>, parameters: Option<Value>) -> Self {
+        ProvidedSchema {
+            name,
+            description,
+            parameters,
+            ..ProvidedSchema::default()
+        }
+    }
+}
+
+impl PartialEq for ProvidedSchema {
+    /// Equal when what the provider returned is equal (the rebuilt schema is
+    /// derived from it).
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.parameters == other.parameters
+            && self.extra == other.extra
+            && self.unclonable == other.unclonable
+    }
 }
 
 /// What a tool provider returns (01 R4.3).
@@ -146,7 +177,7 @@ pub struct Assembly {
     /// Runtime-context entries in order.
     pub contexts: Vec<PromptEntry>,
     /// Tool schemas in request order.
-    pub tools: Vec<ToolSchema>,
+    pub tools: Vec<Rc<ToolSchema>>,
     /// Variables for rendering.
     pub variables: Variables,
     /// Extra top-level fields a listener added; they survive (02 A7.1).
@@ -178,7 +209,7 @@ fn evaluate_text(
 ) -> Result<PromptEntry, JsError> {
     let text = match &entry.text {
         Text::Static(text) => Some(text.clone()),
-        Text::Provider(provider) => provider(context, registry)?,
+        Text::Provider(provider) => provider(context, registry)?.map(Rc::from),
     };
     Ok(PromptEntry {
         name: entry.name.clone(),
@@ -186,21 +217,24 @@ fn evaluate_text(
     })
 }
 
-fn rebuild_schema(schema: &ProvidedSchema) -> Result<ToolSchema, JsError> {
+fn rebuild_schema(schema: &ProvidedSchema) -> Result<Rc<ToolSchema>, JsError> {
     if let Some(text) = &schema.unclonable {
         return Err(JsError::data_clone(text));
     }
-    Ok(ToolSchema {
-        name: schema.name.clone(),
-        description: schema.description.clone(),
-        parameters: schema.parameters.as_ref().map(js_normalize),
-    })
+    let rebuilt = schema.rebuilt.get_or_init(|| {
+        Rc::new(ToolSchema {
+            name: schema.name.clone(),
+            description: schema.description.clone(),
+            parameters: schema.parameters.as_ref().map(js_normalize),
+        })
+    });
+    Ok(rebuilt.clone())
 }
 
 /// Stable sort by numeric order (02 A5.1): ties keep map order. Orders are
 /// finite, so `a.order - b.order` has the sign of this comparison, and `-0`
 /// ties with `0` as it does there.
-fn sort_by_order(entries: &mut [NamedText]) {
+fn sort_by_order(entries: &mut [Rc<NamedText>]) {
     entries.sort_by(|a, b| {
         a.order
             .partial_cmp(&b.order)
@@ -209,37 +243,39 @@ fn sort_by_order(entries: &mut [NamedText]) {
 }
 
 /// Materialize global named entries followed by chain shadows (01 R2.4): a
-/// shadowing name keeps the position of its first occurrence.
+/// shadowing name keeps the position of its first occurrence. The entries
+/// are shared with the registry, not copied.
 fn merge(
     registry: &Registry,
     scope: Option<&ScopeKey>,
-    pick: impl Fn(&super::registry::Layer) -> Vec<NamedText>,
-) -> Vec<NamedText> {
-    let mut merged: Vec<NamedText> = pick(&registry.state.global.borrow());
+    pick: impl Fn(&super::registry::Layer) -> Vec<Rc<NamedText>>,
+) -> Vec<Rc<NamedText>> {
+    let global = pick(&registry.state.global.borrow());
     let layers = registry.chain_layers(scope);
     if layers.is_empty() {
-        return merged;
+        return global;
     }
-    let mut position: std::collections::BTreeMap<String, usize> = merged
+    let scoped: Vec<Vec<Rc<NamedText>>> =
+        layers.iter().map(|layer| pick(&layer.borrow())).collect();
+    let mut merged = global.clone();
+    let mut position: std::collections::BTreeMap<&str, usize> = global
         .iter()
         .enumerate()
-        .map(|(i, entry)| (entry.name.clone(), i))
+        .map(|(i, entry)| (&*entry.name, i))
         .collect();
-    for layer in layers {
-        for entry in pick(&layer.borrow()) {
-            match position.get(&entry.name) {
-                Some(&index) => merged[index] = entry,
-                None => {
-                    position.insert(entry.name.clone(), merged.len());
-                    merged.push(entry);
-                }
+    for entry in scoped.iter().flatten() {
+        match position.get(&*entry.name) {
+            Some(&index) => merged[index] = entry.clone(),
+            None => {
+                position.insert(&entry.name, merged.len());
+                merged.push(entry.clone());
             }
         }
     }
     merged
 }
 
-fn named_entries(table: &super::table::Table<NamedText>) -> Vec<NamedText> {
+fn named_entries(table: &super::table::Table<Rc<NamedText>>) -> Vec<Rc<NamedText>> {
     table.entries().map(|(_, value)| value.clone()).collect()
 }
 
@@ -298,11 +334,14 @@ impl Registry {
                 .iter()
                 .map(rebuild_schema)
                 .collect::<Result<Vec<_>, _>>()?;
-            match &result.known_names {
-                Some(names) => names.iter().for_each(|name| known_names.insert(name)),
-                None => schemas
-                    .iter()
-                    .for_each(|schema| known_names.insert(&schema.name)),
+            // Known names only matter to a configured toolOrder (04 T9).
+            if self.state.tool_order.is_some() {
+                match &result.known_names {
+                    Some(names) => names.iter().for_each(|name| known_names.insert(name)),
+                    None => schemas
+                        .iter()
+                        .for_each(|schema| known_names.insert(&schema.name)),
+                }
             }
             collected.extend(schemas);
         }
@@ -310,7 +349,8 @@ impl Registry {
         // Step 5: order and evaluate.
         let mut section_definitions = section_definitions;
         sort_by_order(&mut section_definitions);
-        let complete: Vec<&NamedText> = section_definitions.iter().filter(|s| s.complete).collect();
+        let complete: Vec<&Rc<NamedText>> =
+            section_definitions.iter().filter(|s| s.complete).collect();
         if complete.len() > 1 {
             let names: Vec<String> = complete.iter().map(|s| super::js::quote(&s.name)).collect();
             return Err(JsError::error(format!(

@@ -160,6 +160,13 @@ impl std::error::Error for JsError {}
 /// character at or above U+10000 and the other a character in U+E000..=U+FFFF
 /// at the same position.
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
+    // UTF-8 bytes sort as code points, which is UTF-16's order except where
+    // a supplementary character (lead byte 0xF0 and up) meets U+E000..U+FFFF
+    // (lead bytes 0xEE, 0xEF): below those, compare bytes.
+    let plain = |text: &str| text.bytes().all(|byte| byte < 0xEE);
+    if plain(a) && plain(b) {
+        return a.cmp(b);
+    }
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -476,6 +483,32 @@ mod tests {
         assert_eq!(cmp_utf16("B", "a"), Ordering::Less);
         assert_eq!(cmp_utf16("a", "a_b"), Ordering::Less);
         assert_eq!(cmp_utf16("a_b", "ab"), Ordering::Less);
+        // The byte fast path agrees with code units on every pair.
+        let samples = [
+            "",
+            "a",
+            "B",
+            "ab",
+            "é",
+            "e\u{301}",
+            "字",
+            "\u{D7FF}x",
+            "\u{E000}",
+            "\u{FFFF}",
+            "🙂",
+            "a🙂",
+            "a\u{E000}",
+            "\u{10FFFF}",
+        ];
+        for a in samples {
+            for b in samples {
+                assert_eq!(
+                    cmp_utf16(a, b),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -64,8 +64,8 @@ pub type ToolProviderFn =
 /// Section or context text: a string, or a function evaluated per assembly.
 #[derive(Clone)]
 pub enum Text {
-    /// Fixed text.
-    Static(String),
+    /// Fixed text (shared with every assembly that selects it).
+    Static(Rc<str>),
     /// Evaluated once per assembly that selects this entry.
     Provider(TextFn),
 }
@@ -74,7 +74,7 @@ pub enum Text {
 #[derive(Clone)]
 pub struct NamedText {
     /// Unique per layer.
-    pub name: String,
+    pub name: Rc<str>,
     /// Sort key (finite).
     pub order: f64,
     /// The text or its provider.
@@ -86,8 +86,9 @@ pub struct NamedText {
 /// All registrations owned by one layer (01 R2.1).
 #[derive(Default)]
 pub struct Layer {
-    pub(crate) sections: Table<NamedText>,
-    pub(crate) contexts: Table<NamedText>,
+    // Shared: an assembly snapshots the entries by reference count.
+    pub(crate) sections: Table<Rc<NamedText>>,
+    pub(crate) contexts: Table<Rc<NamedText>>,
     pub(crate) suppressors: Table<()>,
     pub(crate) tool_providers: Table<ToolProviderFn>,
     pub(crate) variables: Table<VariableFn>,
@@ -306,7 +307,7 @@ impl Registry {
             NamedText {
                 name: PERSONA_SECTION.into(),
                 order: PERSONA_ORDER,
-                text: Text::Static(config.persona.clone()),
+                text: Text::Static(Rc::from(config.persona.as_str())),
                 complete: false,
             },
         )?;
@@ -475,7 +476,7 @@ impl Registry {
             }
             layer
                 .sections
-                .push(uid, Some(section.name.clone()), section);
+                .push(uid, Some(section.name.to_string()), Rc::new(section));
             Ok(())
         })
     }
@@ -507,7 +508,7 @@ impl Registry {
             };
             layer
                 .contexts
-                .push(uid, Some(context.name.clone()), context);
+                .push(uid, Some(context.name.to_string()), Rc::new(context));
             Ok(())
         })
     }

@@ -5,6 +5,8 @@
 //! module only reads an [`Assembly`] and never touches the registry. Error
 //! texts are upstream's, byte for byte, because conformance compares them.
 
+use std::rc::Rc;
+
 use super::assembly::{Assembly, PromptEntry, Variables};
 use super::js::{JsError, slice_utf16, utf16_len};
 
@@ -50,9 +52,22 @@ pub fn interpolate(
     variables: &Variables,
     kind: EntryKind,
 ) -> Result<String, JsError> {
+    let mut out = String::with_capacity(text.map_or(0, str::len));
+    interpolate_into(&mut out, name, text, variables, kind)?;
+    Ok(out)
+}
+
+/// [`interpolate`], appending to `out` (on an error, `out` may hold part of
+/// the text).
+pub fn interpolate_into(
+    out: &mut String,
+    name: &str,
+    text: Option<&str>,
+    variables: &Variables,
+    kind: EntryKind,
+) -> Result<(), JsError> {
     let text = text.ok_or_else(|| JsError::read_of_undefined("indexOf"))?;
     let kind = kind.label();
-    let mut out = String::with_capacity(text.len());
     let mut last = 0;
     // `{` and `}` are ASCII, so byte positions find the same groups as
     // JavaScript's code-unit positions; only the error snippet needs units.
@@ -104,13 +119,50 @@ pub fn interpolate(
         }
     }
     out.push_str(&text[last..]);
-    Ok(out)
+    Ok(())
 }
 
 /// The system prompt text: every section interpolated in order, empty results
-/// dropped, the rest joined by a blank line (03 R4).
+/// dropped, the rest joined by a blank line (03 R4). Rendered into one
+/// buffer: the same text as joining [`render_prompt_sections`].
 pub fn render_prompt(assembly: &Assembly) -> Result<String, JsError> {
-    Ok(join_prompt_sections(&render_prompt_sections(assembly)?))
+    let capacity = assembly
+        .sections
+        .iter()
+        .map(|section| section.text.as_deref().map_or(0, str::len) + 2)
+        .sum();
+    let mut out = String::with_capacity(capacity);
+    join_rendered(
+        &mut out,
+        &assembly.sections,
+        &assembly.variables,
+        EntryKind::Section,
+    )?;
+    Ok(out)
+}
+
+/// Append `entries` interpolated, empty ones dropped, the rest joined by a
+/// blank line; whether anything was appended.
+fn join_rendered(
+    out: &mut String,
+    entries: &[PromptEntry],
+    variables: &Variables,
+    kind: EntryKind,
+) -> Result<bool, JsError> {
+    let base = out.len();
+    for entry in entries {
+        let before = out.len();
+        if before > base {
+            out.push_str("\n\n");
+        }
+        let start = out.len();
+        interpolate_into(out, &entry.name, entry.text.as_deref(), variables, kind)?;
+        if out.len() == start {
+            // An empty entry is dropped, separator and all.
+            out.truncate(before);
+        }
+    }
+    Ok(out.len() > base)
 }
 
 /// The sections `render_prompt` joins: each interpolated, empty ones dropped,
@@ -128,7 +180,7 @@ pub fn render_prompt_sections(assembly: &Assembly) -> Result<Vec<PromptEntry>, J
         if !text.is_empty() {
             parts.push(PromptEntry {
                 name: section.name.clone(),
-                text: Some(text),
+                text: Some(Rc::from(text)),
             });
         }
     }
@@ -157,7 +209,7 @@ pub fn render_context_sections(assembly: &Assembly) -> Result<Vec<PromptEntry>, 
         if !text.is_empty() {
             sections.push(PromptEntry {
                 name: context.name.clone(),
-                text: Some(text),
+                text: Some(Rc::from(text)),
             });
         }
     }
@@ -178,7 +230,14 @@ pub fn join_context_sections(sections: &[PromptEntry]) -> String {
 
 /// The complete snapshot for an assembly.
 pub fn render_context_snapshot(assembly: &Assembly) -> Result<String, JsError> {
-    Ok(join_context_sections(&render_context_sections(assembly)?))
+    let mut out = String::from(SNAPSHOT_PREAMBLE);
+    let any = join_rendered(
+        &mut out,
+        &assembly.contexts,
+        &assembly.variables,
+        EntryKind::Context,
+    )?;
+    Ok(if any { out } else { String::new() })
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ impl RuntimeContextProjection {
         } else {
             let sections: Vec<Value> = sections
                 .iter()
-                .map(|s| json!({"name": s.name, "text": s.text.clone().unwrap_or_default()}))
+                .map(|s| json!({"name": &*s.name, "text": s.text.as_deref().unwrap_or_default()}))
                 .collect();
             json!({"kind": "plugin", "plugin": SOURCE, "form": "snapshot", "sections": sections})
         };

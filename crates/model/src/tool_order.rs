@@ -5,6 +5,7 @@
 //! prefix, so it must be identical on every machine and its errors must match
 //! upstream's texts.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 use super::assembly::ToolSchema;
@@ -62,18 +63,21 @@ impl KnownNames {
     }
 }
 
-fn sort_by_name(tools: &mut [ToolSchema]) {
-    tools.sort_by(|a, b| cmp_utf16(&a.name, &b.name));
+fn sort_by_name<T: Borrow<ToolSchema>>(tools: &mut [T]) {
+    tools.sort_by(|a, b| cmp_utf16(&a.borrow().name, &b.borrow().name));
 }
 
 /// Order the collected schemas (04 T5–T8). Stable: equal names keep provider
 /// order, and nothing is deduplicated.
-pub fn order_tools(
-    mut tools: Vec<ToolSchema>,
+pub fn order_tools<T: Borrow<ToolSchema>>(
+    mut tools: Vec<T>,
     tool_order: Option<&[String]>,
     known_names: &KnownNames,
-) -> Result<Vec<ToolSchema>, JsError> {
-    if tools.iter().any(|tool| tool.name == TOOL_ORDER_REST) {
+) -> Result<Vec<T>, JsError> {
+    if tools
+        .iter()
+        .any(|tool| tool.borrow().name == TOOL_ORDER_REST)
+    {
         return Err(JsError::error(format!(
             "tool provider returned reserved tool name \"{TOOL_ORDER_REST}\" (reserved for toolOrder's rest entry)"
         )));
@@ -108,10 +112,13 @@ pub fn order_tools(
         .map(|(index, name)| (name.as_str(), index))
         .collect();
     let rest_slot = slot[TOOL_ORDER_REST];
-    let mut buckets: Vec<Vec<ToolSchema>> = vec![Vec::new(); tool_order.len()];
+    let mut buckets: Vec<Vec<T>> = (0..tool_order.len()).map(|_| Vec::new()).collect();
     let total = tools.len();
     for tool in tools {
-        let index = slot.get(tool.name.as_str()).copied().unwrap_or(rest_slot);
+        let index = slot
+            .get(tool.borrow().name.as_str())
+            .copied()
+            .unwrap_or(rest_slot);
         buckets[index].push(tool);
     }
     sort_by_name(&mut buckets[rest_slot]);

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its `Args` and a `run` that returns
 //! the [`Exit`] code; helpers shared by several live here.
 
+pub mod bench;
 pub mod cache_report;
 pub mod check;
 pub mod coverage;

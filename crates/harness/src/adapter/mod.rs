@@ -7,7 +7,9 @@ pub mod serve;
 
 use crate::outcome::NotRun;
 use dshc_scenario::protocol::Level;
-use dshc_scenario::protocol::{Case, CaseResult, ImplementationInfo, ReplyBody, RequestBody};
+use dshc_scenario::protocol::{
+    BenchReply, Case, CaseResult, ImplementationInfo, ReplyBody, RequestBody,
+};
 use loopback::LoopbackProvider;
 use process::{AdapterFault, AdapterProcess};
 
@@ -101,6 +103,36 @@ impl External {
     /// How many processes were started.
     pub fn starts(&self) -> u32 {
         self.process.starts
+    }
+
+    /// Benchmark one fixture (extension `bench/1`), waiting at most
+    /// `timeout_ms` for the reply; an error when the adapter does not offer
+    /// the extension or the exchange fails.
+    pub fn bench(
+        &mut self,
+        case: &Case,
+        iterations: u32,
+        batches: u32,
+        timeout_ms: u64,
+    ) -> Result<BenchReply, String> {
+        self.process.ensure_started().map_err(|f| f.to_string())?;
+        if !self.process.capabilities.bench {
+            return Err("the adapter does not offer the bench/1 extension".into());
+        }
+        let request = RequestBody::Bench {
+            case: Box::new(case.clone()),
+            iterations,
+            batches,
+        };
+        match self.process.exchange_within(request, timeout_ms) {
+            Ok(ReplyBody::Benched(reply)) => Ok(reply),
+            Ok(ReplyBody::Errored { context }) => Err(context),
+            Ok(other) => {
+                let _ = self.process.kill();
+                Err(format!("protocol error: `bench` answered with {other:?}"))
+            }
+            Err(fault) => Err(fault.to_string()),
+        }
     }
 }
 

@@ -53,6 +53,21 @@ pub enum AdapterFault {
     Protocol(String),
 }
 
+impl std::fmt::Display for AdapterFault {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Crashed(context) => write!(formatter, "the adapter crashed: {context}"),
+            Self::TimedOut(timeout_ms) => {
+                write!(
+                    formatter,
+                    "the adapter did not reply within {timeout_ms} ms"
+                )
+            }
+            Self::Protocol(context) => write!(formatter, "protocol error: {context}"),
+        }
+    }
+}
+
 enum ReaderEvent {
     Line(String),
     Oversized(usize),
@@ -290,7 +305,9 @@ impl AdapterProcess {
         self.exchange_within(body, self.limits.timeout_ms)
     }
 
-    fn exchange_within(
+    /// [`AdapterProcess::exchange`] with its own deadline (a benchmark
+    /// request runs far longer than a case).
+    pub fn exchange_within(
         &mut self,
         body: RequestBody,
         timeout_ms: u64,

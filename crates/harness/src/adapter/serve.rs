@@ -43,6 +43,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                         implementation: reference_info(),
                         capabilities: Capabilities {
                             levels: reference_levels(),
+                            bench: true,
                         },
                     },
                     false,
@@ -53,6 +54,22 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                         Ok(result) => ReplyBody::Result(Box::new(result)),
                         Err(error) => ReplyBody::Errored {
                             context: format!("invalid case: {error}"),
+                        },
+                    },
+                    false,
+                ),
+                RequestBody::Bench {
+                    case,
+                    iterations,
+                    batches,
+                } => (
+                    request.seq,
+                    match crate::bench::BenchRig::new(&case)
+                        .and_then(|rig| rig.time(iterations, batches).map_err(|e| e.message))
+                    {
+                        Ok(reply) => ReplyBody::Benched(reply),
+                        Err(error) => ReplyBody::Errored {
+                            context: format!("bench: {error}"),
                         },
                     },
                     false,

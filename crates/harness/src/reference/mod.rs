@@ -8,8 +8,8 @@
 //! through one command driver ([`driver`]) and the same scripted building
 //! blocks ([`scripted`]).
 
-mod assembly_level;
-mod driver;
+pub(crate) mod assembly_level;
+pub(crate) mod driver;
 mod loop_level;
 mod loop_listeners;
 mod plugins;

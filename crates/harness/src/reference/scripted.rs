@@ -35,6 +35,8 @@ pub struct World {
     disposers: RefCell<BTreeMap<String, Disposer>>,
     scopes: RefCell<BTreeMap<String, Option<String>>>,
     journal: RefCell<Vec<String>>,
+    /// Set while nothing reads the journal (a benchmark).
+    quiet: Cell<bool>,
     /// Owners (plugins) by id: the ids of the registrations each made, in order.
     owners: RefCell<BTreeMap<String, Vec<String>>>,
 }
@@ -43,10 +45,18 @@ pub struct World {
 pub type WorldRef = Weak<World>;
 
 impl World {
-    fn record(world: &WorldRef, entry: String) {
-        if let Some(world) = world.upgrade() {
-            world.journal.borrow_mut().push(entry);
+    fn record(world: &WorldRef, entry: impl FnOnce() -> String) {
+        if let Some(world) = world.upgrade()
+            && !world.quiet.get()
+        {
+            world.journal.borrow_mut().push(entry());
         }
+    }
+
+    /// Stop (or resume) recording the journal: a benchmark runs millions of
+    /// provider calls and reads no journal.
+    pub fn set_journaling(&self, on: bool) {
+        self.quiet.set(!on);
     }
 
     /// Disposers of registrations made on this scope.
@@ -97,14 +107,16 @@ fn scope_key(scope: &Option<String>) -> Option<ScopeKey> {
 /// Build the provided schema a scripted tool provider returns.
 pub fn provided_schema(spec: &SchemaSpec) -> ProvidedSchema {
     ProvidedSchema {
-        name: spec.name.clone(),
-        description: spec.description.clone(),
-        parameters: spec.parameters.clone(),
         extra: spec.extra.clone().unwrap_or_default(),
         unclonable: spec
             .unclonable_symbol
             .as_ref()
             .map(|s| format!("Symbol({s})")),
+        ..ProvidedSchema::new(
+            spec.name.clone(),
+            spec.description.clone(),
+            spec.parameters.clone(),
+        )
     }
 }
 
@@ -119,6 +131,16 @@ fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
 
         known_names: spec.known_names.clone(),
     }
+}
+
+/// The value of a provider that does nothing but return it.
+fn returns_only<T>(spec: &ProviderSpec<T>) -> Option<&T> {
+    let plain = spec.effects.is_empty()
+        && spec.throws.is_none()
+        && !spec.returns_undefined
+        && spec.sequence.is_none()
+        && spec.context_field.is_none();
+    spec.returns.as_ref().filter(|_| plain)
 }
 
 /// Run a provider's effects for this call, then produce its outcome.
@@ -239,7 +261,7 @@ pub fn register_change_listener(
     let calls = std::cell::Cell::new(0u32);
     let disposer = registry.on_change(Rc::new(move || {
         calls.set(calls.get() + 1);
-        World::record(&world_ref, format!("change {id}"));
+        World::record(&world_ref, || format!("change {id}"));
         if throw_on.contains(&calls.get()) {
             return Err(JsError::error(message.clone()));
         }
@@ -259,7 +281,7 @@ fn journaled_provider(
     let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
     Rc::new(move |context: &AssembleContext, registry: &Registry| {
         calls.set(calls.get() + 1);
-        World::record(&world, format!("{kind} {id}"));
+        World::record(&world, || format!("{kind} {id}"));
         call_provider(&spec, calls.get(), context, &world, registry, |value| {
             value.as_str().map(str::to_string)
         })
@@ -268,7 +290,7 @@ fn journaled_provider(
 
 fn text_of(kind: &'static str, id: &str, text: &TextSpec, world: &WorldRef) -> Text {
     match text {
-        TextSpec::Static(text) => Text::Static(text.clone()),
+        TextSpec::Static(text) => Text::Static(text.as_str().into()),
         TextSpec::Provider(spec) => Text::Provider(journaled_provider(kind, id, spec, world)),
     }
 }
@@ -309,7 +331,7 @@ pub fn register_section(
     let disposer = registry.section(
         scope_key(&command.scope).as_ref(),
         NamedText {
-            name: command.name.clone(),
+            name: command.name.as_str().into(),
             order: command.order.0,
             text,
             complete: command.complete,
@@ -330,7 +352,7 @@ pub fn register_context(
     let disposer = registry.context(
         scope_key(&command.scope).as_ref(),
         NamedText {
-            name: command.name.clone(),
+            name: command.name.as_str().into(),
             order: command.order.0,
             text,
             complete: false,
@@ -387,11 +409,18 @@ pub fn register_tools(
     let calls = Rc::new(Cell::new(0u32));
     let journal_id = command.id.clone().unwrap_or_default();
     let (spec, world_ref) = (command.provider.clone(), world.clone());
+    // A provider that only returns one value hands out the same schema
+    // objects every call, as a real provider does (and assembly detaches
+    // them once).
+    let fixed = returns_only(&spec).map(tools_result);
     let disposer = registry.tools(
         scope_key(&command.scope).as_ref(),
         Rc::new(move |context: &AssembleContext, registry: &Registry| {
             calls.set(calls.get() + 1);
-            World::record(&world_ref, format!("tools {journal_id}"));
+            World::record(&world_ref, || format!("tools {journal_id}"));
+            if let Some(fixed) = &fixed {
+                return Ok(Some(fixed.clone()));
+            }
             let result =
                 call_provider(&spec, calls.get(), context, &world_ref, registry, |_| None)?;
             Ok(result.map(|r| tools_result(&r)))
@@ -409,8 +438,8 @@ pub fn register_listener(command: &ListenCommand, world: &WorldRef, registry: &R
 
 fn entry(data: &EntryData) -> PromptEntry {
     PromptEntry {
-        name: data.name.clone(),
-        text: data.text.clone(),
+        name: data.name.as_str().into(),
+        text: data.text.as_deref().map(Rc::from),
     }
 }
 
@@ -427,7 +456,11 @@ fn replacement(spec: &ReplaceSpec) -> Assembly {
     let mut assembly = Assembly {
         sections: spec.sections.iter().map(entry).collect(),
         contexts: spec.contexts.iter().map(entry).collect(),
-        tools: spec.tools.iter().map(listener_tool).collect(),
+        tools: spec
+            .tools
+            .iter()
+            .map(|tool| Rc::new(listener_tool(tool)))
+            .collect(),
         ..Assembly::default()
     };
     for (name, value) in &spec.variables {
@@ -471,26 +504,26 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
             &mut assembly.sections,
             spec.index,
             PromptEntry {
-                name: spec.name.clone(),
-                text: Some(spec.text.clone()),
+                name: spec.name.as_str().into(),
+                text: Some(spec.text.as_str().into()),
             },
         ),
-        ListenerOp::RemoveSection(name) => assembly.sections.retain(|s| &s.name != name),
+        ListenerOp::RemoveSection(name) => assembly.sections.retain(|s| *s.name != **name),
         ListenerOp::RenameSection(spec) => {
-            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.from) {
-                section.name = spec.to.clone();
+            if let Some(section) = assembly.sections.iter_mut().find(|s| *s.name == *spec.from) {
+                section.name = spec.to.as_str().into();
             }
         }
         ListenerOp::SetSectionText(spec) => {
-            if let Some(section) = assembly.sections.iter_mut().find(|s| s.name == spec.name) {
-                section.text = Some(spec.text.clone());
+            if let Some(section) = assembly.sections.iter_mut().find(|s| *s.name == *spec.name) {
+                section.text = Some(spec.text.as_str().into());
             }
         }
         ListenerOp::ReorderSections(names) => {
             let rank = |entry: &PromptEntry| {
                 names
                     .iter()
-                    .position(|n| n == &entry.name)
+                    .position(|n| **n == *entry.name)
                     .unwrap_or(names.len())
             };
             assembly.sections.sort_by_key(rank);
@@ -499,17 +532,17 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
             &mut assembly.contexts,
             spec.index,
             PromptEntry {
-                name: spec.name.clone(),
-                text: Some(spec.text.clone()),
+                name: spec.name.as_str().into(),
+                text: Some(spec.text.as_str().into()),
             },
         ),
-        ListenerOp::RemoveContext(name) => assembly.contexts.retain(|c| &c.name != name),
+        ListenerOp::RemoveContext(name) => assembly.contexts.retain(|c| *c.name != **name),
         ListenerOp::SetContextText(spec) => {
-            if let Some(context) = assembly.contexts.iter_mut().find(|c| c.name == spec.name) {
-                context.text = Some(spec.text.clone());
+            if let Some(context) = assembly.contexts.iter_mut().find(|c| *c.name == *spec.name) {
+                context.text = Some(spec.text.as_str().into());
             }
         }
-        ListenerOp::AddTool(spec) => assembly.tools.push(listener_tool(spec)),
+        ListenerOp::AddTool(spec) => assembly.tools.push(Rc::new(listener_tool(spec))),
         ListenerOp::RemoveTool(name) => assembly.tools.retain(|t| &t.name != name),
         ListenerOp::ReverseTools => assembly.tools.reverse(),
         ListenerOp::SetToolParameter(spec) => {
@@ -517,7 +550,8 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
                 .tools
                 .iter_mut()
                 .find(|t| t.name == spec.tool)
-                .and_then(|t| t.parameters.as_mut())
+                // Copy on write: the provider's schema and later assemblies keep theirs.
+                .and_then(|t| Rc::make_mut(t).parameters.as_mut())
             {
                 set_path(parameters, &spec.path, spec.value.clone());
             }
@@ -553,7 +587,7 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
     let world = world.clone();
     let weak_registry = registry.downgrade();
     let callback: AssembleListener = Rc::new(move |event: Rc<AssembleEvent>, next: Next| {
-        World::record(&world, format!("listener {id}"));
+        World::record(&world, || format!("listener {id}"));
         let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
         Box::pin(async move {
             let mut current = event.assembly.clone();
@@ -615,8 +649,8 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
 
 fn entry_data(entry: &PromptEntry) -> EntryData {
     EntryData {
-        name: entry.name.clone(),
-        text: entry.text.clone(),
+        name: entry.name.to_string(),
+        text: entry.text.as_deref().map(str::to_owned),
     }
 }
 

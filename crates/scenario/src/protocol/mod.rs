@@ -51,6 +51,19 @@ pub enum RequestBody {
         /// implementation's DeepSeek adapter at it (`baseURL`).
         provider_url: Option<String>,
     },
+    /// Benchmark (extension `bench/1`, offered through
+    /// `capabilities.bench`): run every command of `case` but the last once,
+    /// then time `batches` batches of `iterations` runs of the last command,
+    /// an `assemble`, each followed by rendering the system text and the
+    /// runtime-context snapshot; reply `benched`.
+    Bench {
+        /// The fixture: registrations, then the measured `assemble`.
+        case: Box<Case>,
+        /// Steps per batch.
+        iterations: u32,
+        /// Batches.
+        batches: u32,
+    },
     /// Finish: the adapter replies, then exits.
     Stop,
 }
@@ -76,6 +89,9 @@ pub struct ImplementationInfo {
 pub struct Capabilities {
     /// Contract levels it implements; cases of other levels are skipped.
     pub levels: Vec<Level>,
+    /// Whether it answers `bench` requests (extension `bench/1`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bench: bool,
 }
 
 /// A reply from an adapter: one JSON line on its stdout.
@@ -113,8 +129,21 @@ pub enum ReplyBody {
         /// What went wrong (message, stack, ...).
         context: String,
     },
+    /// Answer to `bench`: the batch times.
+    Benched(BenchReply),
     /// Answer to `stop`.
     Stopped {},
+}
+
+/// What a `bench` request measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BenchReply {
+    /// Wall time of each batch, in nanoseconds, by the implementation's own clock.
+    pub batch_ns: Vec<u64>,
+    /// Bytes of the last step's system text plus its snapshot (UTF-8), so the
+    /// harness can check every implementation built the same registry.
+    pub output_bytes: u64,
 }
 
 /// A protocol line that is not a valid message.
@@ -165,6 +194,7 @@ pub fn parse_reply(line: &str) -> Result<Reply, ProtocolError> {
             &["result"],
             &["skipped"],
             &["errored"],
+            &["benched"],
             &["stopped"],
         ],
     )
@@ -177,6 +207,7 @@ pub fn parse_request(line: &str) -> Result<Request, ProtocolError> {
         &[
             &["cmd", "version"],
             &["cmd", "case", "provider_url"],
+            &["cmd", "case", "iterations", "batches"],
             &["cmd"],
         ],
     )

@@ -1,0 +1,226 @@
+//! `dshc bench`: assembly cost per step of any implementation, on the shared
+//! fixtures, measured side by side in one run, with a JSON report a CI job
+//! compares against a committed baseline.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use dshc_harness::adapter::External;
+use dshc_harness::adapter::process::{AdapterProcess, Limits};
+use dshc_harness::bench::fixture::{Fixture, load_fixture, load_fixture_dir};
+use dshc_harness::bench::{
+    BenchReport, BenchRig, FixtureResult, ImplementationResult, StepStats, format_ns, regressions,
+};
+use dshc_harness::files::{parse_json, read_text};
+use dshc_scenario::protocol::{BenchReply, ImplementationInfo};
+
+use crate::Exit;
+
+/// `dshc bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// An implementation to measure, as an adapter command (`sh -c`); repeat
+    /// for a side-by-side table. `reference` is dshc's reference in-process.
+    /// Default: `reference`.
+    #[arg(long)]
+    adapter: Vec<String>,
+    /// A fixture file; repeat for several. Default: every `*.toml` in
+    /// `benches/fixtures`.
+    #[arg(long)]
+    fixture: Vec<PathBuf>,
+    /// Steps per batch.
+    #[arg(long, default_value_t = 200)]
+    iterations: u32,
+    /// Batches per fixture and implementation (the percentiles are over them).
+    #[arg(long, default_value_t = 25)]
+    batches: u32,
+    /// Write the report as JSON here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// A report from an earlier run to compare with: a median slower than
+    /// the baseline's by more than `--max-regression-percent` fails.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// How much slower than the baseline a median may be, in percent.
+    #[arg(long, default_value_t = 25.0)]
+    max_regression_percent: f64,
+    /// Longest wait for one fixture's measurement from an adapter.
+    #[arg(long, default_value_t = 300_000)]
+    timeout_ms: u64,
+}
+
+enum Subject {
+    Reference,
+    Adapter(Box<External>),
+}
+
+impl Subject {
+    fn measure(&mut self, fixture: &Fixture, args: &Args) -> Result<BenchReply, String> {
+        match self {
+            Subject::Reference => BenchRig::new(&fixture.case).and_then(|rig| {
+                rig.time(args.iterations, args.batches)
+                    .map_err(|e| e.message)
+            }),
+            Subject::Adapter(adapter) => adapter.bench(
+                &fixture.case,
+                args.iterations,
+                args.batches,
+                args.timeout_ms,
+            ),
+        }
+    }
+
+    fn name(&mut self) -> String {
+        let info = match self {
+            Subject::Reference => Some(dshc_harness::adapter::reference_info()),
+            Subject::Adapter(adapter) => {
+                use dshc_harness::adapter::Implementation;
+                adapter.info()
+            }
+        };
+        info.map_or_else(
+            || "unknown".to_owned(),
+            |ImplementationInfo { name, version, .. }| format!("{name} {version}"),
+        )
+    }
+}
+
+/// Run it.
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    let fixtures = if args.fixture.is_empty() {
+        load_fixture_dir(std::path::Path::new("benches/fixtures"))?
+    } else {
+        args.fixture
+            .iter()
+            .map(|path| load_fixture(path))
+            .collect::<Result<_, _>>()?
+    };
+    anyhow::ensure!(!fixtures.is_empty(), "no fixture to measure");
+    anyhow::ensure!(
+        args.iterations > 0 && args.batches > 0,
+        "--iterations and --batches must be at least 1"
+    );
+    let commands = if args.adapter.is_empty() {
+        vec!["reference".to_owned()]
+    } else {
+        args.adapter.clone()
+    };
+    let mut subjects: Vec<Subject> = commands
+        .iter()
+        .map(|command| match command.as_str() {
+            "reference" => Subject::Reference,
+            command => Subject::Adapter(Box::new(External::new(AdapterProcess::new(
+                command,
+                Limits::default(),
+            )))),
+        })
+        .collect();
+    let mut report = BenchReport {
+        iterations: args.iterations,
+        batches: args.batches,
+        fixtures: Vec::new(),
+    };
+    let mut broken = false;
+    // Fixture by fixture, every implementation in turn: side by side in one run.
+    for fixture in &fixtures {
+        let mut results = Vec::new();
+        for subject in &mut subjects {
+            let measured = subject.measure(fixture, &args);
+            let implementation = subject.name();
+            results.push(match measured {
+                Ok(reply) => ImplementationResult {
+                    implementation,
+                    stats: StepStats::of(&reply, args.iterations),
+                    error: None,
+                    ratio: None,
+                },
+                Err(error) => {
+                    broken = true;
+                    ImplementationResult {
+                        implementation,
+                        stats: None,
+                        error: Some(error),
+                        ratio: None,
+                    }
+                }
+            });
+        }
+        let slowest = results
+            .iter()
+            .filter_map(|result| result.stats.as_ref().map(|stats| stats.median_ns))
+            .fold(0.0_f64, f64::max);
+        for result in &mut results {
+            result.ratio = result.stats.as_ref().map(|stats| slowest / stats.median_ns);
+        }
+        let sizes: Vec<u64> = results
+            .iter()
+            .filter_map(|result| result.stats.as_ref().map(|stats| stats.output_bytes))
+            .collect();
+        if sizes.windows(2).any(|pair| pair[0] != pair[1]) {
+            eprintln!(
+                "error: {}: the implementations rendered different sizes {sizes:?}: they did not build the same registry",
+                fixture.id
+            );
+            broken = true;
+        }
+        report.fixtures.push(FixtureResult {
+            id: fixture.id.clone(),
+            results,
+        });
+    }
+    for subject in &mut subjects {
+        if let Subject::Adapter(adapter) = subject {
+            adapter.stop();
+        }
+    }
+    print_table(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.baseline {
+        let text = read_text(path)?;
+        let baseline: BenchReport = parse_json(path, &text)?;
+        let regressions = regressions(&report, &baseline, args.max_regression_percent);
+        for regression in &regressions {
+            eprintln!("regression: {regression}");
+        }
+        broken |= !regressions.is_empty();
+    }
+    Ok(if broken { Exit::Failed } else { Exit::Passed })
+}
+
+fn print_table(report: &BenchReport) {
+    let Some(first) = report.fixtures.first() else {
+        return;
+    };
+    let mut header = format!("{:<14}", "fixture");
+    for result in &first.results {
+        header.push_str(&format!(" | {:<36}", result.implementation));
+    }
+    crate::out!("{header}");
+    crate::out!("{}", "-".repeat(header.chars().count()));
+    for fixture in &report.fixtures {
+        let mut line = format!("{:<14}", fixture.id);
+        for result in &fixture.results {
+            let cell = match (&result.stats, &result.error) {
+                (Some(stats), _) => format!(
+                    "{} (p10 {}, p90 {}) {:.1}x",
+                    format_ns(stats.median_ns),
+                    format_ns(stats.p10_ns),
+                    format_ns(stats.p90_ns),
+                    result.ratio.unwrap_or(1.0)
+                ),
+                (None, Some(error)) => format!("error: {error}"),
+                (None, None) => "no measurement".to_owned(),
+            };
+            line.push_str(&format!(" | {cell:<36}"));
+        }
+        crate::out!("{line}");
+    }
+    crate::out!(
+        "median per step ({} batches of {} steps); ratio = the slowest median / this median",
+        report.batches,
+        report.iterations
+    );
+}
