@@ -490,3 +490,63 @@ fn cache_report_reads_a_session_log_too() {
         serde_json::json!({"kind": "system", "index": 0, "offset": 84})
     );
 }
+
+#[test]
+fn partitions_merge_into_the_whole_runs_report() {
+    let scratch = Scratch::new("partitions");
+    for (name, expected) in [
+        ("a", "A\n\nB"),
+        ("b", "wrong"),
+        ("c", "A\n\nB"),
+        ("d/e", "A\n\nB"),
+        ("d-f", "also wrong"),
+    ] {
+        scratch.write(
+            &format!("scenarios/assembly/{name}.toml"),
+            &prompt_scenario(expected),
+        );
+    }
+    scratch.write("scenarios/assembly/broken.toml", "format = 2\ntitle = ");
+    let adapter = reference_adapter();
+    let check = |partition: &str, dir: &str| {
+        run(
+            &[
+                "check",
+                "--adapter",
+                &adapter,
+                "scenarios",
+                "--partition",
+                partition,
+                "--report-dir",
+                dir,
+            ],
+            &scratch.root,
+        )
+    };
+    let whole = check("1/1", "whole");
+    assert_eq!(code(&whole), 2, "{}", stdout(&whole));
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let dir = format!("part{k}");
+        let output = check(&format!("{k}/3"), &dir);
+        assert!(matches!(code(&output), 0..=2), "{}", stderr(&output));
+        parts.push(format!("{dir}/dshc-reference.json"));
+    }
+    let mut args = vec!["report", "--merge", "merged.json"];
+    args.extend(parts.iter().map(String::as_str));
+    let merged = run(&args, &scratch.root);
+    assert_eq!(code(&merged), 0, "{}", stderr(&merged));
+    let read = |path: &str| std::fs::read_to_string(scratch.root.join(path)).expect("a report");
+    assert_eq!(read("merged.json"), read("whole/dshc-reference.json"));
+    // Merging a partition twice is refused.
+    let twice = run(
+        &["report", "--merge", "x.json", &parts[0], &parts[0]],
+        &scratch.root,
+    );
+    assert_eq!(code(&twice), 2);
+    assert!(
+        stderr(&twice).contains("merge each partition once"),
+        "{}",
+        stderr(&twice)
+    );
+}

@@ -215,6 +215,62 @@ pub fn write_reports(
     Ok(written)
 }
 
+/// Join the JSON reports of one implementation's partitions (`dshc check
+/// --partition k/n`) into the whole run's report: the cases in their
+/// unpartitioned order (`position`), the summaries added up. The result is
+/// byte for byte the report an unpartitioned run writes.
+pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, String> {
+    let first = reports.first().ok_or("no report to merge")?;
+    let mut cases: Vec<serde_json::Value> = Vec::new();
+    let mut summary = serde_json::Map::new();
+    for (index, report) in reports.iter().enumerate() {
+        for key in ["implementation", "command"] {
+            if report[key] != first[key] {
+                return Err(format!(
+                    "report {} is of another run: its `{key}` is {}, the first report's {}",
+                    index + 1,
+                    report[key],
+                    first[key]
+                ));
+            }
+        }
+        let listed = report["cases"]
+            .as_array()
+            .ok_or_else(|| format!("report {} has no `cases` list", index + 1))?;
+        cases.extend(listed.iter().cloned());
+        let counts = report["summary"]
+            .as_object()
+            .ok_or_else(|| format!("report {} has no `summary`", index + 1))?;
+        for (key, count) in counts {
+            let total = summary
+                .get(key)
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            summary.insert(key.clone(), (total + count.as_u64().unwrap_or(0)).into());
+        }
+    }
+    let position = |case: &serde_json::Value| case["position"].as_u64();
+    if cases.iter().any(|case| position(case).is_none()) {
+        return Err("a case has no `position` (a report from before partitions?)".into());
+    }
+    cases.sort_by_key(|case| position(case));
+    if let Some(pair) = cases
+        .windows(2)
+        .find(|pair| position(&pair[0]) == position(&pair[1]))
+    {
+        return Err(format!(
+            "two reports hold the case at position {}: merge each partition once",
+            pair[0]["position"]
+        ));
+    }
+    let mut merged = first.clone();
+    merged["summary"] = serde_json::Value::Object(summary);
+    merged["cases"] = serde_json::Value::Array(cases);
+    serde_json::to_string_pretty(&merged)
+        .map(|text| text + "\n")
+        .map_err(|error| error.to_string())
+}
+
 /// Text safe inside a Markdown table cell: `|` escaped, line breaks and
 /// other control characters as spaces.
 fn markdown_cell(text: &str) -> String {
@@ -336,6 +392,7 @@ mod tests {
             command: "x".into(),
             summary: Summary::default(),
             cases: vec![CaseReport {
+                position: 0,
                 id: "a".into(),
                 covers: vec!["03:R4".into()],
                 outcome,

@@ -101,6 +101,8 @@ pub fn load_expected_failures(path: &Path) -> Result<Vec<ExpectedFailure>, DataF
 /// How one case ended up, once expected failures are taken into account.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseReport {
+    /// 0-based position in the whole (unpartitioned) run's scenario order.
+    pub position: usize,
     /// Scenario id.
     pub id: String,
     /// Spec clauses it covers.
@@ -204,9 +206,10 @@ pub fn run_suite(
 ) -> (Vec<CaseReport>, Summary) {
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
-    for scenario in scenarios {
+    for (position, scenario) in scenarios.iter().enumerate() {
         let (outcome, cache_breaks) = check_reporting_cache(scenario, implementation);
         let report = CaseReport {
+            position,
             id: scenario.id.clone(),
             covers: scenario.scenario.covers.clone(),
             outcome,

@@ -33,6 +33,7 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
         let scenario = load_scenario(&file).unwrap_or_else(|e| panic!("{e}"));
         let outcome = check_with(&scenario, &mut implementation);
         let report = CaseReport {
+            position: 0,
             id: scenario.id.clone(),
             covers: Vec::new(),
             expected_failure: expected

@@ -10,8 +10,9 @@ use dshc_harness::report::{Report, write_reports};
 use dshc_harness::runner::{Verdict, describe, load_expected_failures, run_suite};
 use dshc_scenario::protocol::ImplementationInfo;
 
-use super::{default_paths, load_all, suite_exit};
+use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
+use dshc_harness::partition::Partition;
 
 /// `dshc check --adapter CMD [PATHS..]`.
 #[derive(clap::Args)]
@@ -21,6 +22,10 @@ pub struct Args {
     adapter: String,
     /// Scenario files or folders (default: ./scenarios).
     paths: Vec<PathBuf>,
+    /// Run only partition k of n (`k/n`, nextest's convention); `dshc report
+    /// --merge` joins the partitions' JSON reports into the whole run's.
+    #[arg(long, default_value = "1/1")]
+    partition: Partition,
     /// Cases this implementation is known to fail (TOML: [[case]] id, reason).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
@@ -53,8 +58,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let catalog_path = args
         .catalog
         .unwrap_or_else(|| super::catalog_for(&paths[0]));
-    let (scenarios, bad) = load_all(&paths);
-    for listed in &expected {
+    let (scenarios, positions, bad) = load_partition(&paths, args.partition);
+    // Another partition may hold the listed case.
+    for listed in expected
+        .iter()
+        .filter(|_| args.partition == Partition::WHOLE)
+    {
         if !scenarios.iter().any(|s| s.id == listed.id) {
             eprintln!(
                 "warning: expected failure {} names no loaded scenario",
@@ -70,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             max_reply_bytes: args.max_reply_bytes,
         },
     ));
-    let (cases, mut summary) = run_suite(
+    let (mut cases, mut summary) = run_suite(
         &scenarios,
         &mut implementation,
         &expected,
@@ -88,6 +97,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
     );
     summary.invalid = bad;
+    for (case, &position) in cases.iter_mut().zip(&positions) {
+        case.position = position;
+    }
     let implementation_info = implementation.info().unwrap_or(ImplementationInfo {
         name: "unknown".into(),
         version: "unknown".into(),

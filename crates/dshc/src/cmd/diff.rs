@@ -8,6 +8,8 @@ use dshc_harness::adapter::External;
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
 use dshc_harness::diff::{Comparison, compare_once, shrink, write_regression};
 
+use dshc_harness::partition::Partition;
+
 use crate::Exit;
 use crate::progress::Progress;
 
@@ -26,6 +28,10 @@ pub struct Args {
     /// Run only this case (the replay form).
     #[arg(long)]
     case: Option<u64>,
+    /// Run only partition k of n (`k/n`): case i belongs to partition
+    /// i mod n + 1.
+    #[arg(long, default_value = "1/1", conflicts_with = "case")]
+    partition: Partition,
     /// Where the shrunk disagreement is written.
     #[arg(long, default_value = "scenarios/regressions")]
     regressions_dir: PathBuf,
@@ -48,6 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         seed,
         cases,
         case,
+        partition,
         regressions_dir,
         timeout_ms,
         handshake_timeout_ms,
@@ -73,7 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let started = std::time::Instant::now();
     let (mut agreed, mut not_run) = (0u64, 0u64);
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
-    for case in range.into_iter().flatten() {
+    for case in range
+        .into_iter()
+        .flatten()
+        .filter(|&case| partition.contains(case))
+    {
         progress.tick(case);
         let scenario = dshc_harness::generate::assembly::generate(seed, case);
         match compare_once(

@@ -17,6 +17,7 @@ pub mod sim;
 
 use std::path::PathBuf;
 
+use dshc_harness::partition::Partition;
 use dshc_scenario::load::{LoadedScenario, discover, load_scenario};
 use dshc_scenario::protocol::Level;
 
@@ -54,7 +55,22 @@ pub fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// in file order before any result, as part of the run's output (`error:
 /// file:line:column: message`). Returns the good ones and how many were bad.
 pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
-    let found = discover(paths);
+    let (scenarios, _, bad) = load_partition(paths, Partition::WHOLE);
+    (scenarios, bad)
+}
+
+/// [`load_all`] for one partition: the files at the positions it holds (in
+/// discovery order), each scenario's position, and the bad inputs among them
+/// (discovery errors count in partition 1).
+pub fn load_partition(
+    paths: &[PathBuf],
+    partition: Partition,
+) -> (Vec<LoadedScenario>, Vec<usize>, usize) {
+    let mut found = discover(paths);
+    if partition.index != 1 {
+        found.errors.clear();
+        found.notes.clear();
+    }
     for note in &found.notes {
         crate::out!("note: {note}");
     }
@@ -63,7 +79,7 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
         crate::out!("error: {error}");
     }
     let files = found.files;
-    if files.is_empty() && found.errors.is_empty() {
+    if files.is_empty() && found.errors.is_empty() && partition.index == 1 {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         crate::out!(
             "error: no scenario files (*.toml) under {}",
@@ -72,16 +88,23 @@ pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
         bad += 1;
     }
     let mut scenarios = Vec::with_capacity(files.len());
-    for file in files {
+    let mut positions = Vec::with_capacity(files.len());
+    for (position, file) in files.into_iter().enumerate() {
+        if !partition.contains(position as u64) {
+            continue;
+        }
         match load_scenario(&file) {
-            Ok(scenario) => scenarios.push(scenario),
+            Ok(scenario) => {
+                scenarios.push(scenario);
+                positions.push(position);
+            }
             Err(error) => {
                 crate::out!("error: {error}");
                 bad += 1;
             }
         }
     }
-    (scenarios, bad)
+    (scenarios, positions, bad)
 }
 
 /// The clause catalog for scenarios under `path`: `clauses.toml` in the

@@ -1,11 +1,12 @@
 //! `dshc report`: merge JSON reports of several implementations into one
-//! Markdown table of clauses × implementations.
+//! Markdown table of clauses × implementations, or join one run's
+//! partitions into its whole report.
 
 use std::path::PathBuf;
 
 use dshc_harness::coverage::load_catalog;
 use dshc_harness::files::{parse_json, read_text};
-use dshc_harness::report::{ReportDigest, markdown_matrix};
+use dshc_harness::report::{ReportDigest, markdown_matrix, merge_partition_reports};
 
 use crate::Exit;
 
@@ -14,6 +15,11 @@ use crate::Exit;
 pub struct Args {
     /// JSON reports written by `dshc check --report-dir`.
     reports: Vec<PathBuf>,
+    /// Instead of the table: join the reports of one implementation's
+    /// partitions (`dshc check --partition k/n`) into the whole run's JSON
+    /// report, written to FILE.
+    #[arg(long, value_name = "FILE")]
+    merge: Option<PathBuf>,
     /// The clause catalog.
     #[arg(long, default_value = "scenarios/clauses.toml")]
     catalog: PathBuf,
@@ -21,6 +27,17 @@ pub struct Args {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
+    if let Some(out) = &args.merge {
+        let mut reports = Vec::new();
+        for path in &args.reports {
+            let report: serde_json::Value = parse_json(path, &read_text(path)?)?;
+            reports.push(report);
+        }
+        let merged = merge_partition_reports(&reports).map_err(anyhow::Error::msg)?;
+        std::fs::write(out, merged)
+            .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
+        return Ok(Exit::Passed);
+    }
     let catalog = load_catalog(&args.catalog)?;
     let mut digests = Vec::new();
     for path in &args.reports {

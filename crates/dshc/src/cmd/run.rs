@@ -10,14 +10,19 @@ use dshc_harness::bless::{bless_requested, blessed_source};
 use dshc_harness::runner::{Outcome, Verdict, check, describe, run_suite};
 use dshc_scenario::load::LoadedScenario;
 
-use super::{default_paths, load_all, suite_exit};
+use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
+use dshc_harness::partition::Partition;
 
 /// `dshc run [PATHS..]`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenario files or folders (default: ./scenarios).
     paths: Vec<PathBuf>,
+    /// Run only partition k of n (`k/n`, nextest's convention): scenario i,
+    /// in discovery order, belongs to partition i mod n + 1.
+    #[arg(long, default_value = "1/1")]
+    partition: Partition,
 }
 
 /// Rewrite a failing scenario's expectations; then check it again, since
@@ -34,7 +39,7 @@ fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let bless_failures = bless_requested()?;
-    let (scenarios, bad) = load_all(&default_paths(args.paths));
+    let (scenarios, _, bad) = load_partition(&default_paths(args.paths), args.partition);
     let (_, mut summary) = run_suite(&scenarios, &mut Reference, &[], |scenario, report| {
         if report.verdict() == Verdict::Passed {
             return;
