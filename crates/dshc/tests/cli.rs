@@ -550,3 +550,65 @@ fn partitions_merge_into_the_whole_runs_report() {
         stderr(&twice)
     );
 }
+
+#[test]
+fn bench_compares_implementations_and_fails_on_a_regression() {
+    let scratch = Scratch::new("bench");
+    let fixture = bundled("../benches/fixtures/standard.toml");
+    let adapter = reference_adapter();
+    let output = run(
+        &[
+            "bench",
+            "--adapter",
+            "reference",
+            "--adapter",
+            &adapter,
+            "--fixture",
+            fixture.to_str().unwrap(),
+            "--iterations",
+            "5",
+            "--batches",
+            "3",
+            "--json",
+            "bench.json",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.root.join("bench.json")).unwrap())
+            .unwrap();
+    let results = report["fixtures"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "in-process and over the protocol");
+    assert_eq!(results[0]["output_bytes"], results[1]["output_bytes"]);
+    assert_eq!(results[0]["steps"], 15);
+    assert!(results.iter().all(|r| r["ratio"].as_f64().unwrap() >= 1.0));
+    assert!(stdout(&output).contains("standard"), "{}", stdout(&output));
+
+    // A baseline far faster than anything real: every median is a regression.
+    let mut fast = report.clone();
+    for result in fast["fixtures"][0]["results"].as_array_mut().unwrap() {
+        result["median_ns"] = serde_json::json!(1.0);
+    }
+    scratch.write("fast.json", &fast.to_string());
+    let regressed = run(
+        &[
+            "bench",
+            "--fixture",
+            fixture.to_str().unwrap(),
+            "--iterations",
+            "5",
+            "--batches",
+            "3",
+            "--baseline",
+            "fast.json",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&regressed), 1);
+    assert!(
+        stderr(&regressed).contains("regression: standard on dshc-reference"),
+        "{}",
+        stderr(&regressed)
+    );
+}

@@ -13,6 +13,7 @@ use dshc_harness::bench::{
 };
 use dshc_harness::files::{parse_json, read_text};
 use dshc_scenario::protocol::{BenchReply, ImplementationInfo};
+use serde::{Deserialize, Serialize};
 
 use crate::Exit;
 
@@ -47,6 +48,20 @@ pub struct Args {
     /// Longest wait for one fixture's measurement from an adapter.
     #[arg(long, default_value_t = 300_000)]
     timeout_ms: u64,
+    /// Count the reference's instructions per step under valgrind's
+    /// callgrind instead of timing: a figure the machine's load does not
+    /// move. Each fixture runs in two child processes, with `--iterations`
+    /// steps and with twice as many; their difference is the steps' count.
+    #[arg(long, conflicts_with = "adapter")]
+    instructions: bool,
+    /// With `--instructions`: committed counts (a JSON report of an earlier
+    /// `--instructions --json` run); a count more than
+    /// `--max-instruction-regression-percent` above its baseline fails.
+    #[arg(long, value_name = "FILE", requires = "instructions")]
+    instruction_baseline: Option<PathBuf>,
+    /// How much above its baseline an instruction count may be, in percent.
+    #[arg(long, default_value_t = 10.0)]
+    max_instruction_regression_percent: f64,
 }
 
 enum Subject {
@@ -100,6 +115,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         args.iterations > 0 && args.batches > 0,
         "--iterations and --batches must be at least 1"
     );
+    if args.instructions {
+        return count_instructions(&args, &fixtures);
+    }
     let commands = if args.adapter.is_empty() {
         vec!["reference".to_owned()]
     } else {
@@ -223,4 +241,98 @@ fn print_table(report: &BenchReport) {
         report.batches,
         report.iterations
     );
+}
+
+/// Instructions per step of each fixture on the reference.
+#[derive(Debug, Serialize, Deserialize)]
+struct InstructionReport {
+    /// Steps in the shorter of the two runs (the longer has twice as many).
+    iterations: u32,
+    /// Per fixture id, instructions per step.
+    per_step: std::collections::BTreeMap<String, u64>,
+}
+
+fn count_instructions(args: &Args, fixtures: &[Fixture]) -> anyhow::Result<Exit> {
+    let exe = std::env::current_exe().context("cannot find this dshc")?;
+    let scratch = std::env::temp_dir().join(format!("dshc-callgrind-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let mut report = InstructionReport {
+        iterations: args.iterations,
+        per_step: std::collections::BTreeMap::new(),
+    };
+    for fixture in fixtures {
+        let path = fixture_path(args, fixture);
+        let count = |iterations: u32| -> anyhow::Result<u64> {
+            let out = scratch.join(format!("{}-{iterations}.out", fixture.id));
+            let status = std::process::Command::new("valgrind")
+                .arg("--tool=callgrind")
+                .arg(format!("--callgrind-out-file={}", out.display()))
+                .arg(&exe)
+                .args(["bench", "--batches", "1", "--iterations"])
+                .arg(iterations.to_string())
+                .arg("--fixture")
+                .arg(&path)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .context("cannot run valgrind (is it installed?)")?;
+            anyhow::ensure!(status.success(), "valgrind failed on {}", fixture.id);
+            let text = std::fs::read_to_string(&out)?;
+            text.lines()
+                .find_map(|line| line.strip_prefix("summary:"))
+                .and_then(|total| total.split_whitespace().next()?.parse().ok())
+                .with_context(|| format!("no instruction total in {}", out.display()))
+        };
+        let once = count(args.iterations)?;
+        let twice = count(args.iterations * 2)?;
+        let per_step = twice.saturating_sub(once) / u64::from(args.iterations);
+        report.per_step.insert(fixture.id.clone(), per_step);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let baseline: Option<InstructionReport> = match &args.instruction_baseline {
+        Some(path) => Some(parse_json(path, &read_text(path)?)?),
+        None => None,
+    };
+    let mut broken = false;
+    crate::out!(
+        "{:<14} | {:>14} | {:>14} | change",
+        "fixture",
+        "instr/step",
+        "baseline"
+    );
+    for (id, count) in &report.per_step {
+        let before = baseline.as_ref().and_then(|b| b.per_step.get(id)).copied();
+        let change = before.map(|before| (*count as f64 / before as f64 - 1.0) * 100.0);
+        let over = change.is_some_and(|change| change > args.max_instruction_regression_percent);
+        broken |= over;
+        crate::out!(
+            "{id:<14} | {count:>14} | {:>14} | {}{}",
+            before.map_or("-".to_owned(), |b| b.to_string()),
+            change.map_or("-".to_owned(), |c| format!("{c:+.1}%")),
+            if over { "  REGRESSION" } else { "" }
+        );
+    }
+    if broken {
+        eprintln!(
+            "regression: an instruction count is more than {}% above its baseline",
+            args.max_instruction_regression_percent
+        );
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(if broken { Exit::Failed } else { Exit::Passed })
+}
+
+/// The file a fixture was loaded from.
+fn fixture_path(args: &Args, fixture: &Fixture) -> PathBuf {
+    args.fixture
+        .iter()
+        .find(|path| {
+            path.file_stem()
+                .is_some_and(|stem| stem == fixture.id.as_str())
+        })
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("benches/fixtures").join(format!("{}.toml", fixture.id)))
 }
