@@ -166,8 +166,6 @@ pub struct LoopContext {
     pub ids: Ids,
     /// Live (non-durable) events: `agent/error`, `agent/status`, ... in order.
     pub live_events: Rc<RefCell<Vec<Value>>>,
-    /// Log lengths at each provider dispatch, per session id (for replay checks).
-    pub dispatches: Rc<RefCell<Vec<(String, usize)>>>,
     /// What the context plugins read from outside the session (files, the
     /// tmux pane, other sessions); shared so it outlives a resume (spec 10).
     pub plugin_world: plugins::SharedWorld,
@@ -1113,15 +1111,11 @@ impl Agent {
             }
             Some(AdapterRoute::Wire(wire)) => {
                 let probe = signal.clone();
-                let (dispatches, session) =
-                    (self.0.context.dispatches.clone(), self.0.session.clone());
-                let on_dispatch =
-                    Box::new(move || dispatches.borrow_mut().push((session.id(), session.len())));
                 Chunks::Wire(ChunkStream::new(
                     wire.connection,
                     request.clone(),
                     Box::new(move || probe.is_aborted()),
-                    on_dispatch,
+                    Box::new(|| {}),
                 ))
             }
             Some(AdapterRoute::Scripted(scripted)) => {

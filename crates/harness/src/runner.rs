@@ -35,6 +35,14 @@ pub fn check_reporting_cache(
 ) -> (Outcome, Vec<String>) {
     match implementation.run(&scenario.case) {
         Ran::Observed(mut result) => {
+            // dshc judges every implementation's run by the same invariants,
+            // before anything is redacted.
+            if let (Some(run), Some(world)) = (result.run.as_mut(), &scenario.case.world) {
+                run.violations = crate::oracle::invariants::judge_loop_run(world, run)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+            }
             let cache_breaks = result
                 .run
                 .as_ref()

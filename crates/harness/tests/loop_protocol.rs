@@ -45,7 +45,20 @@ log = """
     ));
     let outcome = check_with(&scenario, &mut adapter);
     adapter.stop();
-    assert_eq!(outcome, Outcome::Pass, "{outcome:?}");
+    // Every expectation on what the provider received holds; the double's
+    // one-line log has no request header, so no prefix of it rebuilds the
+    // request it posted, and the judged invariants say so.
+    let Outcome::Fail { mismatches } = outcome else {
+        panic!("the double's log cannot explain its request: {outcome:?}");
+    };
+    assert_eq!(mismatches.len(), 1, "{mismatches:?}");
+    assert_eq!(mismatches[0].path, "invariant");
+    assert!(
+        mismatches[0].actual.contains(
+            "[replay] agent agent: request 0 was received but no prefix of the log rebuilds it"
+        ),
+        "{mismatches:?}"
+    );
 }
 
 /// The reference's loop result in disguise: every message id and event time
@@ -157,4 +170,35 @@ fn redaction_keeps_every_other_difference() {
         }
         other => panic!("expected a failure, got {other:?}"),
     }
+}
+
+/// The reference's run, but the provider "received" something its log
+/// cannot explain: the invariants are judged on every implementation's run.
+struct Unexplained;
+
+impl Implementation for Unexplained {
+    fn info(&mut self) -> Option<ImplementationInfo> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        let mut result = dshc_harness::reference::run_case(case).expect("a compiled case is valid");
+        let run = result.run.as_mut().expect("a loop run");
+        run.requests[0].body["messages"][0]["content"] = Value::from("not in the log");
+        Ran::Observed(Box::new(result))
+    }
+}
+
+#[test]
+fn the_invariants_judge_every_implementations_run() {
+    let scenario = with_ids_and_log();
+    let outcome = check_with(&scenario, &mut Unexplained);
+    let Outcome::Fail { mismatches } = outcome else {
+        panic!("a request the log cannot rebuild must fail: {outcome:?}");
+    };
+    let text = format!("{mismatches:?}");
+    assert!(
+        text.contains("[replay] agent agent: request 0 differs from its reconstruction"),
+        "{text}"
+    );
 }

@@ -276,3 +276,146 @@ mod tests {
         assert!(cache_hits_monotonic(&[request(&["a"], 1, 128), request(&["b"], 2, 0)]).is_empty());
     }
 }
+
+/// Which invariant a run broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A request differs from its reconstruction from the session log (07 H13).
+    Replay,
+    /// A `request/header{change}` repeats the header in force (07 H9).
+    HeaderLogging,
+    /// A runtime-context snapshot repeats the one retained (06 RC9).
+    SnapshotLogging,
+    /// A request's cache hits shrank while it only extended the previous one.
+    CacheHits,
+}
+
+impl ViolationKind {
+    /// The tag shown in reports and used to shrink.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::Replay => "replay",
+            Self::HeaderLogging => "header-logging",
+            Self::SnapshotLogging => "snapshot-logging",
+            Self::CacheHits => "cache-hits",
+        }
+    }
+}
+
+/// One broken invariant, with the agent whose session broke it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Violation {
+    /// What broke.
+    pub kind: ViolationKind,
+    /// The agent (session id) whose log or traffic broke it.
+    pub agent: String,
+    /// Where and how.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "[{}] agent {}: {}",
+            self.kind.tag(),
+            self.agent,
+            self.detail
+        )
+    }
+}
+
+/// Judge an observed loop run, whoever produced it (the reference or an
+/// adapter): every invariant over every agent's log and the traffic the
+/// harness's provider saw. Dispatch points come from the log itself (each
+/// attempt logs at least its finish chunk), so nothing but what the
+/// implementation did is needed.
+pub fn judge_loop_run(
+    world: &dshc_scenario::protocol::LoopWorld,
+    run: &dshc_scenario::protocol::LoopRun,
+) -> Vec<Violation> {
+    let defaults = dshc_deepseek::DeepSeekDefaults {
+        thinking: world.adapter.thinking.clone(),
+        reasoning_effort: world.adapter.reasoning_effort.clone(),
+    };
+    let mut found = Vec::new();
+    let logs = std::iter::once((world.agent.id.as_str(), &run.log)).chain(
+        run.agents
+            .iter()
+            .map(|agent| (agent.id.as_str(), &agent.log)),
+    );
+    let single = run.agents.is_empty();
+    for (agent, log) in logs {
+        let mut push = |kind, detail: String| {
+            found.push(Violation {
+                kind,
+                agent: agent.to_owned(),
+                detail,
+            });
+        };
+        let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
+        let events = match events {
+            Ok(events) => events,
+            Err(error) => {
+                push(
+                    ViolationKind::Replay,
+                    format!("the log is not a session log: {error}"),
+                );
+                continue;
+            }
+        };
+        let dispatches = crate::oracle::replay::dispatch_points(&events);
+        let wire: Vec<Value> = run
+            .requests
+            .iter()
+            .filter(|request| {
+                let session = request
+                    .headers
+                    .iter()
+                    .find(|[name, _]| name == "x-deepseek-harness-session-id");
+                session.map_or(single, |[_, value]| value == agent)
+            })
+            .map(|request| request.body.clone())
+            .collect();
+        let scripted: Vec<Value> = run
+            .llm_requests
+            .iter()
+            .filter(|request| {
+                request["sessionId"]
+                    .as_str()
+                    .map_or(single, |id| id == agent)
+            })
+            .cloned()
+            .collect();
+        // Each attempt went to the wire or to a scripted route. The log does
+        // not say which, so a session whose traffic went both ways (or
+        // nowhere) is not replay-checked.
+        let problems = match (wire.is_empty(), scripted.is_empty()) {
+            (false, true) => {
+                crate::oracle::replay::check_replay(&events, agent, &dispatches, &wire, &defaults)
+            }
+            (true, false) => {
+                crate::oracle::replay::check_scripted_replay(&events, agent, &dispatches, &scripted)
+            }
+            _ => Vec::new(),
+        };
+        for problem in problems {
+            push(ViolationKind::Replay, problem);
+        }
+        for problem in headers_change_only_when_different(&events) {
+            push(ViolationKind::HeaderLogging, problem);
+        }
+        for problem in snapshots_change_only_when_different(&events) {
+            push(ViolationKind::SnapshotLogging, problem);
+        }
+    }
+    for detail in cache_hits_monotonic(&run.requests) {
+        found.push(Violation {
+            kind: ViolationKind::CacheHits,
+            agent: world.agent.id.clone(),
+            detail,
+        });
+    }
+    found
+}

@@ -123,6 +123,23 @@ fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) 
     }
 }
 
+/// Whether the attempt whose first chunk is at `at` is that chunk alone, a
+/// failure with no HTTP status: it may have failed before anything was sent
+/// (no adapter for the provider, a request that did not build).
+fn failed_without_response(events: &[Event], at: usize) -> bool {
+    let Some(first) = events.get(at) else {
+        return false;
+    };
+    let chunk = &first.data["chunk"];
+    let alone = events
+        .get(at + 1)
+        .is_none_or(|next| next.kind != "assistant/chunk");
+    alone
+        && chunk["type"] == "finish"
+        && chunk["reason"]["failure"].get("status").is_none()
+        && chunk["reason"]["kind"] != "stop"
+}
+
 /// Compare each received body with its reconstruction from the log prefix at
 /// its recorded dispatch; return one message per disagreement. A dispatch
 /// whose turn was aborted while the request was in flight may have no
@@ -159,8 +176,19 @@ fn check_replay_with(
     received: &[Value],
     rebuild: &dyn Fn(&[Event]) -> Result<Value, ReplayError>,
 ) -> Vec<String> {
+    // Compared as JSON text: key order is part of the wire body.
+    let same = |body: &Value, rebuilt: &Value| {
+        serde_json::to_string(body).ok() == serde_json::to_string(rebuilt).ok()
+    };
+    // A request is accounted for when some log prefix between the previous
+    // dispatch point and this one rebuilds it.
+    let explained = |body: &Value, from: usize, to: usize| {
+        (from..=to.min(events.len()))
+            .any(|length| rebuild(&events[..length]).is_ok_and(|rebuilt| same(body, &rebuilt)))
+    };
     let mut problems = Vec::new();
     let mut pending = received.iter().enumerate().peekable();
+    let mut previous = 0;
     for (position, dispatch) in dispatches.iter().enumerate() {
         let prefix = &events[..(*dispatch).min(events.len())];
         let rebuilt = match rebuild(prefix) {
@@ -172,12 +200,17 @@ fn check_replay_with(
                 continue;
             }
         };
-        let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied());
+        let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied())
+            || failed_without_response(events, *dispatch);
         match pending.peek() {
-            // Compared as JSON text: key order is part of the wire body.
-            Some((_, body))
-                if serde_json::to_string(body).ok() == serde_json::to_string(&rebuilt).ok() =>
-            {
+            Some((_, body)) if same(body, &rebuilt) => {
+                pending.next();
+            }
+            // Events logged between the dispatch and the attempt's first
+            // chunk (a compaction, a cancel) moved the chunk later; or an
+            // earlier attempt logged nothing. Either way the body is the one
+            // some prefix since the previous dispatch rebuilds.
+            Some((_, body)) if explained(body, previous, *dispatch) => {
                 pending.next();
             }
             _ if skippable => {}
@@ -191,11 +224,14 @@ fn check_replay_with(
                 "the request dispatched at log length {dispatch} never reached the provider"
             )),
         }
+        previous = *dispatch;
     }
-    for (index, _) in pending {
-        problems.push(format!(
-            "request {index} was received but no dispatch in the log accounts for it"
-        ));
+    for (index, body) in pending {
+        if !explained(body, previous, events.len()) {
+            problems.push(format!(
+                "request {index} was received but no prefix of the log rebuilds it"
+            ));
+        }
     }
     problems
 }

@@ -80,14 +80,10 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
     if let Some(failure) = &run.failure {
         found.push(violation("unfinished", failure.clone()));
     }
-    for detail in &run.violations {
-        let tag = if detail.contains("request") {
-            "replay"
-        } else {
-            "logging"
-        };
-
-        found.push(violation(tag, detail.clone()));
+    if let Some(world) = &case.world {
+        for broken in invariants::judge_loop_run(world, &run) {
+            found.push(violation(broken.kind.tag(), broken.to_string()));
+        }
     }
     for detail in invariants::tools_sorted(&run.requests) {
         found.push(violation("tools", detail));
