@@ -1115,7 +1115,6 @@ impl Agent {
                     wire.connection,
                     request.clone(),
                     Box::new(move || probe.is_aborted()),
-                    Box::new(|| {}),
                 ))
             }
             Some(AdapterRoute::Scripted(scripted)) => {

@@ -117,28 +117,23 @@ pub struct ChunkStream {
     connection: Rc<Connection>,
     request: Value,
     aborted: Box<dyn Fn() -> bool>,
-    on_dispatch: Box<dyn Fn()>,
     state: State,
     pending: VecDeque<Value>,
 }
 
 impl ChunkStream {
     /// A stream for this harness request. `aborted` reports whether the
-    /// caller's signal fired (failures then become `aborted` finishes);
-    /// `on_dispatch` runs just before the HTTP request is sent.
+    /// caller's signal fired (failures then become `aborted` finishes).
     pub fn new(
         connection: Rc<Connection>,
         request: Value,
         aborted: Box<dyn Fn() -> bool>,
-        on_dispatch: Box<dyn Fn()>,
     ) -> ChunkStream {
         ChunkStream {
             connection,
             request,
             aborted,
-            on_dispatch,
             state: State::Start,
-
             pending: VecDeque::new(),
         }
     }
@@ -186,7 +181,6 @@ impl ChunkStream {
                         compaction,
                     );
                     let base_url = self.connection.endpoint.base_url();
-                    (self.on_dispatch)();
                     let sent =
                         tokio::time::timeout(idle, send(&self.connection, body, headers)).await;
                     let response = match sent {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::adapter::{Implementation, Ran, Reference};
 use crate::files::{DataFileError, read_toml};
-use crate::oracle::compare::compare;
+use crate::oracle::compare::{Mismatch, compare};
 use crate::oracle::normalize;
 use dshc_scenario::load::LoadedScenario;
 
@@ -33,7 +33,102 @@ pub fn check_reporting_cache(
     scenario: &LoadedScenario,
     implementation: &mut dyn Implementation,
 ) -> (Outcome, Vec<String>) {
-    match implementation.run(&scenario.case) {
+    let ran = implementation.run(&scenario.case);
+    judge(scenario, implementation.real_time(), ran)
+}
+
+/// [`check_reporting_cache`], running the case twice: runs that differ
+/// (after redaction, for a real-time implementation) fail the case with the
+/// first divergent byte of their observations. A determinism check across
+/// languages: the same case must give the same bytes.
+pub fn check_twice(
+    scenario: &LoadedScenario,
+    implementation: &mut dyn Implementation,
+) -> (Outcome, Vec<String>) {
+    let first = implementation.run(&scenario.case);
+    let second = implementation.run(&scenario.case);
+    let real_time = implementation.real_time();
+    let fingerprint = |ran: &Ran| match ran {
+        Ran::Observed(result) => {
+            let mut result = (**result).clone();
+            if let Some(run) = result.run.as_mut()
+                && real_time
+            {
+                normalize::redact_run(run);
+                // The harness picks a fresh loopback port per case.
+                for request in &mut run.requests {
+                    for [name, value] in &mut request.headers {
+                        if name == "host" {
+                            *value = "<loopback>".into();
+                        }
+                    }
+                }
+            }
+            let mut value = serde_json::to_value(&result).ok()?;
+            if !real_time {
+                return serde_json::to_string(&value).ok();
+            }
+            // Ids a real-time implementation mints are in requests and
+            // observations too; the loopback URL may be quoted in messages.
+            normalize::redact_message_ids(&mut value);
+            Some(without_loopback_ports(&serde_json::to_string(&value).ok()?))
+        }
+        Ran::NotRun(_) => None,
+    };
+    if let (Some(one), Some(two)) = (fingerprint(&first), fingerprint(&second))
+        && one != two
+    {
+        let byte = one
+            .bytes()
+            .zip(two.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap_or(one.len().min(two.len()));
+        let around = |text: &str| {
+            let mut start = byte.saturating_sub(60).min(text.len());
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (byte + 60).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            text[start..end].to_owned()
+        };
+        let mismatch = Mismatch {
+            path: format!("twice (first divergent byte {byte} of the observations)"),
+            expected: around(&one),
+            actual: around(&two),
+        };
+        return (
+            Outcome::Fail {
+                mismatches: vec![mismatch],
+            },
+            Vec::new(),
+        );
+    }
+    judge(scenario, real_time, first)
+}
+
+/// `text` with the port of every `http://127.0.0.1:<port>` replaced by
+/// `<port>`: the harness starts each case's provider on a fresh port.
+fn without_loopback_ports(text: &str) -> String {
+    const LOOPBACK: &str = "http://127.0.0.1:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find(LOOPBACK) {
+        let after = &rest[found + LOOPBACK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..found + LOOPBACK.len()]);
+        out.push_str(if digits > 0 { "<port>" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The outcome of what a run produced.
+fn judge(scenario: &LoadedScenario, real_time: bool, ran: Ran) -> (Outcome, Vec<String>) {
+    match ran {
         Ran::Observed(mut result) => {
             // dshc judges every implementation's run by the same invariants,
             // before anything is redacted.
@@ -62,7 +157,7 @@ pub fn check_reporting_cache(
                 })
                 .unwrap_or_default();
             let mismatches = match result.run.as_mut() {
-                Some(run) if implementation.real_time() => {
+                Some(run) if real_time => {
                     normalize::redact_run(run);
                     let mut redacted = scenario.scenario.clone();
                     if let Some(expect) = redacted.expect.as_deref_mut() {
@@ -210,12 +305,17 @@ pub fn run_suite(
     scenarios: &[LoadedScenario],
     implementation: &mut dyn Implementation,
     expected: &[ExpectedFailure],
+    twice: bool,
     mut each: impl FnMut(&LoadedScenario, &CaseReport),
 ) -> (Vec<CaseReport>, Summary) {
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
     for (position, scenario) in scenarios.iter().enumerate() {
-        let (outcome, cache_breaks) = check_reporting_cache(scenario, implementation);
+        let (outcome, cache_breaks) = if twice {
+            check_twice(scenario, implementation)
+        } else {
+            check_reporting_cache(scenario, implementation)
+        };
         let report = CaseReport {
             position,
             id: scenario.id.clone(),

@@ -202,3 +202,56 @@ fn the_invariants_judge_every_implementations_run() {
         "{text}"
     );
 }
+
+/// The reference, but every other run logs a different text.
+struct Flaky {
+    runs: u32,
+}
+
+impl Implementation for Flaky {
+    fn info(&mut self) -> Option<ImplementationInfo> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        self.runs += 1;
+        let mut result = dshc_harness::reference::run_case(case).expect("a compiled case is valid");
+        if self.runs.is_multiple_of(2) {
+            let run = result.run.as_mut().expect("a loop run");
+            let text = run
+                .log
+                .iter_mut()
+                .find_map(|e| {
+                    e.get_mut("data")?
+                        .get_mut("content")?
+                        .get_mut(0)?
+                        .get_mut("text")
+                })
+                .expect("a logged text");
+            *text = Value::from("hj");
+        }
+        Ran::Observed(Box::new(result))
+    }
+}
+
+#[test]
+fn twice_names_the_first_divergent_byte_of_two_runs() {
+    let scenario = with_ids_and_log();
+    let (outcome, _) = dshc_harness::runner::check_twice(&scenario, &mut Flaky { runs: 0 });
+    let Outcome::Fail { mismatches } = outcome else {
+        panic!("two different runs must fail: {outcome:?}");
+    };
+    assert!(
+        mismatches[0]
+            .path
+            .starts_with("twice (first divergent byte "),
+        "{mismatches:?}"
+    );
+    assert!(mismatches[0].expected.contains("\"hi\""), "{mismatches:?}");
+    assert!(mismatches[0].actual.contains("\"hj\""), "{mismatches:?}");
+    // A deterministic implementation passes.
+    assert_eq!(
+        dshc_harness::runner::check_twice(&scenario, &mut dshc_harness::adapter::Reference).0,
+        Outcome::Pass
+    );
+}

@@ -26,6 +26,11 @@ pub struct Args {
     /// --merge` joins the partitions' JSON reports into the whole run's.
     #[arg(long, default_value = "1/1")]
     partition: Partition,
+    /// Run every case twice and fail a case whose two runs differ, naming
+    /// the first divergent byte (a determinism check; a real-time adapter's
+    /// runs are compared with message ids and event times redacted).
+    #[arg(long)]
+    twice: bool,
     /// Cases this implementation is known to fail (TOML: [[case]] id, reason).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
@@ -83,6 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &scenarios,
         &mut implementation,
         &expected,
+        args.twice,
         |scenario, report| match report.verdict() {
             Verdict::Passed => crate::out!("pass     {}", scenario.id),
             Verdict::Skipped => crate::out!("skipped  {}", describe(scenario, &report.outcome)),

@@ -40,25 +40,31 @@ fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let bless_failures = bless_requested()?;
     let (scenarios, _, bad) = load_partition(&default_paths(args.paths), args.partition);
-    let (_, mut summary) = run_suite(&scenarios, &mut Reference, &[], |scenario, report| {
-        if report.verdict() == Verdict::Passed {
-            return;
-        }
-        crate::out!("FAIL {}", describe(scenario, &report.outcome));
-        if bless_failures {
-            match bless(scenario) {
-                Ok(Outcome::Pass) => crate::out!("blessed {}", scenario.path.display()),
-                Ok(still) => crate::out!(
-                    "blessed {}, but it still fails (edit it by hand): {}",
-                    scenario.path.display(),
-                    describe(scenario, &still)
-                ),
-                Err(error) => {
-                    eprintln!("error: cannot bless {}: {error:#}", scenario.path.display())
+    let (_, mut summary) = run_suite(
+        &scenarios,
+        &mut Reference,
+        &[],
+        false,
+        |scenario, report| {
+            if report.verdict() == Verdict::Passed {
+                return;
+            }
+            crate::out!("FAIL {}", describe(scenario, &report.outcome));
+            if bless_failures {
+                match bless(scenario) {
+                    Ok(Outcome::Pass) => crate::out!("blessed {}", scenario.path.display()),
+                    Ok(still) => crate::out!(
+                        "blessed {}, but it still fails (edit it by hand): {}",
+                        scenario.path.display(),
+                        describe(scenario, &still)
+                    ),
+                    Err(error) => {
+                        eprintln!("error: cannot bless {}: {error:#}", scenario.path.display())
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     summary.invalid = bad;
     crate::out!("{}", summary.line());
     Ok(suite_exit(bad, summary.failed))
