@@ -10,9 +10,8 @@ use bytes::Bytes;
 use crate::request_rules::context_length_message;
 use crate::script::{Dialect, Endpoint, FaultKind, ScriptEntry, UsagePlacement};
 use crate::wire::{
-    ChunkChoiceWire, ChunkWire, CompletionChoiceWire, CompletionWire, DeltaWire, ErrorBody,
-    FunctionDeltaWire, FunctionWire, MessageWire, TextChoiceWire, TextCompletionWire,
-    ToolCallDeltaWire, ToolCallWire, Usage, to_json,
+    ChunkChoiceWire, CompletionChoiceWire, DeltaWire, ErrorBody, FunctionDeltaWire, FunctionWire,
+    MessageWire, ResponseWire, TextChoiceWire, ToolCallDeltaWire, ToolCallWire, Usage, to_json,
 };
 
 /// The bytes of one keep-alive comment event.
@@ -65,6 +64,25 @@ impl RenderContext {
             Endpoint::Chat => "chat.completion.chunk",
             Endpoint::Fim => "text_completion",
         }
+    }
+
+    /// A response object of this response, as compact JSON.
+    fn response_json<Choice: serde::Serialize>(
+        &self,
+        id: &str,
+        object: &'static str,
+        choices: Vec<Choice>,
+        usage: UsageField<'_>,
+    ) -> String {
+        to_json(&ResponseWire {
+            id,
+            object,
+            created: self.created_s,
+            model: &self.model,
+            system_fingerprint: &self.system_fingerprint,
+            choices,
+            usage,
+        })
     }
 }
 
@@ -190,26 +208,13 @@ pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes>
     if placement == UsagePlacement::Trailing {
         let id = context.response_id();
         let usage = Some(Some(&context.usage));
-        events.push(data_event(&match context.endpoint {
-            Endpoint::Chat => to_json(&ChunkWire {
-                id: &id,
-                object: "chat.completion.chunk",
-                created: context.created_s,
-                model: &context.model,
-                system_fingerprint: &context.system_fingerprint,
-                choices: Vec::new(),
-                usage,
-            }),
-            Endpoint::Fim => to_json(&TextCompletionWire {
-                id: &id,
-                object: "text_completion",
-                created: context.created_s,
-                model: &context.model,
-                system_fingerprint: &context.system_fingerprint,
-                choices: Vec::new(),
-                usage,
-            }),
-        }));
+        let no_choices: Vec<()> = Vec::new();
+        events.push(data_event(&context.response_json(
+            &id,
+            context.chunk_object(),
+            no_choices,
+            usage,
+        )));
     }
     events.push(Bytes::from_static(DONE_EVENT.as_bytes()));
     events
@@ -226,20 +231,13 @@ fn chat_chunks(
 ) -> Vec<Bytes> {
     let id = context.response_id();
     let chunk = |delta: DeltaWire<'_>, finish_reason: Option<&str>, usage: UsageField<'_>| {
-        data_event(&to_json(&ChunkWire {
-            id: &id,
-            object: "chat.completion.chunk",
-            created: context.created_s,
-            model: &context.model,
-            system_fingerprint: &context.system_fingerprint,
-            choices: vec![ChunkChoiceWire {
-                index: 0,
-                delta,
-                logprobs: None,
-                finish_reason,
-            }],
-            usage,
-        }))
+        let choice = ChunkChoiceWire {
+            index: 0,
+            delta,
+            logprobs: None,
+            finish_reason,
+        };
+        data_event(&context.response_json(&id, "chat.completion.chunk", vec![choice], usage))
     };
     let mut events = Vec::new();
     if entry.role_chunk {
@@ -328,20 +326,13 @@ fn text_chunks(
 ) -> Vec<Bytes> {
     let id = context.response_id();
     let chunk = |text: &str, finish_reason: Option<&str>, usage: UsageField<'_>| {
-        data_event(&to_json(&TextCompletionWire {
-            id: &id,
-            object: "text_completion",
-            created: context.created_s,
-            model: &context.model,
-            system_fingerprint: &context.system_fingerprint,
-            choices: vec![TextChoiceWire {
-                text,
-                index: 0,
-                logprobs: None,
-                finish_reason,
-            }],
-            usage,
-        }))
+        let choice = TextChoiceWire {
+            text,
+            index: 0,
+            logprobs: None,
+            finish_reason,
+        };
+        data_event(&context.response_json(&id, "text_completion", vec![choice], usage))
     };
     let mut events: Vec<Bytes> = entry
         .content
@@ -463,7 +454,11 @@ fn stream_plan(entry: &ScriptEntry, body: Vec<BodyAction>) -> ResponsePlan {
 fn render_completion(entry: &ScriptEntry, context: &RenderContext) -> ResponsePlan {
     let id = context.response_id();
     // A non-streaming answer carries usage unless the entry says `omit`.
-    let usage = (entry.usage != Some(UsagePlacement::Omit)).then_some(&context.usage);
+    let usage = (entry.usage != Some(UsagePlacement::Omit)).then_some(Some(&context.usage));
+    let object = match context.endpoint {
+        Endpoint::Chat => "chat.completion",
+        Endpoint::Fim => "text_completion",
+    };
     let whole = match context.endpoint {
         Endpoint::Chat => {
             let reasoning = entry.reasoning.concat();
@@ -480,44 +475,28 @@ fn render_completion(entry: &ScriptEntry, context: &RenderContext) -> ResponsePl
                     },
                 })
                 .collect();
-            to_json(&CompletionWire {
-                id: &id,
-                object: "chat.completion",
-                created: context.created_s,
-                model: &context.model,
-                system_fingerprint: &context.system_fingerprint,
-                choices: vec![CompletionChoiceWire {
-                    index: 0,
-                    message: MessageWire {
-                        role: "assistant",
-                        content: entry.content.concat(),
-                        reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
-                        tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
-                    },
-                    logprobs: None,
-                    finish_reason: entry.finish_reason_or_default(),
-                }],
-                usage,
-            })
+            let choice = CompletionChoiceWire {
+                index: 0,
+                message: MessageWire {
+                    role: "assistant",
+                    content: entry.content.concat(),
+                    reasoning_content: (!reasoning.is_empty()).then_some(reasoning),
+                    tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+                },
+                logprobs: None,
+                finish_reason: entry.finish_reason_or_default(),
+            };
+            context.response_json(&id, object, vec![choice], usage)
         }
-        Endpoint::Fim => to_json(&TextCompletionWire {
-            id: &id,
-            object: "text_completion",
-            created: context.created_s,
-            model: &context.model,
-            system_fingerprint: &context.system_fingerprint,
-            choices: vec![TextChoiceWire {
+        Endpoint::Fim => {
+            let choice = TextChoiceWire {
                 text: &entry.content.concat(),
                 index: 0,
                 logprobs: None,
                 finish_reason: Some(entry.finish_reason_or_default()),
-            }],
-            usage: usage.map(Some),
-        }),
-    };
-    let object = match context.endpoint {
-        Endpoint::Chat => "chat.completion",
-        Endpoint::Fim => "text_completion",
+            };
+            context.response_json(&id, object, vec![choice], usage)
+        }
     };
     let mut head_delay_ms = entry.delay_ms;
     let body = match entry.fault {

@@ -69,15 +69,17 @@ impl Usage {
     }
 }
 
-/// One `chat.completion.chunk` object.
+/// One response object: a `chat.completion.chunk`, a `chat.completion` or a
+/// FIM `text_completion`, streamed or whole. They differ only in `object`
+/// and in the shape of their choices.
 #[derive(Debug, Serialize)]
-pub(crate) struct ChunkWire<'a> {
+pub(crate) struct ResponseWire<'a, Choice> {
     pub id: &'a str,
     pub object: &'static str,
     pub created: u64,
     pub model: &'a str,
     pub system_fingerprint: &'a str,
-    pub choices: Vec<ChunkChoiceWire<'a>>,
+    pub choices: Vec<Choice>,
     /// Absent (`None`), `null` (`Some(None)`, OpenAI's chunks before the usage
     /// chunk) or the usage object.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,19 +126,6 @@ pub(crate) struct FunctionDeltaWire<'a> {
     pub arguments: &'a str,
 }
 
-/// One non-streaming `chat.completion` object.
-#[derive(Debug, Serialize)]
-pub(crate) struct CompletionWire<'a> {
-    pub id: &'a str,
-    pub object: &'static str,
-    pub created: u64,
-    pub model: &'a str,
-    pub system_fingerprint: &'a str,
-    pub choices: Vec<CompletionChoiceWire<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<&'a Usage>,
-}
-
 #[derive(Debug, Serialize)]
 pub(crate) struct CompletionChoiceWire<'a> {
     pub index: u32,
@@ -145,19 +134,7 @@ pub(crate) struct CompletionChoiceWire<'a> {
     pub finish_reason: &'a str,
 }
 
-/// One FIM `text_completion` object, streamed or whole.
-#[derive(Debug, Serialize)]
-pub(crate) struct TextCompletionWire<'a> {
-    pub id: &'a str,
-    pub object: &'static str,
-    pub created: u64,
-    pub model: &'a str,
-    pub system_fingerprint: &'a str,
-    pub choices: Vec<TextChoiceWire<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Option<&'a Usage>>,
-}
-
+/// One FIM choice, streamed or whole.
 #[derive(Debug, Serialize)]
 pub(crate) struct TextChoiceWire<'a> {
     pub text: &'a str,
