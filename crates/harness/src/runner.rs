@@ -49,30 +49,8 @@ pub fn check_twice(
     let second = implementation.run(&scenario.case);
     let real_time = implementation.real_time();
     let fingerprint = |ran: &Ran| match ran {
-        Ran::Observed(result) => {
-            let mut result = (**result).clone();
-            if let Some(run) = result.run.as_mut()
-                && real_time
-            {
-                normalize::redact_run(run);
-                // The harness picks a fresh loopback port per case.
-                for request in &mut run.requests {
-                    for [name, value] in &mut request.headers {
-                        if name == "host" {
-                            *value = "<loopback>".into();
-                        }
-                    }
-                }
-            }
-            let mut value = serde_json::to_value(&result).ok()?;
-            if !real_time {
-                return serde_json::to_string(&value).ok();
-            }
-            // Ids a real-time implementation mints are in requests and
-            // observations too; the loopback URL may be quoted in messages.
-            normalize::redact_message_ids(&mut value);
-            Some(without_loopback_ports(&serde_json::to_string(&value).ok()?))
-        }
+        Ran::Observed(result) if real_time => normalize::real_time_fingerprint(result),
+        Ran::Observed(result) => serde_json::to_string(result).ok(),
         Ran::NotRun(_) => None,
     };
     if let (Some(one), Some(two)) = (fingerprint(&first), fingerprint(&second))
@@ -107,23 +85,6 @@ pub fn check_twice(
         );
     }
     judge(scenario, real_time, first)
-}
-
-/// `text` with the port of every `http://127.0.0.1:<port>` replaced by
-/// `<port>`: the harness starts each case's provider on a fresh port.
-fn without_loopback_ports(text: &str) -> String {
-    const LOOPBACK: &str = "http://127.0.0.1:";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(found) = rest.find(LOOPBACK) {
-        let after = &rest[found + LOOPBACK.len()..];
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        out.push_str(&rest[..found + LOOPBACK.len()]);
-        out.push_str(if digits > 0 { "<port>" } else { "" });
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The outcome of what a run produced.

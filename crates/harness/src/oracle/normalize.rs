@@ -49,6 +49,44 @@ pub fn redact_message_ids(value: &mut Value) {
     }
 }
 
+/// A real-time implementation's whole result as text, with everything a
+/// rerun may change for reasons of its own redacted: event times and message
+/// ids (in the log, requests and observations), and the loopback port the
+/// harness picked for the case's provider (in `host` headers and in any
+/// quoted `http://127.0.0.1:<port>`). Two runs of a deterministic
+/// implementation give the same text.
+pub fn real_time_fingerprint(result: &dshc_scenario::protocol::CaseResult) -> Option<String> {
+    let mut result = result.clone();
+    if let Some(run) = result.run.as_mut() {
+        redact_run(run);
+        for [name, value] in run.requests.iter_mut().flat_map(|r| r.headers.iter_mut()) {
+            if name == "host" {
+                *value = "<loopback>".into();
+            }
+        }
+    }
+    let mut value = serde_json::to_value(&result).ok()?;
+    redact_message_ids(&mut value);
+    Some(without_loopback_ports(&serde_json::to_string(&value).ok()?))
+}
+
+/// `text` with the port of every `http://127.0.0.1:<port>` replaced by
+/// `<port>`.
+fn without_loopback_ports(text: &str) -> String {
+    const LOOPBACK: &str = "http://127.0.0.1:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find(LOOPBACK) {
+        let after = &rest[found + LOOPBACK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..found + LOOPBACK.len()]);
+        out.push_str(if digits > 0 { "<port>" } else { "" });
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Redact one logged event: drop its `time`, replace its message ids.
 pub fn redact_event(event: &mut Value) {
     if let Some(map) = event.as_object_mut() {
