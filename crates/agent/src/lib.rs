@@ -421,13 +421,14 @@ impl Agent {
         session: Session,
     ) -> Result<Agent, JsError> {
         let max_tokens = options.checked_max_tokens()?;
-        let last_turn = session
-            .events()
-            .iter()
-            .rev()
-            .find(|e| e.kind == "turn/start")
-            .and_then(|e| e.data["turn"].as_u64())
-            .unwrap_or(0);
+        let last_turn = session.with_events(|events| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e.kind == "turn/start")
+                .and_then(|e| e.data["turn"].as_u64())
+                .unwrap_or(0)
+        });
         let inbox = Inbox::replay(&session, 0)?;
         let warnings = context.live_events.clone();
         session.set_warning_sink(Rc::new(move |message| {
@@ -953,6 +954,8 @@ impl Agent {
                     signal,
                 )
                 .await?;
+            // Shared with the wire stream, not copied (it holds every message).
+            let request = Rc::new(request);
             let mut assembler = BlockAssembler::default();
             let mut chunk_seqs = Vec::new();
             let streamed = self
@@ -1090,7 +1093,7 @@ impl Agent {
     #[allow(clippy::too_many_arguments)]
     async fn stream(
         &self,
-        request: &Value,
+        request: &Rc<Value>,
         route: Option<AdapterRoute>,
         signal: &AbortSignal,
         assembler: &mut BlockAssembler,
@@ -1113,7 +1116,7 @@ impl Agent {
                 let probe = signal.clone();
                 Chunks::Wire(ChunkStream::new(
                     wire.connection,
-                    request.clone(),
+                    Rc::clone(request),
                     Box::new(move || probe.is_aborted()),
                 ))
             }
@@ -1121,7 +1124,7 @@ impl Agent {
                 self.0.context.llm_calls.borrow_mut().push(LlmCall {
                     session: self.0.session.id(),
                     at: self.0.session.len(),
-                    request: request.clone(),
+                    request: Value::clone(request),
                 });
                 Chunks::Scripted(scripted.stream(signal.clone()))
             }

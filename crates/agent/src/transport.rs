@@ -115,7 +115,7 @@ enum State {
 /// A chunk stream for one attempt: call [`ChunkStream::next`] until `None`.
 pub struct ChunkStream {
     connection: Rc<Connection>,
-    request: Value,
+    request: Rc<Value>,
     aborted: Box<dyn Fn() -> bool>,
     state: State,
     pending: VecDeque<Value>,
@@ -126,7 +126,7 @@ impl ChunkStream {
     /// caller's signal fired (failures then become `aborted` finishes).
     pub fn new(
         connection: Rc<Connection>,
-        request: Value,
+        request: Rc<Value>,
         aborted: Box<dyn Fn() -> bool>,
     ) -> ChunkStream {
         ChunkStream {

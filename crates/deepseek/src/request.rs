@@ -1,7 +1,7 @@
 //! The request body (09 W1–W3) and headers (W6): how a prepared call
 //! becomes DeepSeek chat-completions JSON, byte for byte in upstream's key order.
 
-use dshc_model::js::{JsError, join_element_text, json_round_trip};
+use dshc_model::js::{JsError, join_element_text, json_round_trip_in_place};
 use serde_json::{Map, Value, json};
 
 use crate::*;
@@ -172,7 +172,9 @@ pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result
     insert_defined(&mut body, "temperature", prop(request, "temperature"));
     insert_defined(&mut body, "max_tokens", prop(request, "maxTokens"));
     insert_defined(&mut body, "stop", prop(request, "stop"));
-    Ok(json_round_trip(&Value::Object(body)))
+    let mut body = Value::Object(body);
+    json_round_trip_in_place(&mut body);
+    Ok(body)
 }
 
 /// The request URL: `{baseURL}/chat/completions`.

@@ -23,6 +23,7 @@ pub mod generate;
 pub mod limits;
 pub mod oracle;
 pub mod outcome;
+pub mod parallel;
 pub mod partition;
 pub mod reference;
 pub mod report;

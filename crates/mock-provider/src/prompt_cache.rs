@@ -135,16 +135,31 @@ pub struct PromptAccounting {
     pub prompt_cache_miss_tokens: u64,
 }
 
-/// Prompts seen so far, per model, as token sequences.
+/// A prompt's tokens as integers: equal tokens, equal ids.
 ///
-/// Tokens are interned to integer ids (assigned in first-seen order), so memory stays
-/// proportional to the number of tokens. Each model's prompts are kept sorted: the
-/// recorded prompt sharing the longest prefix with a new one is next to where the new
-/// one would sort, so a lookup compares two prompts, not all of them, and a long
-/// session costs time linear in its prompts' length rather than quadratic.
+/// A token of [`crate::tokenizer`] is at most four ASCII alphanumerics or one
+/// Unicode scalar, so at most 4 bytes of UTF-8; its bytes, zero-padded, are
+/// its id. No token but the NUL character has a zero byte, and that one is a
+/// token on its own, so no two tokens share an id and no vocabulary is kept.
+pub fn token_ids(prompt: &str) -> Vec<u32> {
+    tokenize(prompt)
+        .into_iter()
+        .map(|token| {
+            let mut bytes = [0u8; 4];
+            bytes[..token.len()].copy_from_slice(token.as_bytes());
+            u32::from_le_bytes(bytes)
+        })
+        .collect()
+}
+
+/// Prompts seen so far, per model, as token-id sequences ([`token_ids`]).
+///
+/// Each model's prompts are kept sorted: the recorded prompt sharing the
+/// longest prefix with a new one is next to where the new one would sort, so
+/// a lookup compares two prompts, not all of them, and a long session costs
+/// time linear in its prompts' length rather than quadratic.
 #[derive(Debug, Clone, Default)]
 pub struct PromptCache {
-    vocabulary: BTreeMap<Box<str>, u32>,
     prompts_by_model: BTreeMap<String, ModelPrompts>,
 }
 
@@ -162,9 +177,13 @@ impl PromptCache {
 
     /// Account `prompt` for `model` against the prompts recorded so far (does not record it).
     pub fn account(&self, model: &str, prompt: &str) -> PromptAccounting {
-        let tokens = tokenize(prompt);
-        let prompt_tokens = tokens.len() as u64;
-        let shared_prefix_tokens = self.longest_shared_prefix(model, &tokens);
+        self.account_ids(model, &token_ids(prompt))
+    }
+
+    /// [`PromptCache::account`] of a prompt already turned into [`token_ids`].
+    pub fn account_ids(&self, model: &str, ids: &[u32]) -> PromptAccounting {
+        let prompt_tokens = ids.len() as u64;
+        let shared_prefix_tokens = self.longest_shared_prefix(model, ids);
         let prompt_cache_hit_tokens = shared_prefix_tokens / CACHE_UNIT_TOKENS * CACHE_UNIT_TOKENS;
         PromptAccounting {
             prompt_tokens,
@@ -176,10 +195,11 @@ impl PromptCache {
 
     /// Remember `prompt` as cached for `model`.
     pub fn record(&mut self, model: &str, prompt: &str) {
-        let ids: Vec<u32> = tokenize(prompt)
-            .into_iter()
-            .map(|token| self.intern(token))
-            .collect();
+        self.record_ids(model, token_ids(prompt));
+    }
+
+    /// [`PromptCache::record`] of a prompt already turned into [`token_ids`].
+    pub fn record_ids(&mut self, model: &str, ids: Vec<u32>) {
         let prompts = self.prompts_by_model.entry(model.to_owned()).or_default();
         prompts.sorted.insert(ids);
         prompts.recorded += 1;
@@ -192,26 +212,10 @@ impl PromptCache {
             .map_or(0, |prompts| prompts.recorded)
     }
 
-    fn intern(&mut self, token: &str) -> u32 {
-        if let Some(&id) = self.vocabulary.get(token) {
-            return id;
-        }
-        let id = u32::try_from(self.vocabulary.len()).expect("fewer than 2^32 distinct tokens");
-        self.vocabulary.insert(token.into(), id);
-        id
-    }
-
-    fn longest_shared_prefix(&self, model: &str, tokens: &[&str]) -> u64 {
+    fn longest_shared_prefix(&self, model: &str, ids: &[u32]) -> u64 {
         let Some(prompts) = self.prompts_by_model.get(model) else {
             return 0;
         };
-        // Map the new prompt to ids; a token never seen before cannot match anything,
-        // so the comparable part ends there.
-        let ids: Vec<u32> = tokens
-            .iter()
-            .map_while(|token| self.vocabulary.get(*token).copied())
-            .collect();
-        let ids: &[u32] = &ids;
         let at_or_after = prompts
             .sorted
             .range::<[u32], _>((Bound::Included(ids), Bound::Unbounded))
@@ -461,5 +465,18 @@ mod tests {
             }
         }
         assert_eq!(cache.recorded_prompt_count("m"), recorded.len());
+    }
+
+    #[test]
+    fn distinct_tokens_get_distinct_ids() {
+        let text = "a ab abc abcd\u{0}\u{0}aé字🙂 9 Z\u{7f}\u{80}";
+        let tokens = tokenize(text);
+        let ids = token_ids(text);
+        assert_eq!(tokens.len(), ids.len());
+        for (i, left) in tokens.iter().enumerate() {
+            for (j, right) in tokens.iter().enumerate() {
+                assert_eq!(left == right, ids[i] == ids[j], "{left:?} vs {right:?}");
+            }
+        }
     }
 }

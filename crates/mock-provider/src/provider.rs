@@ -15,7 +15,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::catalog::{CatalogModel, DEFAULT_CONTEXT_WINDOW_TOKENS, effective_catalog};
-use crate::prompt_cache::{PromptAccounting, PromptCache, canonical_fim_prompt, canonical_prompt};
+use crate::prompt_cache::{
+    PromptAccounting, PromptCache, canonical_fim_prompt, canonical_prompt, token_ids,
+};
 use crate::render::{RenderContext, ResponsePlan, render_response};
 use crate::request_rules::{self, RuleInput, RuleViolation, ServedCall, ServedCalls};
 use crate::script::{Endpoint, FaultKind, MatchInput, Script, ScriptError};
@@ -681,7 +683,8 @@ impl State {
             Endpoint::Chat => canonical_prompt(&body_json),
             Endpoint::Fim => canonical_fim_prompt(&body_json),
         };
-        let prompt = self.cache.account(&parsed.model, &prompt_text);
+        let prompt_ids = token_ids(&prompt_text);
+        let prompt = self.cache.account_ids(&parsed.model, &prompt_ids);
         let known_window = self
             .catalog
             .iter()
@@ -769,7 +772,7 @@ impl State {
         let is_http_error = entry.is_http_error();
         let prompt_recorded = !is_http_error && entry.fault != Some(FaultKind::DropConnection);
         if prompt_recorded {
-            self.cache.record(&parsed.model, &prompt_text);
+            self.cache.record_ids(&parsed.model, prompt_ids);
         }
         if !is_http_error {
             for (index, call) in entry.tool_calls.iter().enumerate() {

@@ -50,14 +50,18 @@ impl Inbox {
             next_turn: Vec::new(),
             next_step: Vec::new(),
         };
-        for event in session.events().iter().skip(from_seq as usize) {
-            if event.kind != "agent/inbox/spliced" {
-                continue;
-            }
-            inbox.apply(&event.data).map_err(|error| {
+        let splices: Vec<(u64, Value)> = session.with_events(|events| {
+            events
+                .iter()
+                .skip(from_seq as usize)
+                .filter(|event| event.kind == "agent/inbox/spliced")
+                .map(|event| (event.seq, event.data.clone()))
+                .collect()
+        });
+        for (seq, data) in splices {
+            inbox.apply(&data).map_err(|error| {
                 JsError::error(format!(
-                    "invalid persisted inbox splice at session seq {}",
-                    event.seq
+                    "invalid persisted inbox splice at session seq {seq}"
                 ))
                 .with_cause(error)
             })?;

@@ -15,7 +15,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// A thrown JavaScript value, reduced to what the contract observes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -378,17 +378,33 @@ pub fn number_json(x: f64) -> Value {
 /// A JSON value as a `JSON.parse` → `JSON.stringify` round trip leaves it:
 /// JavaScript numbers and own-property key order.
 pub fn json_round_trip(value: &Value) -> Value {
+    let mut copy = value.clone();
+    json_round_trip_in_place(&mut copy);
+    copy
+}
+
+/// [`json_round_trip`] on an owned value: only numbers and objects with
+/// array-index keys change, so the rest is left where it is.
+pub fn json_round_trip_in_place(value: &mut Value) {
     match value {
-        Value::Number(n) => number_json(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Array(items) => Value::Array(items.iter().map(json_round_trip).collect()),
+        Value::Number(n) => *value = number_json(n.as_f64().unwrap_or(f64::NAN)),
+        Value::Array(items) => items.iter_mut().for_each(json_round_trip_in_place),
         Value::Object(map) => {
-            let mut out = Map::new();
-            for key in js_key_order(map.keys().map(String::as_str)) {
-                out.insert(key.to_string(), json_round_trip(&map[key]));
+            if map.keys().any(|key| is_array_index(key)) {
+                let mut old = std::mem::take(map);
+                let order: Vec<String> = js_key_order(old.keys().map(String::as_str))
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                for key in order {
+                    if let Some(item) = old.remove(&key) {
+                        map.insert(key, item);
+                    }
+                }
             }
-            Value::Object(out)
+            map.values_mut().for_each(json_round_trip_in_place);
         }
-        other => other.clone(),
+        _ => {}
     }
 }
 

@@ -57,24 +57,26 @@ pub struct RuntimeContextProjection {
 impl RuntimeContextProjection {
     /// Restore from the log (RC1), then follow new events (RC2).
     pub fn attach(session: &Session) -> RuntimeContextProjection {
-        let events = session.events();
         let surface = session.surface_nodes();
-        let mut retained = Retained::Never;
-        for event in events.iter().rev() {
-            if event.kind != "user/message" || !is_owned(&event.data) {
-                continue;
+        let retained = session.with_events(|events| {
+            let mut retained = Retained::Never;
+            for event in events.iter().rev() {
+                if event.kind != "user/message" || !is_owned(&event.data) {
+                    continue;
+                }
+                if retained == Retained::Never {
+                    retained = Retained::Cleared;
+                }
+                if surface.contains(&event.seq) {
+                    retained = Retained::Snapshot {
+                        seq: event.seq,
+                        text: text_of(&event.data),
+                    };
+                    break;
+                }
             }
-            if retained == Retained::Never {
-                retained = Retained::Cleared;
-            }
-            if surface.contains(&event.seq) {
-                retained = Retained::Snapshot {
-                    seq: event.seq,
-                    text: text_of(&event.data),
-                };
-                break;
-            }
-        }
+            retained
+        });
         let projection = RuntimeContextProjection {
             retained: Rc::new(RefCell::new(retained)),
         };

@@ -208,7 +208,7 @@ pub type Observer = Rc<dyn Fn(&Event) -> Result<(), JsError>>;
 /// Where a session's contained observer failures go (`ctx.logger.warn`).
 pub type WarningSink = Rc<dyn Fn(String)>;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Surface {
     nodes: Vec<u64>,
     replace_generation: u64,
@@ -776,6 +776,12 @@ impl Session {
         self.state.borrow().log.clone()
     }
 
+    /// Look at the log without copying it. `look` must not append to or
+    /// otherwise change this session (the log is borrowed meanwhile).
+    pub fn with_events<R>(&self, look: impl FnOnce(&[Event]) -> R) -> R {
+        look(&self.state.borrow().log)
+    }
+
     /// The number of events.
     pub fn len(&self) -> usize {
         self.state.borrow().log.len()
@@ -850,17 +856,48 @@ pub fn derive_messages(events: &[Event], nodes: &[u64]) -> Vec<Value> {
 
 /// Fold a log prefix's surface (validating it) into its node list.
 pub fn fold_surface(events: &[Event]) -> Result<Vec<u64>, JsError> {
-    let mut surface = Surface::default();
-    for (index, event) in events.iter().enumerate() {
-        if event.seq != index as u64 {
-            return Err(JsError::error(format!(
-                "session event seq {} is not contiguous; expected {index}",
-                event.seq
-            )));
-        }
-        surface.apply(event, &events[..index])?;
+    let mut fold = SurfaceFold::default();
+    fold.advance(events, events.len())?;
+    Ok(fold.surface.nodes)
+}
+
+/// [`fold_surface`] one event at a time, for a reader that needs the
+/// surface of many prefixes of one log (replaying every request of a
+/// session): each event is folded once instead of once per prefix.
+#[derive(Clone, Default)]
+pub struct SurfaceFold {
+    surface: Surface,
+    folded: usize,
+}
+
+impl SurfaceFold {
+    /// How many events of the log are folded.
+    pub fn folded(&self) -> usize {
+        self.folded
     }
-    Ok(surface.nodes)
+
+    /// The surface nodes of the folded prefix.
+    pub fn nodes(&self) -> &[u64] {
+        &self.surface.nodes
+    }
+
+    /// Fold `events[folded..to]`. An event that does not fold stops the
+    /// fold before it, so asking again fails again, as every longer prefix
+    /// does in [`fold_surface`].
+    pub fn advance(&mut self, events: &[Event], to: usize) -> Result<(), JsError> {
+        for index in self.folded..to.min(events.len()) {
+            let event = &events[index];
+            if event.seq != index as u64 {
+                return Err(JsError::error(format!(
+                    "session event seq {} is not contiguous; expected {index}",
+                    event.seq
+                )));
+            }
+            self.surface.apply(event, &events[..index])?;
+            self.folded = index + 1;
+        }
+        Ok(())
+    }
 }
 /// A JSON value that is not a session event; says which part is wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,11 +2,14 @@
 //! loop invariants; a violation is shrunk to a scenario file with a replay
 //! command.
 
+use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use dshc_harness::generate::session::generate_session;
 use dshc_harness::sim::{check_session, shrink, steps_of, write_session};
 
+use dshc_harness::parallel::{default_jobs, for_each_ordered};
 use dshc_harness::partition::Partition;
 
 use crate::Exit;
@@ -31,6 +34,10 @@ pub struct Args {
     /// Where a shrunk failing session is written.
     #[arg(long, default_value = "scenarios/regressions")]
     regressions_dir: PathBuf,
+    /// Sessions run at once, each on its own thread [default: the cores
+    /// available]. The output is the same for every value.
+    #[arg(long, short = 'j')]
+    jobs: Option<NonZeroUsize>,
 }
 
 /// Run it.
@@ -52,19 +59,37 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         args.sessions
     });
     let (mut checked, mut steps) = (0u64, 0usize);
-    for index in range
+    let indices: Vec<u64> = range
         .into_iter()
         .flatten()
         .filter(|&index| args.partition.contains(index))
-    {
-        progress.tick(index);
-        let scenario = generate_session(seed, index);
-        let (violations, run) = check_session(&scenario);
-        checked += 1;
-        steps += run.as_ref().map_or(0, steps_of);
-        let Some(first) = violations.first() else {
-            continue;
-        };
+        .collect();
+    let mut failing = None;
+    for_each_ordered(
+        indices,
+        args.jobs.unwrap_or_else(default_jobs),
+        |index| {
+            let scenario = generate_session(seed, index);
+            let (violations, run) = check_session(&scenario);
+            (
+                index,
+                scenario,
+                violations,
+                run.as_ref().map_or(0, steps_of),
+            )
+        },
+        |(index, scenario, violations, session_steps)| {
+            progress.tick(index);
+            checked += 1;
+            steps += session_steps;
+            if violations.is_empty() {
+                return ControlFlow::Continue(());
+            }
+            failing = Some((index, scenario, violations));
+            ControlFlow::Break(())
+        },
+    );
+    if let Some((index, scenario, violations)) = failing {
         progress.clear();
         crate::out!(
             "session {index} of seed {seed} violates {} invariant(s):",
@@ -73,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         for violation in &violations {
             crate::out!("  [{}] {}", violation.tag, violation.detail);
         }
-        let minimal = shrink(&scenario, &first.tag, 400);
+        let minimal = shrink(&scenario, &violations[0].tag, 400);
         let remaining = check_session(&minimal).0;
         match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
             Ok(path) => crate::out!("wrote the shrunk session to {}", path.display()),

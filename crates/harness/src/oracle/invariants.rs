@@ -115,6 +115,12 @@ pub fn tools_sorted(requests: &[ProviderRequest]) -> Vec<String> {
     problems
 }
 
+fn messages_of(request: &ProviderRequest) -> &[Value] {
+    request.body["messages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+}
+
 /// While a request only extends the previous one (same model, tools and
 /// leading messages), its cache hits do not shrink.
 pub fn cache_hits_monotonic(requests: &[ProviderRequest]) -> Vec<String> {
@@ -127,14 +133,7 @@ pub fn cache_hits_monotonic(requests: &[ProviderRequest]) -> Vec<String> {
             continue;
         };
         let same = |key: &str| before.body[key] == after.body[key];
-        let old = before.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let new = after.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let (old, new) = (messages_of(before), messages_of(after));
         let extends = new.len() >= old.len() && new[..old.len()] == old[..];
         if same("model") && same("tools") && extends && hits_after < hits_before {
             problems.push(format!(
@@ -366,7 +365,7 @@ pub fn judge_loop_run(
             }
         };
         let dispatches = crate::oracle::replay::dispatch_points(&events);
-        let wire: Vec<Value> = run
+        let wire: Vec<&Value> = run
             .requests
             .iter()
             .filter(|request| {
@@ -376,9 +375,9 @@ pub fn judge_loop_run(
                     .find(|[name, _]| name == "x-deepseek-harness-session-id");
                 session.map_or(single, |[_, value]| value == agent)
             })
-            .map(|request| request.body.clone())
+            .map(|request| &request.body)
             .collect();
-        let scripted: Vec<Value> = run
+        let scripted: Vec<&Value> = run
             .llm_requests
             .iter()
             .filter(|request| {
@@ -386,7 +385,6 @@ pub fn judge_loop_run(
                     .as_str()
                     .map_or(single, |id| id == agent)
             })
-            .cloned()
             .collect();
         // Each attempt went to the wire or to a scripted route. The log does
         // not say which, so a session whose traffic went both ways (or

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use dshc_model::JsError;
 
 use dshc_deepseek::{DeepSeekDefaults, serialize_request};
-use dshc_model::session::{Event, derive_messages, fold_request_header, fold_surface};
+use dshc_model::session::{Event, SurfaceFold, derive_messages, fold_request_header, fold_surface};
 
 /// Why a request cannot be rebuilt from a log.
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +39,15 @@ pub enum ReplayError {
 pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, ReplayError> {
     let header = fold_request_header(prefix).ok_or(ReplayError::NoHeader)?;
     let nodes = fold_surface(prefix).map_err(ReplayError::Surface)?;
+    Ok(request_from(&header, prefix, &nodes, session_id))
+}
+
+/// The request of a folded header and the surface `nodes` of `prefix`.
+fn request_from(header: &Value, prefix: &[Event], nodes: &[u64], session_id: &str) -> Value {
     let mut request: Map<String, Value> = header["config"].as_object().cloned().unwrap_or_default();
     request.insert(
         "messages".into(),
-        Value::Array(derive_messages(prefix, &nodes)),
+        Value::Array(derive_messages(prefix, nodes)),
     );
     if let Some(system) = header.get("system") {
         request.insert("system".into(), system.clone());
@@ -51,7 +56,79 @@ pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, ReplayErr
         request.insert("tools".into(), tools.clone());
     }
     request.insert("sessionId".into(), json!(session_id));
-    Ok(Value::Object(request))
+    Value::Object(request)
+}
+
+/// Requests rebuilt at increasing prefix lengths of one log. Each event is
+/// folded once (asking for a shorter prefix than the last starts over), and
+/// a prefix whose header and surface equal the previous one's is known to
+/// rebuild the same request, so replaying a session costs the size of its
+/// requests, not its length times its requests.
+struct Rebuilder<'a> {
+    events: &'a [Event],
+    session_id: &'a str,
+    fold: SurfaceFold,
+    fold_error: Option<JsError>,
+    /// The last `request/header` among the first `scanned` events.
+    last_header: Option<usize>,
+    scanned: usize,
+}
+
+/// What a prefix rebuilds: its header event and surface nodes. Two prefixes
+/// with the same key rebuild the same request.
+type RebuildKey = (Option<usize>, Vec<u64>);
+
+impl<'a> Rebuilder<'a> {
+    fn new(events: &'a [Event], session_id: &'a str) -> Self {
+        Rebuilder {
+            events,
+            session_id,
+            fold: SurfaceFold::default(),
+            fold_error: None,
+            last_header: None,
+            scanned: 0,
+        }
+    }
+
+    /// Move to the prefix of `length` events and say what it rebuilds.
+    fn seek(&mut self, length: usize) -> RebuildKey {
+        let length = length.min(self.events.len());
+        if length < self.scanned {
+            *self = Rebuilder::new(self.events, self.session_id);
+        }
+        for index in self.scanned..length {
+            if self.events[index].kind == "request/header" {
+                self.last_header = Some(index);
+            }
+        }
+        self.scanned = length;
+        if self.fold_error.is_none()
+            && let Err(error) = self.fold.advance(self.events, length)
+        {
+            self.fold_error = Some(error);
+        }
+        (self.last_header, self.fold.nodes().to_vec())
+    }
+
+    /// The request of the prefix [`Rebuilder::seek`] moved to.
+    fn request(&self) -> Result<Value, ReplayError> {
+        let header = self
+            .last_header
+            .and_then(|index| self.events[index].data.get("header"))
+            .map(dshc_model::header::canonical_header)
+            .ok_or(ReplayError::NoHeader)?;
+        if let Some(error) = &self.fold_error
+            && self.fold.folded() < self.scanned
+        {
+            return Err(ReplayError::Surface(error.clone()));
+        }
+        Ok(request_from(
+            &header,
+            &self.events[..self.scanned],
+            self.fold.nodes(),
+            self.session_id,
+        ))
+    }
 }
 
 /// The wire body of the request dispatched after this prefix.
@@ -123,6 +200,39 @@ fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) 
     }
 }
 
+/// Steps that may have sent a request the log does not mark: a step with no
+/// chunk in a turn that ended aborted (a cancel landed while its request was
+/// in flight, before the first chunk). Each is the range of log prefix lengths
+/// from the step's start to its end; the provider may or may not have
+/// received a request built from one of them.
+fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
+    let mut attempts = Vec::new();
+    let mut open: Option<(usize, bool)> = None;
+    for (index, event) in events.iter().enumerate() {
+        match event.kind.as_str() {
+            "step/start" => open = Some((index + 1, false)),
+            "assistant/chunk" => {
+                if let Some((_, chunked)) = open.as_mut() {
+                    *chunked = true;
+                }
+            }
+            "step/end" => {
+                if let Some((from, false)) = open.take() {
+                    let turn_end = events[index..].iter().find(|e| e.kind == "turn/end");
+                    if turn_end.is_none_or(|end| end.data["reason"]["kind"] == "aborted") {
+                        attempts.push((from, index));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some((from, false)) = open {
+        attempts.push((from, events.len()));
+    }
+    attempts
+}
+
 /// Whether the attempt whose first chunk is at `at` is that chunk alone, a
 /// failure with no HTTP status: it may have failed before anything was sent
 /// (no adapter for the provider, a request that did not build).
@@ -148,11 +258,11 @@ pub fn check_replay(
     events: &[Event],
     session_id: &str,
     dispatches: &[usize],
-    received: &[Value],
+    received: &[&Value],
     defaults: &DeepSeekDefaults,
 ) -> Vec<String> {
-    check_replay_with(events, dispatches, received, &|prefix| {
-        wire_body_at(prefix, session_id, defaults)
+    check_replay_with(events, session_id, dispatches, received, &|request| {
+        serialize_request(&request, defaults).map_err(ReplayError::Serialize)
     })
 }
 
@@ -163,35 +273,55 @@ pub fn check_scripted_replay(
     events: &[Event],
     session_id: &str,
     dispatches: &[usize],
-    received: &[Value],
+    received: &[&Value],
 ) -> Vec<String> {
-    check_replay_with(events, dispatches, received, &|prefix| {
-        request_at(prefix, session_id)
-    })
+    check_replay_with(events, session_id, dispatches, received, &Ok)
 }
 
 fn check_replay_with(
     events: &[Event],
+    session_id: &str,
     dispatches: &[usize],
-    received: &[Value],
-    rebuild: &dyn Fn(&[Event]) -> Result<Value, ReplayError>,
+    received: &[&Value],
+    finish: &dyn Fn(Value) -> Result<Value, ReplayError>,
 ) -> Vec<String> {
     // Compared as JSON text: key order is part of the wire body.
-    let same = |body: &Value, rebuilt: &Value| {
-        serde_json::to_string(body).ok() == serde_json::to_string(rebuilt).ok()
-    };
+    let text = |value: &Value| serde_json::to_string(value).unwrap_or_default();
+    let received: Vec<(&Value, String)> = received.iter().map(|body| (*body, text(body))).collect();
+    let mut at_dispatch = Rebuilder::new(events, session_id);
+    let mut search = Rebuilder::new(events, session_id);
     // A request is accounted for when some log prefix between the previous
     // dispatch point and this one rebuilds it.
-    let explained = |body: &Value, from: usize, to: usize| {
-        (from..=to.min(events.len()))
-            .any(|length| rebuild(&events[..length]).is_ok_and(|rebuilt| same(body, &rebuilt)))
+    let mut explained = |body: &str, from: usize, to: usize| {
+        let mut previous_key = None;
+        (from..=to.min(events.len())).any(|length| {
+            let key = search.seek(length);
+            if previous_key.as_ref() == Some(&key) {
+                return false;
+            }
+            previous_key = Some(key);
+            search
+                .request()
+                .and_then(finish)
+                .is_ok_and(|rebuilt| text(&rebuilt) == body)
+        })
     };
     let mut problems = Vec::new();
     let mut pending = received.iter().enumerate().peekable();
     let mut previous = 0;
+    let mut untraced = untraced_attempts(events).into_iter().peekable();
     for (position, dispatch) in dispatches.iter().enumerate() {
-        let prefix = &events[..(*dispatch).min(events.len())];
-        let rebuilt = match rebuild(prefix) {
+        // Requests of untraced attempts before this dispatch, in order.
+        while let Some((from, to)) = untraced.next_if(|(from, _)| from <= dispatch) {
+            if pending
+                .next_if(|(_, (_, body))| explained(body, from, to))
+                .is_some()
+            {
+                previous = to;
+            }
+        }
+        at_dispatch.seek(*dispatch);
+        let rebuilt = match at_dispatch.request().and_then(finish) {
             Ok(rebuilt) => rebuilt,
             Err(error) => {
                 problems.push(format!(
@@ -200,21 +330,22 @@ fn check_replay_with(
                 continue;
             }
         };
+        let rebuilt_text = text(&rebuilt);
         let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied())
             || failed_without_response(events, *dispatch);
         match pending.peek() {
-            Some((_, body)) if same(body, &rebuilt) => {
+            Some((_, (_, body))) if *body == rebuilt_text => {
                 pending.next();
             }
             // Events logged between the dispatch and the attempt's first
             // chunk (a compaction, a cancel) moved the chunk later; or an
             // earlier attempt logged nothing. Either way the body is the one
             // some prefix since the previous dispatch rebuilds.
-            Some((_, body)) if explained(body, previous, *dispatch) => {
+            Some((_, (_, body))) if explained(body, previous, *dispatch) => {
                 pending.next();
             }
             _ if skippable => {}
-            Some((index, body)) => {
+            Some((index, (body, _))) => {
                 problems.push(format!(
                     "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {rebuilt}"
                 ));
@@ -226,7 +357,10 @@ fn check_replay_with(
         }
         previous = *dispatch;
     }
-    for (index, body) in pending {
+    for (from, to) in untraced {
+        pending.next_if(|(_, (_, body))| explained(body, from, to));
+    }
+    for (index, (_, body)) in pending {
         if !explained(body, previous, events.len()) {
             problems.push(format!(
                 "request {index} was received but no prefix of the log rebuilds it"
@@ -275,17 +409,22 @@ mod tests {
             body["messages"],
             json!([{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}])
         );
-        assert!(check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default()).is_empty());
+        assert!(check_replay(&log(), "s", &[2], &[&body], &DeepSeekDefaults::default()).is_empty());
     }
 
     #[test]
     fn a_request_that_differs_from_its_reconstruction_is_flagged() {
         let mut body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
         body["messages"][0]["content"] = json!("another system");
-        let problems = check_replay(&log(), "s", &[2], &[body], &DeepSeekDefaults::default());
+        let problems = check_replay(&log(), "s", &[2], &[&body], &DeepSeekDefaults::default());
         assert_eq!(problems.len(), 1, "{problems:?}");
-        let unaccounted =
-            check_replay(&log(), "s", &[], &[json!({})], &DeepSeekDefaults::default());
+        let unaccounted = check_replay(
+            &log(),
+            "s",
+            &[],
+            &[&json!({})],
+            &DeepSeekDefaults::default(),
+        );
         assert_eq!(unaccounted.len(), 1);
     }
 }

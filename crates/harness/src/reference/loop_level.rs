@@ -23,7 +23,7 @@ use dshc_agent::{
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
-use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
+use dshc_model::session::{Clock, Event, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
     AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
@@ -833,11 +833,12 @@ async fn drive(
     let llm_calls = runner.context.llm_calls.borrow().clone();
     let mut agent_runs = Vec::new();
     for LoopAgent { spec, agent } in &runner.agents {
-        let events = agent.session().events();
         let (next_turn, next_step) = agent.pending();
         agent_runs.push(AgentRun {
             id: spec.id.clone(),
-            log: events.iter().map(|e| e.to_json()).collect(),
+            log: agent
+                .session()
+                .with_events(|events| events.iter().map(Event::to_json).collect()),
             status: agent.status().to_string(),
             pending: [next_turn, next_step],
         });
