@@ -56,7 +56,7 @@ process.stdout.on('error', (error) => {
 })
 
 const { createRequire } = await import('node:module')
-const { createInterface } = await import('node:readline')
+const { readLine, writeLine } = await import('./channel.mjs')
 
 const require = createRequire(import.meta.url)
 const PROMPT_PACKAGE = '@deepseek-ai/dsh-system-prompt'
@@ -76,7 +76,7 @@ const IMPLEMENTATION = {
 }
 
 function send(reply) {
-  process.stdout.write(`${JSON.stringify(clean(reply))}\n`)
+  writeLine(clean(reply))
 }
 
 /** Execute one assembly-level case; the `result` body of the reply. */
@@ -154,7 +154,7 @@ async function handle(line) {
         started: {
           version: PROTOCOL_VERSION,
           implementation: IMPLEMENTATION,
-          capabilities: { levels: ['assembly', 'loop'], bench: true },
+          capabilities: { levels: ['assembly', 'loop'], bench: true, virtual_time: true },
         },
       })
       return false
@@ -174,7 +174,7 @@ async function handle(line) {
           send({ seq, result: await runAssemblyCase(caseData) })
         } else {
           // `{result}` or `{skipped}`.
-          send({ seq, ...(await runLoopCase(caseData, request.provider_url)) })
+          send({ seq, ...(await runLoopCase(caseData, request.provider_url, request.virtual_time === true ? seq : undefined)) })
         }
       } catch (error) {
         log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
@@ -216,8 +216,7 @@ function badRequest(line, why) {
 
 prepareLoopEnvironment()
 
-const lines = createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY })
-for await (const line of lines) {
+for (let line = readLine(); line !== null; line = readLine()) {
   if (line.trim() === '') continue
   let stop = false
   try {
@@ -228,9 +227,6 @@ for await (const line of lines) {
     const seq = recoverSeq(line)
     if (seq !== undefined) send({ seq, errored: { context: `adapter error: ${stackOf(error)}` } })
   }
-  if (stop) {
-    lines.close()
-    process.exit(0)
-  }
+  if (stop) process.exit(0)
 }
 process.exit(0)

@@ -37,6 +37,7 @@ import {
   observed,
   present,
 } from './world.mjs'
+import { BRIDGE_BASE_URL, VirtualTime } from './virtual_time.mjs'
 
 /** The key the reference's simulated provider connection uses, so the
  * `authorization` header is the same on both sides. */
@@ -278,8 +279,10 @@ function messageOf(error) {
   return error instanceof Error ? error.message : String(error)
 }
 
-/** Why this adapter cannot run a loop case faithfully, or `undefined`. */
-export function loopSkipReason(caseData) {
+/** Why this adapter cannot run a loop case faithfully, or `undefined`;
+ * `virtual`: on the harness's clock, where waits cost nothing and races
+ * land exactly. */
+export function loopSkipReason(caseData, virtual) {
   const world = caseData.world
   const plugins = Object.keys(world.plugins ?? {}).filter((key) => key !== 'order')
   if (plugins.length > 0 || caseData.commands.some((command) => command.do === 'plugin')) {
@@ -299,10 +302,10 @@ export function loopSkipReason(caseData) {
     return 'a scripted error tool result (`is_error`) has no upstream equivalent: a failing tool body is rendered by the tool runtime, not given verbatim'
   }
   const waited = caseData.commands.filter((command) => command.do === 'wait').reduce((sum, command) => sum + command.ms, 0)
-  if (waited > MAX_REAL_WAIT_MS) {
+  if (!virtual && waited > MAX_REAL_WAIT_MS) {
     return `the case waits ${waited} ms; in real time that is spent in full (limit ${MAX_REAL_WAIT_MS} ms), where the reference jumps its virtual clock`
   }
-  if (cancelsPacedRequest(caseData)) {
+  if (!virtual && cancelsPacedRequest(caseData)) {
     return (
       'timing race: a cancel after a real-time wait must land at an exact point of a paced provider ' +
       'response (before the request, while fetch() awaits the response head, or between two events ' +
@@ -825,14 +828,27 @@ class LoopWorld extends CaseWorld {
   }
 }
 
-/** Run one loop case: `{result}` or `{skipped}` (the reply body). */
-export async function runLoopCase(caseData, providerUrl) {
+/** Run one loop case: `{result}` or `{skipped}` (the reply body). With
+ * `virtualSeq` (the `run` request's seq of a `virtual_time` case) it runs
+ * on the harness's clock and provider bridge (virtual_time.mjs). */
+export async function runLoopCase(caseData, providerUrl, virtualSeq) {
   if (caseData.world === null || typeof caseData.world !== 'object') {
     throw new AdapterFault('a loop case needs its `world`')
   }
-  const reason = loopSkipReason(caseData)
+  const virtual = virtualSeq !== undefined
+  const reason = loopSkipReason(caseData, virtual)
   if (reason !== undefined) return { skipped: { reason } }
+  if (!virtual) return runLoopWorld(caseData, providerUrl)
+  const time = new VirtualTime(caseData.world.simulation, virtualSeq)
+  time.install()
+  try {
+    return await time.drive(runLoopWorld(caseData, BRIDGE_BASE_URL))
+  } finally {
+    time.uninstall()
+  }
+}
 
+async function runLoopWorld(caseData, providerUrl) {
   const booted = await bootCase(caseData.config)
   if (booted.configError !== undefined) {
     return { result: { config_error: booted.configError, observations: [] } }

@@ -1,16 +1,17 @@
 //! Implementations under test: the in-process reference and external
 //! adapters speaking the protocol over a child process's stdin and stdout.
 
+pub mod bridge;
 pub mod loopback;
 pub mod process;
 pub mod serve;
 
 use crate::outcome::NotRun;
-use dshc_scenario::protocol::Level;
 use dshc_scenario::protocol::{
-    BenchReply, Case, CaseResult, ImplementationInfo, ReplyBody, RequestBody,
+    BenchReply, Case, CaseResult, ImplementationInfo, Level, LoopWorld, ReplyBody, RequestBody,
 };
 use loopback::LoopbackProvider;
+use mock_provider::MockProvider;
 use process::{AdapterFault, AdapterProcess};
 
 /// What running one case on an implementation produced.
@@ -151,7 +152,7 @@ impl Implementation for External {
     }
 
     fn real_time(&self) -> bool {
-        true
+        !self.process.capabilities.virtual_time
     }
 
     fn run(&mut self, case: &Case) -> Ran {
@@ -164,8 +165,54 @@ impl Implementation for External {
                 case.level
             ));
         }
-        // A loop case gets its own provider on a loopback socket, alive
-        // until the reply is in (and its request log read).
+        match (case.level, &case.world) {
+            (Level::Loop, Some(world)) if self.process.capabilities.virtual_time => {
+                self.run_on_virtual_time(case, world)
+            }
+            _ => self.run_on_real_time(case),
+        }
+    }
+}
+
+impl External {
+    /// A loop case on the harness's clock (`virtual_time/1`): the adapter's
+    /// provider requests come over the protocol and are answered by the
+    /// case's mock provider on the simulated network ([`bridge`]).
+    fn run_on_virtual_time(&mut self, case: &Case, world: &LoopWorld) -> Ran {
+        let provider = match MockProvider::new(world.provider.clone()) {
+            Ok(provider) => provider,
+            Err(error) => return Ran::errored(format!("provider script: {error}")),
+        };
+        let idle_cutoff_ms = world
+            .adapter
+            .stream_idle_timeout_ms
+            .unwrap_or(dshc_deepseek::DEFAULT_STREAM_IDLE_TIMEOUT_MS)
+            .saturating_add(1);
+        let command = RequestBody::Run {
+            case: Box::new(case.clone()),
+            provider_url: None,
+            virtual_time: true,
+        };
+        let timeout_ms = self.process.timeout_ms();
+        let replied = self
+            .process
+            .exchange_serving(command, timeout_ms, &mut |request| {
+                Some(bridge::answer(
+                    &provider,
+                    &request,
+                    &world.simulation,
+                    idle_cutoff_ms,
+                ))
+            });
+        self.observed(replied, |run| {
+            run.requests = crate::reference::provider_requests(&provider);
+        })
+    }
+
+    /// A case in real time; a loop case gets its own provider on a
+    /// loopback socket, alive until the reply is in (and its request log
+    /// read).
+    fn run_on_real_time(&mut self, case: &Case) -> Ran {
         let provider = match (case.level, &case.world) {
             (Level::Loop, Some(world)) => match LoopbackProvider::start(world.provider.clone()) {
                 Ok(provider) => Some(provider),
@@ -178,11 +225,27 @@ impl Implementation for External {
         let command = RequestBody::Run {
             case: Box::new(case.clone()),
             provider_url: provider.as_ref().map(|p| p.url().to_string()),
+            virtual_time: false,
         };
-        match self.process.exchange(command) {
+        let replied = self.process.exchange(command);
+        self.observed(replied, |run| {
+            if let Some(provider) = &provider {
+                run.requests = provider.requests();
+            }
+        })
+    }
+
+    /// The outcome of a `run` exchange; `traffic` fills in what the
+    /// harness's provider saw.
+    fn observed(
+        &mut self,
+        replied: Result<ReplyBody, AdapterFault>,
+        traffic: impl FnOnce(&mut dshc_scenario::protocol::LoopRun),
+    ) -> Ran {
+        match replied {
             Ok(ReplyBody::Result(mut result)) => {
-                if let (Some(provider), Some(run)) = (&provider, result.run.as_mut()) {
-                    run.requests = provider.requests();
+                if let Some(run) = result.run.as_mut() {
+                    traffic(run);
                 }
                 Ran::Observed(result)
             }

@@ -15,8 +15,8 @@ use std::thread;
 use std::time::Duration;
 
 use dshc_scenario::protocol::{
-    Capabilities, ImplementationInfo, PROTOCOL_VERSION, Reply, ReplyBody, Request, RequestBody,
-    parse_reply,
+    BridgeRequest, BridgeResponse, Capabilities, ImplementationInfo, PROTOCOL_VERSION, Reply,
+    ReplyBody, Request, RequestBody, parse_reply,
 };
 
 /// Limits for one adapter (see [`crate::limits`] for the defaults).
@@ -299,6 +299,11 @@ impl AdapterProcess {
             .unwrap_or_default()
     }
 
+    /// The per-case deadline.
+    pub fn timeout_ms(&self) -> u64 {
+        self.limits.timeout_ms
+    }
+
     /// Send one command and wait for its reply. Any fault kills the process;
     /// the next call starts a fresh one.
     pub fn exchange(&mut self, body: RequestBody) -> Result<ReplyBody, AdapterFault> {
@@ -312,7 +317,20 @@ impl AdapterProcess {
         body: RequestBody,
         timeout_ms: u64,
     ) -> Result<ReplyBody, AdapterFault> {
-        let result = self.exchange_inner(body, timeout_ms);
+        self.exchange_serving(body, timeout_ms, &mut |_| None)
+    }
+
+    /// [`AdapterProcess::exchange_within`] for a `virtual_time` case: each
+    /// `provider_request` the adapter sends meanwhile is answered with what
+    /// `serve` returns (`None`: the adapter has no business sending one, a
+    /// protocol error), all within the one deadline.
+    pub fn exchange_serving(
+        &mut self,
+        body: RequestBody,
+        timeout_ms: u64,
+        serve: &mut dyn FnMut(BridgeRequest) -> Option<BridgeResponse>,
+    ) -> Result<ReplyBody, AdapterFault> {
+        let result = self.exchange_inner(body, timeout_ms, serve);
         if result.is_err() {
             let tail = self.kill();
             return result.map_err(|fault| match fault {
@@ -329,6 +347,7 @@ impl AdapterProcess {
         &mut self,
         body: RequestBody,
         timeout_ms: u64,
+        serve: &mut dyn FnMut(BridgeRequest) -> Option<BridgeResponse>,
     ) -> Result<ReplyBody, AdapterFault> {
         let running = self
             .running
@@ -412,7 +431,25 @@ impl AdapterProcess {
                     reply.seq
                 )));
             }
-            return Ok(reply.body);
+            let ReplyBody::ProviderRequest(request) = reply.body else {
+                return Ok(reply.body);
+            };
+            let Some(response) = serve(request) else {
+                return Err(AdapterFault::Protocol(
+                    "a `provider_request` outside a `virtual_time` case".into(),
+                ));
+            };
+            let mut line = serde_json::to_string(&Request {
+                seq,
+                body: RequestBody::ProviderResponse { response },
+            })
+            .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
+            line.push('\n');
+            if running.requests.send(line).is_err() {
+                return Err(AdapterFault::Crashed(
+                    "the adapter's stdin is closed".into(),
+                ));
+            }
         }
     }
 
@@ -448,7 +485,7 @@ impl AdapterProcess {
     /// Ask the adapter to stop, then make sure it is gone.
     pub fn stop(&mut self) {
         if self.running.is_some() {
-            let _ = self.exchange_inner(RequestBody::Stop, self.limits.timeout_ms);
+            let _ = self.exchange_inner(RequestBody::Stop, self.limits.timeout_ms, &mut |_| None);
         }
         let _ = self.kill();
     }

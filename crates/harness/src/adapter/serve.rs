@@ -44,6 +44,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                         capabilities: Capabilities {
                             levels: reference_levels(),
                             bench: true,
+                            virtual_time: false,
                         },
                     },
                     false,
@@ -71,6 +72,15 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<()>
                         Err(error) => ReplyBody::Errored {
                             context: format!("bench: {error}"),
                         },
+                    },
+                    false,
+                ),
+                RequestBody::ProviderResponse { .. } => (
+                    request.seq,
+                    ReplyBody::Errored {
+                        context: "a `provider_response` answers no request: this adapter does not \
+                                  offer virtual_time/1"
+                            .into(),
                     },
                     false,
                 ),

@@ -50,6 +50,22 @@ pub enum RequestBody {
         /// case on a loopback socket, serving `case.world.provider`. Point the
         /// implementation's DeepSeek adapter at it (`baseURL`).
         provider_url: Option<String>,
+        /// Extension `virtual_time/1` (offered through
+        /// `capabilities.virtual_time`): run this loop case on a clock the
+        /// harness drives, from `case.world.simulation.start_ms`, and send
+        /// every provider request to the harness as a `provider_request`
+        /// line instead of over a socket (there is no `provider_url`); each
+        /// is answered by a `provider_response` request with the same `seq`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        virtual_time: bool,
+    },
+    /// Extension `virtual_time/1`: the answer to the `provider_request` the
+    /// running case (`seq`) sent, computed by the harness's mock provider
+    /// on its simulated network. Times are virtual milliseconds after the
+    /// request was sent.
+    ProviderResponse {
+        /// The response.
+        response: BridgeResponse,
     },
     /// Benchmark (extension `bench/1`, offered through
     /// `capabilities.bench`): run every command of `case` but the last once,
@@ -92,6 +108,10 @@ pub struct Capabilities {
     /// Whether it answers `bench` requests (extension `bench/1`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bench: bool,
+    /// Whether it runs loop cases on the harness's clock and sends provider
+    /// requests over the protocol (extension `virtual_time/1`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub virtual_time: bool,
 }
 
 /// A reply from an adapter: one JSON line on its stdout.
@@ -131,8 +151,90 @@ pub enum ReplyBody {
     },
     /// Answer to `bench`: the batch times.
     Benched(BenchReply),
+    /// Not an answer: while running a `virtual_time` case, a request the
+    /// implementation sends its provider. The harness answers it with a
+    /// `provider_response` request of the same `seq`; the case's own answer
+    /// comes later.
+    ProviderRequest(BridgeRequest),
     /// Answer to `stop`.
     Stopped {},
+}
+
+/// An HTTP request an implementation sends its provider (`virtual_time/1`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeRequest {
+    /// `POST`, `GET`, ...
+    pub method: String,
+    /// The path below the provider's base URL, with its query
+    /// (`/chat/completions`).
+    pub path: String,
+    /// Header name and value pairs, in the order sent.
+    #[serde(default)]
+    pub headers: Vec<[String; 2]>,
+    /// The body, as text (empty for none).
+    #[serde(default)]
+    pub body: String,
+}
+
+/// The provider's answer to a [`BridgeRequest`], as its client saw it
+/// arrive: the head, each body frame, and the end, each at a virtual time
+/// after the request was sent (`virtual_time/1`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeResponse {
+    /// When the status line and headers arrived; absent when no head ever
+    /// came (the connection failed first: see `end`).
+    pub head_at_ms: Option<u64>,
+    /// HTTP status.
+    #[serde(default)]
+    pub status: u16,
+    /// Header name and value pairs, in order (lowercase names).
+    #[serde(default)]
+    pub headers: Vec<[String; 2]>,
+    /// Body frames in arrival order.
+    #[serde(default)]
+    pub frames: Vec<BridgeFrame>,
+    /// How the exchange ended.
+    pub end: BridgeEnd,
+}
+
+/// One body frame of a [`BridgeResponse`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeFrame {
+    /// Arrival, in virtual ms after the request was sent.
+    pub at_ms: u64,
+    /// The bytes, as text (the mock provider writes UTF-8).
+    pub data: String,
+}
+
+/// How a [`BridgeResponse`] ended.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeEnd {
+    /// When, in virtual ms after the request was sent. For `open` (the
+    /// provider still had something scheduled when the case's budget ran
+    /// out), the budget's end.
+    pub at_ms: u64,
+    /// `complete` (the body ended), `dropped` (the connection failed: a
+    /// fetch rejects or its body errors) or `open` (it never ended).
+    pub kind: BridgeEndKind,
+    /// For `dropped`: what the client saw.
+    pub error: Option<String>,
+}
+
+/// See [`BridgeEnd::kind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BridgeEndKind {
+    /// The body ended normally.
+    #[default]
+    Complete,
+    /// The connection failed.
+    Dropped,
+    /// Still going when the budget ran out.
+    Open,
 }
 
 /// What a `bench` request measured.
@@ -196,6 +298,7 @@ pub fn parse_reply(line: &str) -> Result<Reply, ProtocolError> {
             &["errored"],
             &["benched"],
             &["stopped"],
+            &["provider_request"],
         ],
     )
 }
@@ -206,7 +309,8 @@ pub fn parse_request(line: &str) -> Result<Request, ProtocolError> {
         line,
         &[
             &["cmd", "version"],
-            &["cmd", "case", "provider_url"],
+            &["cmd", "case", "provider_url", "virtual_time"],
+            &["cmd", "response"],
             &["cmd", "case", "iterations", "batches"],
             &["cmd"],
         ],
@@ -253,6 +357,7 @@ mod tests {
             body: RequestBody::Run {
                 case: Box::new(case.clone()),
                 provider_url: Some("http://127.0.0.1:4000".into()),
+                virtual_time: false,
             },
         };
         let line = serde_json::to_string(&request).unwrap();
@@ -264,13 +369,62 @@ mod tests {
         let without = Request {
             seq: 2,
             body: RequestBody::Run {
-                case: Box::new(case),
+                case: Box::new(case.clone()),
                 provider_url: None,
+                virtual_time: false,
             },
         };
         let line = serde_json::to_string(&without).unwrap();
-        assert!(!line.contains("provider_url"), "{line}");
+        assert!(
+            !line.contains("provider_url") && !line.contains("virtual_time"),
+            "{line}"
+        );
         assert_eq!(parse_request(&line).unwrap(), without);
+        // virtual_time/1: the run asks for the harness's clock; a provider
+        // request from the adapter and its answer share the run's seq.
+        let virtual_run = Request {
+            seq: 3,
+            body: RequestBody::Run {
+                case: Box::new(case),
+                provider_url: None,
+                virtual_time: true,
+            },
+        };
+        let line = serde_json::to_string(&virtual_run).unwrap();
+        assert!(line.ends_with(r#","virtual_time":true}"#), "{line}");
+        assert_eq!(parse_request(&line).unwrap(), virtual_run);
+        let asked = parse_reply(
+            r#"{"seq":3,"provider_request":{"method":"POST","path":"/chat/completions","headers":[["host","provider"]],"body":"{}"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(&asked.body, ReplyBody::ProviderRequest(r) if r.path == "/chat/completions")
+        );
+        let answer = Request {
+            seq: 3,
+            body: RequestBody::ProviderResponse {
+                response: BridgeResponse {
+                    head_at_ms: Some(3),
+                    status: 200,
+                    frames: vec![BridgeFrame {
+                        at_ms: 4,
+                        data: "data: [DONE]\n\n".into(),
+                    }],
+                    end: BridgeEnd {
+                        at_ms: 4,
+                        kind: BridgeEndKind::Complete,
+                        error: None,
+                    },
+                    ..BridgeResponse::default()
+                },
+            },
+        };
+        let line = serde_json::to_string(&answer).unwrap();
+        assert!(
+            line.starts_with(r#"{"seq":3,"cmd":"provider_response","response":{"#),
+            "{line}"
+        );
+        assert_eq!(parse_request(&line).unwrap(), answer);
         // A reply's run may leave `requests` out: the harness fills it.
         let reply = parse_reply(
             r#"{"seq":1,"result":{"observations":[],"run":{"log":[],"status":"idle","pending":[0,0],"live_events":[]}}}"#,

@@ -1,0 +1,210 @@
+// Extension virtual_time/1 (docs/adapter-protocol.md, "Virtual time"): a
+// loop case runs on a clock the harness drives, and its provider traffic
+// goes over the protocol to the harness's mock provider.
+//
+// While a case runs:
+// - `setTimeout`, `setInterval`, `Date` and `performance` are
+//   @sinonjs/fake-timers, starting at the case's `simulation.start_ms`, so
+//   every wait, listener sleep, retry backoff and idle watchdog of upstream
+//   code is a virtual timer;
+// - `fetch` is a bridge: the request goes to the harness as a
+//   `provider_request` line and the answer (head, body frames, end, each at
+//   a virtual offset) is replayed on the fake clock, so the DeepSeek adapter's
+//   own request, SSE and error code runs unchanged on the bytes and chunk
+//   boundaries the reference sees;
+// - `crypto.randomUUID` mints `msg-1`, `msg-2`, ... (the reference's ids), so
+//   logs compare with nothing redacted.
+// The case is one promise; `drive` runs it, letting every pending callback
+// settle before it moves the clock to the next timer, so time only passes
+// when nothing else can happen, as in the reference's simulation.
+
+import FakeTimers from '@sinonjs/fake-timers'
+
+import { readLine, writeLine } from './channel.mjs'
+
+const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance']
+
+/** Turns of the real event loop that let every pending callback run before
+ * the clock moves (each drains the microtask queue and one round of
+ * immediates). */
+const SETTLE_TURNS = 4
+
+/** The base URL the bridged DeepSeek adapter is pointed at; the harness
+ * gets the path below it. */
+export const BRIDGE_BASE_URL = 'http://provider'
+
+const realSetImmediate = globalThis.setImmediate
+
+function turn() {
+  return new Promise((resolve) => realSetImmediate(resolve))
+}
+
+async function settle() {
+  for (let index = 0; index < SETTLE_TURNS; index += 1) await turn()
+}
+
+/** What a fetch rejects with when its signal aborts. */
+function abortReason(signal) {
+  return signal?.reason ?? new DOMException('This operation was aborted', 'AbortError')
+}
+
+/** What Node's own fetch (undici, Node 20) rejects with when its signal
+ * aborts before the response head: the abort reason itself, given an own
+ * `stack` by `Error.captureStackTrace` when it is an object. Upstream's
+ * behaviour depends on it (adapters/node-dsh/README.md, "A finding"), so
+ * the bridge does the same. An abort during the body errors the stream
+ * with the reason untouched, as undici does. */
+function headAbortReason(signal) {
+  const reason = abortReason(signal)
+  if (typeof reason === 'object' && reason !== null && Object.isExtensible(reason)) Error.captureStackTrace(reason)
+  return reason
+}
+
+/** A failed connection, as undici reports one. */
+function networkError(message) {
+  return new TypeError('fetch failed', { cause: new Error(message) })
+}
+
+export class VirtualTime {
+  /** @param seq the `run` request's seq, which provider requests carry. */
+  constructor(simulation, seq) {
+    this.startMs = simulation.start_ms
+    this.budgetMs = simulation.budget_ms
+    this.seq = seq
+    this.ids = 0
+  }
+
+  install() {
+    this.saved = { fetch: globalThis.fetch, randomUUID: globalThis.crypto.randomUUID }
+    this.clock = FakeTimers.withGlobal(globalThis).install({ now: this.startMs, toFake: FAKED })
+    globalThis.fetch = (url, init) => this.fetch(url, init)
+    globalThis.crypto.randomUUID = () => {
+      this.ids += 1
+      return `msg-${this.ids}`
+    }
+  }
+
+  uninstall() {
+    this.clock.uninstall()
+    globalThis.fetch = this.saved.fetch
+    globalThis.crypto.randomUUID = this.saved.randomUUID
+  }
+
+  /** Run `promise` to its end on the fake clock. Throws when it can never
+   * end (nothing is scheduled) or the case's virtual budget runs out, as
+   * the reference's simulation does. */
+  async drive(promise) {
+    let done = false
+    const watched = promise.then(
+      () => {
+        done = true
+      },
+      () => {
+        done = true
+      },
+    )
+    for (;;) {
+      await settle()
+      if (done) break
+      if (this.clock.countTimers() === 0) {
+        throw new Error('the case waits on something no timer will bring: nothing is scheduled')
+      }
+      this.clock.next()
+      if (this.clock.now - this.startMs > this.budgetMs) {
+        throw new Error(`the case did not finish within its virtual budget of ${this.budgetMs} ms`)
+      }
+    }
+    await watched
+    return promise
+  }
+
+  /** The bridged `fetch`: ask the harness, then replay its answer. */
+  fetch(url, init = {}) {
+    const signal = init.signal
+    if (signal?.aborted) return Promise.reject(headAbortReason(signal))
+    const target = String(url)
+    const path = target.startsWith(BRIDGE_BASE_URL) ? target.slice(BRIDGE_BASE_URL.length) : target
+    const headers = Object.entries(init.headers ?? {}).map(([name, value]) => [name.toLowerCase(), String(value)])
+    headers.push(['host', 'provider'])
+    writeLine({
+      seq: this.seq,
+      provider_request: {
+        method: init.method ?? 'GET',
+        path,
+        headers,
+        body: typeof init.body === 'string' ? init.body : '',
+      },
+    })
+    const line = readLine()
+    if (line === null) return Promise.reject(networkError('the harness closed the protocol channel'))
+    const answer = JSON.parse(line)
+    if (answer.cmd !== 'provider_response' || answer.seq !== this.seq) {
+      return Promise.reject(networkError(`expected a provider_response, got ${line.slice(0, 200)}`))
+    }
+    return this.replay(answer.response, signal)
+  }
+
+  /** A Response whose head and body arrive at the answer's virtual times
+   * (offsets from now). */
+  replay(answer, signal) {
+    const sentAt = this.clock.now
+    const at = (offset) => Math.max(0, sentAt + offset - this.clock.now)
+    return new Promise((resolve, reject) => {
+      const timers = []
+      let controller
+      let finished = false
+      const finish = () => {
+        finished = true
+        for (const timer of timers) clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
+      const onAbort = () => {
+        if (finished) return
+        finish()
+        if (controller === undefined) reject(headAbortReason(signal))
+        else controller.error(abortReason(signal))
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      const end = answer.end
+      if (answer.head_at_ms === undefined || answer.head_at_ms === null) {
+        // No head ever came: the fetch fails when the connection does, or
+        // waits (for an abort) when it never ends.
+        if (end.kind !== 'open') {
+          timers.push(
+            setTimeout(() => {
+              finish()
+              reject(networkError(end.error ?? 'the connection failed'))
+            }, at(end.at_ms)),
+          )
+        }
+        return
+      }
+      timers.push(
+        setTimeout(() => {
+          const body = new ReadableStream({
+            start(streamController) {
+              controller = streamController
+              for (const frame of answer.frames) {
+                timers.push(setTimeout(() => streamController.enqueue(new TextEncoder().encode(frame.data)), at(frame.at_ms)))
+              }
+              if (end.kind === 'open') return
+              timers.push(
+                setTimeout(() => {
+                  finish()
+                  if (end.kind === 'complete') streamController.close()
+                  else streamController.error(new TypeError('terminated', { cause: new Error(end.error ?? 'connection dropped') }))
+                }, at(end.at_ms)),
+              )
+            },
+            cancel() {
+              finish()
+            },
+          })
+          const status = answer.status
+          const nullBody = status === 204 || status === 205 || status === 304
+          resolve(new Response(nullBody ? null : body, { status, headers: answer.headers }))
+        }, at(answer.head_at_ms)),
+      )
+    })
+  }
+}
