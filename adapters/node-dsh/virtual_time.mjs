@@ -29,9 +29,10 @@ const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Da
  * immediates). */
 const SETTLE_TURNS = 4
 
-/** The base URL the bridged DeepSeek adapter is pointed at; the harness
- * gets the path below it. */
-export const BRIDGE_BASE_URL = 'http://provider'
+/** The base URL the bridged DeepSeek adapter is pointed at: the
+ * reference's simulated provider (host `provider`, port 443), so messages
+ * that quote it agree; the harness gets the path below it. */
+export const BRIDGE_BASE_URL = 'http://provider:443'
 
 const realSetImmediate = globalThis.setImmediate
 
@@ -72,6 +73,8 @@ export class VirtualTime {
     this.budgetMs = simulation.budget_ms
     this.seq = seq
     this.ids = 0
+    /** Provider requests sent so far (each is numbered from 0). */
+    this.requests = 0
   }
 
   install() {
@@ -141,17 +144,27 @@ export class VirtualTime {
     if (answer.cmd !== 'provider_response' || answer.seq !== this.seq) {
       return Promise.reject(networkError(`expected a provider_response, got ${line.slice(0, 200)}`))
     }
-    return this.replay(answer.response, signal)
+    const number = this.requests
+    this.requests += 1
+    return this.replay(answer.response, signal, number)
   }
 
   /** A Response whose head and body arrive at the answer's virtual times
-   * (offsets from now). */
-  replay(answer, signal) {
+   * (offsets from now). Whatever is due at the current instant happens at
+   * once: a zero-delay timer would fire a millisecond late (Node, and so the
+   * fake clock, makes every timeout at least 1 ms). */
+  replay(answer, signal, number) {
     const sentAt = this.clock.now
-    const at = (offset) => Math.max(0, sentAt + offset - this.clock.now)
+    const timers = []
+    const at = (offset, action) => {
+      const delay = sentAt + offset - this.clock.now
+      if (delay <= 0) action()
+      else timers.push(setTimeout(action, delay))
+    }
     return new Promise((resolve, reject) => {
-      const timers = []
       let controller
+      /** The consumer's pending read, woken when the next item arrives. */
+      let wake
       let finished = false
       const finish = () => {
         finished = true
@@ -161,8 +174,11 @@ export class VirtualTime {
       const onAbort = () => {
         if (finished) return
         finish()
+        // The harness decides whether the request had reached the provider.
+        writeLine({ seq: this.seq, provider_abort: { request: number, at_ms: this.clock.now - sentAt } })
         if (controller === undefined) reject(headAbortReason(signal))
         else controller.error(abortReason(signal))
+        wake = undefined
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       const end = answer.end
@@ -170,41 +186,57 @@ export class VirtualTime {
         // No head ever came: the fetch fails when the connection does, or
         // waits (for an abort) when it never ends.
         if (end.kind !== 'open') {
-          timers.push(
-            setTimeout(() => {
-              finish()
-              reject(networkError(end.error ?? 'the connection failed'))
-            }, at(end.at_ms)),
-          )
+          at(end.at_ms, () => {
+            finish()
+            reject(networkError(end.error ?? 'the connection failed'))
+          })
         }
         return
       }
-      timers.push(
-        setTimeout(() => {
-          const body = new ReadableStream({
+      at(answer.head_at_ms, () => {
+        // Frames arrive on the clock; the consumer takes them in order, and
+        // the end (a close, or a dropped connection's error) only after
+        // every frame before it, as from a socket.
+        const arrived = []
+        const arrive = (item) => {
+          arrived.push(item)
+          const waiting = wake
+          wake = undefined
+          waiting?.()
+        }
+        const body = new ReadableStream(
+          {
             start(streamController) {
               controller = streamController
-              for (const frame of answer.frames) {
-                timers.push(setTimeout(() => streamController.enqueue(new TextEncoder().encode(frame.data)), at(frame.at_ms)))
+              for (const frame of answer.frames) at(frame.at_ms, () => arrive({ data: frame.data }))
+              if (end.kind !== 'open') at(end.at_ms, () => arrive({ end: end.kind }))
+            },
+            pull(streamController) {
+              const take = () => {
+                const item = arrived.shift()
+                if (item.data !== undefined) return streamController.enqueue(new TextEncoder().encode(item.data))
+                finish()
+                if (item.end === 'complete') streamController.close()
+                else streamController.error(new TypeError('terminated', { cause: new Error(end.error ?? 'connection dropped') }))
               }
-              if (end.kind === 'open') return
-              timers.push(
-                setTimeout(() => {
-                  finish()
-                  if (end.kind === 'complete') streamController.close()
-                  else streamController.error(new TypeError('terminated', { cause: new Error(end.error ?? 'connection dropped') }))
-                }, at(end.at_ms)),
-              )
+              if (arrived.length > 0) return take()
+              return new Promise((resolve) => {
+                wake = () => {
+                  take()
+                  resolve()
+                }
+              })
             },
             cancel() {
               finish()
             },
-          })
-          const status = answer.status
-          const nullBody = status === 204 || status === 205 || status === 304
-          resolve(new Response(nullBody ? null : body, { status, headers: answer.headers }))
-        }, at(answer.head_at_ms)),
-      )
+          },
+          { highWaterMark: 0 },
+        )
+        const status = answer.status
+        const nullBody = status === 204 || status === 205 || status === 304
+        resolve(new Response(nullBody ? null : body, { status, headers: answer.headers }))
+      })
     })
   }
 }

@@ -1,13 +1,17 @@
-//! Seeded differential runs (`dshc diff`): generated cases run on the
-//! reference and on an adapter; the first disagreement is shrunk to a minimal
-//! scenario and written as a regression file with a one-line replay command.
+//! Seeded differential runs (`dshc diff`): generated cases (assembly cases,
+//! or the simulator's loop sessions with `--level loop`) run on the
+//! reference and on an adapter; the first disagreement is shrunk to a
+//! minimal scenario and written as a regression file with a one-line replay
+//! command.
 
 use std::path::{Path, PathBuf};
 
 use dshc_scenario::compile::compile;
 use dshc_scenario::format::Scenario;
 use dshc_scenario::load::parse_scenario;
-use dshc_scenario::protocol::CaseResult;
+use serde_json::Value;
+
+use dshc_scenario::protocol::{CaseResult, LoopRun};
 
 use crate::adapter::{Implementation, Ran};
 use crate::generate::{self, shrink::RegressionError};
@@ -27,7 +31,39 @@ pub enum Comparison {
         reference: Box<CaseResult>,
         /// What the adapter observed.
         other: Box<CaseResult>,
+        /// The first difference, in words.
+        first: String,
     },
+}
+
+/// How to find a generated case again: `dshc diff` with these arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    /// The adapter command line.
+    pub adapter: String,
+    /// Loop sessions (`--level loop`) rather than assembly cases.
+    pub loop_level: bool,
+    /// The seed.
+    pub seed: u64,
+    /// The case number.
+    pub case: u64,
+}
+
+impl Replay {
+    /// The one-line replay command.
+    pub fn command(&self) -> String {
+        let level = if self.loop_level { " --level loop" } else { "" };
+        format!(
+            "dshc diff --adapter '{}'{level} --seed {} --case {}",
+            self.adapter, self.seed, self.case
+        )
+    }
+
+    /// The regression file's name, without extension.
+    fn stem(&self) -> String {
+        let level = if self.loop_level { "loop_" } else { "" };
+        format!("diff_{level}seed{}_case{}", self.seed, self.case)
+    }
 }
 
 /// Run one scenario on both sides and compare.
@@ -45,12 +81,112 @@ pub fn compare_once(scenario: &Scenario, id: &str, other: &mut dyn Implementatio
         }
     };
     match other.run(&case) {
-        Ran::Observed(result) if same_result(&result, &reference) => Comparison::Agree,
-        Ran::Observed(result) => Comparison::Disagree {
-            reference: Box::new(reference),
-            other: result,
+        Ran::Observed(result) => match first_difference(&reference, &result) {
+            None => Comparison::Agree,
+            Some(first) => Comparison::Disagree {
+                reference: Box::new(reference),
+                other: result,
+                first,
+            },
         },
         Ran::NotRun(not_run) => Comparison::NotRun(not_run.to_string()),
+    }
+}
+
+/// The first difference between two results, or `None` when they agree.
+/// An assembly result is compared whole, byte for byte. A loop result is
+/// compared as the contract observes it, in order: each command's
+/// observation, then each agent's session log event by event, then the
+/// provider traffic (bodies and cache hits: transport headers are each
+/// implementation's own), the live events, the final status and inbox.
+pub fn first_difference(reference: &CaseResult, other: &CaseResult) -> Option<String> {
+    let (Some(ours), Some(theirs)) = (&reference.run, &other.run) else {
+        return (!same_result(reference, other)).then(|| {
+            format!(
+                "reference: {}\n  adapter:   {}",
+                text(reference),
+                text(other)
+            )
+        });
+    };
+    if reference.config_error != other.config_error {
+        return Some(format!(
+            "config error: reference {}, adapter {}",
+            text(&reference.config_error),
+            text(&other.config_error)
+        ));
+    }
+    let observations = first_in("command", &reference.observations, &other.observations);
+    let logs = || {
+        let agents = |run: &LoopRun| {
+            let mut logs = vec![("the agent".to_owned(), run.log.clone())];
+            logs.extend(
+                run.agents
+                    .iter()
+                    .map(|agent| (format!("agent {}", agent.id), agent.log.clone())),
+            );
+            logs
+        };
+        let (ours, theirs) = (agents(ours), agents(theirs));
+        ours.iter()
+            .zip(&theirs)
+            .find_map(|((name, a), (_, b))| first_in(&format!("{name}'s log, event"), a, b))
+            .or_else(|| {
+                (ours.len() != theirs.len())
+                    .then(|| format!("agents: reference {}, adapter {}", ours.len(), theirs.len()))
+            })
+    };
+    let traffic = || {
+        let bodies = |run: &LoopRun| -> Vec<Value> {
+            run.requests
+                .iter()
+                .map(|request| {
+                    serde_json::json!({"body": request.body, "cache_hit_tokens": request.cache_hit_tokens})
+                })
+                .collect()
+        };
+        first_in("provider request", &bodies(ours), &bodies(theirs))
+    };
+    let rest = || {
+        let fields = |run: &LoopRun| {
+            serde_json::json!({
+                "live_events": run.live_events,
+                "status": run.status,
+                "pending": run.pending,
+                "failure": run.failure,
+                "llm_requests": run.llm_requests,
+                "journal": run.journal,
+            })
+        };
+        let (a, b) = (fields(ours), fields(theirs));
+        (a != b).then(|| format!("run: reference {a}\n  adapter:   {b}"))
+    };
+    observations.or_else(logs).or_else(traffic).or_else(rest)
+}
+
+fn text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| format!("<{error}>"))
+}
+
+/// The first position where two lists differ (as JSON text), in words.
+fn first_in<T: serde::Serialize>(what: &str, ours: &[T], theirs: &[T]) -> Option<String> {
+    let differs = ours
+        .iter()
+        .zip(theirs)
+        .position(|(a, b)| text(a) != text(b));
+    match differs {
+        Some(index) => Some(format!(
+            "{what} {index}:\n  reference: {}\n  adapter:   {}",
+            text(&ours[index]),
+            text(&theirs[index])
+        )),
+        None if ours.len() != theirs.len() => Some(format!(
+            "{what} count: reference {}, adapter {} (first extra: {})",
+            ours.len(),
+            theirs.len(),
+            text(&ours.get(theirs.len()).or(theirs.get(ours.len())))
+        )),
+        None => None,
     }
 }
 
@@ -70,24 +206,27 @@ pub fn shrink(
 }
 
 /// Write a shrunk disagreement as a regression scenario, expectations taken
-/// from the reference and marked for review. Returns the file written.
+/// from the reference and marked for review. `replay` is the command that
+/// finds it again, and names the file. Returns the file written.
 pub fn write_regression(
     dir: &Path,
-    seed: u64,
-    case: u64,
-    adapter: &str,
+    replay: &Replay,
     scenario: &Scenario,
     other: &CaseResult,
 ) -> Result<PathBuf, RegressionError> {
-    let stem = format!("diff_seed{seed}_case{case}");
+    let stem = replay.stem();
     let mut scenario = scenario.clone();
-    scenario.title = format!("dshc diff disagreement: seed {seed}, case {case}");
+    scenario.title = format!(
+        "dshc diff disagreement: seed {}, case {}",
+        replay.seed, replay.case
+    );
     let other_json = serde_json::to_string_pretty(other).unwrap_or_else(|e| format!("<{e}>"));
     scenario.description = Some(format!(
-        "Found by `dshc diff --adapter '{adapter}' --seed {seed} --case {case}` and shrunk.\n\
+        "Found by `{}` and shrunk.\n\
          The expectations below are the reference's observations: decide from the spec and the\n\
          upstream source which side is right before committing this file.\n\
-         The adapter observed:\n{other_json}\n"
+         The adapter observed:\n{other_json}\n",
+        replay.command()
     ));
     let source = toml::to_string_pretty(&scenario)?;
     let path = dir.join(format!("{stem}.toml"));

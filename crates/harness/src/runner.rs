@@ -149,17 +149,41 @@ pub struct ExpectedFailure {
     pub reason: String,
 }
 
+/// A known way an implementation disagrees with the reference on generated
+/// cases (`dshc diff`): a disagreement whose adapter result shows
+/// `adapter_shows` is this one, counted but not shrunk again.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct KnownDisagreement {
+    /// The bundled scenario that pins it (an expected failure).
+    pub id: String,
+    /// Text that appears in the adapter's result (its JSON) exactly when
+    /// this is the cause: an error message, say.
+    pub adapter_shows: String,
+    /// Why, with the evidence.
+    pub reason: String,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExpectedFailures {
     #[serde(default)]
     case: Vec<ExpectedFailure>,
+    #[serde(default)]
+    diff: Vec<KnownDisagreement>,
 }
 
-/// Read an expected-failures file.
+/// Read an expected-failures file: the scenarios, then the known
+/// disagreements on generated cases.
 pub fn load_expected_failures(path: &Path) -> Result<Vec<ExpectedFailure>, DataFileError> {
     let parsed: ExpectedFailures = read_toml(path)?;
     Ok(parsed.case)
+}
+
+/// The known disagreements (`[[diff]]` tables) of an expected-failures file.
+pub fn load_known_disagreements(path: &Path) -> Result<Vec<KnownDisagreement>, DataFileError> {
+    let parsed: ExpectedFailures = read_toml(path)?;
+    Ok(parsed.diff)
 }
 
 /// How one case ended up, once expected failures are taken into account.

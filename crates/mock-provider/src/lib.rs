@@ -50,7 +50,7 @@ pub use prompt_cache::{
     canonical_fim_prompt, canonical_prompt, prompt_elements,
 };
 pub use provider::{
-    IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,
+    Checkpoint, IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,
     RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits,
 };
 pub use render::{BodyAction, RenderContext, ResponsePlan, render_response, stream_events};

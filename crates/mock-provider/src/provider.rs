@@ -72,6 +72,10 @@ impl Route {
     }
 }
 
+/// A copy of a provider's state ([`MockProvider::checkpoint`]).
+#[derive(Debug)]
+pub struct Checkpoint(Box<State>);
+
 /// Called with every request as it is logged (before its body is sent).
 #[derive(Clone)]
 pub struct RequestObserver(Arc<dyn Fn(&LoggedRequest) + Send + Sync>);
@@ -333,7 +337,7 @@ struct Shared {
     state: Mutex<State>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct State {
     script: Script,
     /// How the script is named in errors (a file path, a scenario).
@@ -515,6 +519,18 @@ impl MockProvider {
             .zip(&state.used)
             .filter(|(entry, used)| !entry.reuse && !**used)
             .count()
+    }
+
+    /// Everything the provider has seen and served so far, to come back to
+    /// with [`MockProvider::restore`] (a request the harness learns was
+    /// never delivered, say).
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint(Box::new(self.lock().clone()))
+    }
+
+    /// Go back to `checkpoint`: what was seen and served since is forgotten.
+    pub fn restore(&self, checkpoint: Checkpoint) {
+        *self.lock() = *checkpoint.0;
     }
 
     /// A copy of the prefix cache as it is now.

@@ -11,19 +11,130 @@
 //! stamped with their virtual arrival time after the request was sent. The
 //! adapter replays that timeline on its fake clock, so chunk boundaries,
 //! delays, stalls and drops are the reference's, to the millisecond.
+//!
+//! The one thing the timeline cannot know in advance is whether the request
+//! arrives at all: the reference's agent may abort it while it is still on
+//! the network. The adapter reports every abort with its virtual time; one
+//! before the provider received the request undoes it (a checkpoint taken
+//! before the request was answered is restored), so the script, cache and
+//! request log are as if it was never sent, as in the reference.
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use mock_provider::MockProvider;
+use mock_provider::{Checkpoint, MockProvider, RequestObserver};
 
 use dshc_scenario::protocol::{
-    BridgeEnd, BridgeEndKind, BridgeFrame, BridgeRequest, BridgeResponse, SimulationSpec,
+    BridgeAbort, BridgeEnd, BridgeEndKind, BridgeFrame, BridgeRequest, BridgeResponse, LoopWorld,
+    SimulationSpec,
 };
+
+use super::process::ProviderBridge;
+
+/// One loop case's provider, answering an adapter's bridged requests.
+pub struct Bridge {
+    provider: MockProvider,
+    simulation: SimulationSpec,
+    idle_cutoff_ms: u64,
+    /// When (simulated ms) the provider last logged a request.
+    logged_at_ms: Arc<Mutex<Option<u64>>>,
+    /// When each answered request reached the provider (`None`: never).
+    received_at_ms: Vec<Option<u64>>,
+    /// The provider's state before the last answered request.
+    before_last: Option<Checkpoint>,
+    /// A withdrawal that could not be honoured.
+    failure: Option<String>,
+}
+
+impl Bridge {
+    /// The provider of `world`; `None` when its script is invalid.
+    pub fn new(world: &LoopWorld) -> Result<Self, mock_provider::ScriptError> {
+        let logged_at_ms = Arc::new(Mutex::new(None));
+        let sink = logged_at_ms.clone();
+        let provider = MockProvider::builder(world.provider.clone())
+            .observer(RequestObserver::new(move |_| {
+                // Only ever called inside a bridge simulation.
+                if let Ok(mut at) = sink.lock() {
+                    *at = Some(now_ms());
+                }
+            }))
+            .build()?;
+        Ok(Bridge {
+            provider,
+            simulation: world.simulation.clone(),
+            idle_cutoff_ms: world
+                .adapter
+                .stream_idle_timeout_ms
+                .unwrap_or(dshc_deepseek::DEFAULT_STREAM_IDLE_TIMEOUT_MS)
+                .saturating_add(1),
+            logged_at_ms,
+            received_at_ms: Vec::new(),
+            before_last: None,
+            failure: None,
+        })
+    }
+
+    /// The provider (its request log is the run's traffic).
+    pub fn provider(&self) -> &MockProvider {
+        &self.provider
+    }
+
+    /// A withdrawal that could not be honoured, as a run failure.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+}
+
+impl ProviderBridge for Bridge {
+    fn request(&mut self, request: BridgeRequest) -> BridgeResponse {
+        let before = self.provider.checkpoint();
+        if let Ok(mut at) = self.logged_at_ms.lock() {
+            *at = None;
+        }
+        let mut response = answer(
+            &self.provider,
+            &request,
+            &self.simulation,
+            self.idle_cutoff_ms,
+        );
+        response.received_at_ms = self.logged_at_ms.lock().ok().and_then(|at| *at);
+        self.received_at_ms.push(response.received_at_ms);
+        self.before_last = Some(before);
+        response
+    }
+
+    fn abort(&mut self, abort: BridgeAbort) {
+        let Some(received) = usize::try_from(abort.request)
+            .ok()
+            .and_then(|index| self.received_at_ms.get(index))
+        else {
+            return;
+        };
+        if received.is_some_and(|at| at <= abort.at_ms) {
+            return; // delivered: the provider saw it, as in the reference
+        }
+        let last = self.received_at_ms.len() as u64 - 1;
+        match self.before_last.take() {
+            Some(before) if abort.request == last => self.provider.restore(before),
+            before => {
+                self.before_last = before;
+                // An earlier request, aborted on the network after a later
+                // one was answered: its answer cannot be taken back alone.
+                self.failure.get_or_insert_with(|| {
+                    format!(
+                        "provider request {} was aborted before it reached the provider, after request {last} was answered; the bridge cannot undo it",
+                        abort.request
+                    )
+                });
+            }
+        }
+    }
+}
 
 const PROVIDER_HOST: &str = "provider";
 const PROVIDER_PORT: u16 = 443;
@@ -222,5 +333,54 @@ mod tests {
         // One event came, then nothing for longer than the cutoff.
         assert_eq!(response.frames.len(), 1, "{response:?}");
         assert_eq!(response.end.at_ms, response.frames[0].at_ms + 1_000);
+    }
+
+    #[test]
+    fn an_abort_before_the_request_arrives_undoes_it_and_one_after_does_not() {
+        let source = r#"
+            format = 2
+            title = "bridge"
+            covers = ["08:C2"]
+            level = "loop"
+            simulation = { latency_ms = 5 }
+            provider = { responses = [{ content = ["one"] }, { content = ["two"] }] }
+            [[steps]]
+            do = "wait_idle"
+        "#;
+        let loaded =
+            dshc_scenario::load::parse_scenario(std::path::Path::new("bridge.toml"), source)
+                .unwrap();
+        let world = loaded.case.world.unwrap();
+        let mut bridge = Bridge::new(&world).unwrap();
+        let first = bridge.request(chat());
+        let received = first.received_at_ms.unwrap();
+        assert!(
+            received > 0 && received < first.head_at_ms.unwrap(),
+            "{first:?}"
+        );
+        // Aborted on the network: the provider forgets it, and the next
+        // request gets the same first entry.
+        bridge.abort(BridgeAbort {
+            request: 0,
+            at_ms: received - 1,
+        });
+        assert_eq!(bridge.provider().requests().len(), 0);
+        let again = bridge.request(chat());
+        let text: String = again.frames.iter().map(|f| f.data.as_str()).collect();
+        assert!(text.contains("\"one\""), "{text}");
+        // Aborted after arrival: it stays received.
+        bridge.abort(BridgeAbort {
+            request: 1,
+            at_ms: received,
+        });
+        assert_eq!(bridge.provider().requests().len(), 1);
+        assert_eq!(bridge.failure(), None);
+        // An earlier request cannot be taken back once a later one was answered.
+        let _third = bridge.request(chat());
+        bridge.abort(BridgeAbort {
+            request: 1,
+            at_ms: 0,
+        });
+        assert!(bridge.failure().is_some());
     }
 }

@@ -11,7 +11,6 @@ use dshc_scenario::protocol::{
     BenchReply, Case, CaseResult, ImplementationInfo, Level, LoopWorld, ReplyBody, RequestBody,
 };
 use loopback::LoopbackProvider;
-use mock_provider::MockProvider;
 use process::{AdapterFault, AdapterProcess};
 
 /// What running one case on an implementation produced.
@@ -179,15 +178,10 @@ impl External {
     /// provider requests come over the protocol and are answered by the
     /// case's mock provider on the simulated network ([`bridge`]).
     fn run_on_virtual_time(&mut self, case: &Case, world: &LoopWorld) -> Ran {
-        let provider = match MockProvider::new(world.provider.clone()) {
-            Ok(provider) => provider,
+        let mut bridge = match bridge::Bridge::new(world) {
+            Ok(bridge) => bridge,
             Err(error) => return Ran::errored(format!("provider script: {error}")),
         };
-        let idle_cutoff_ms = world
-            .adapter
-            .stream_idle_timeout_ms
-            .unwrap_or(dshc_deepseek::DEFAULT_STREAM_IDLE_TIMEOUT_MS)
-            .saturating_add(1);
         let command = RequestBody::Run {
             case: Box::new(case.clone()),
             provider_url: None,
@@ -196,16 +190,12 @@ impl External {
         let timeout_ms = self.process.timeout_ms();
         let replied = self
             .process
-            .exchange_serving(command, timeout_ms, &mut |request| {
-                Some(bridge::answer(
-                    &provider,
-                    &request,
-                    &world.simulation,
-                    idle_cutoff_ms,
-                ))
-            });
+            .exchange_serving(command, timeout_ms, Some(&mut bridge));
         self.observed(replied, |run| {
-            run.requests = crate::reference::provider_requests(&provider);
+            run.requests = crate::reference::provider_requests(bridge.provider());
+            if let Some(failure) = bridge.failure() {
+                run.failure.get_or_insert_with(|| failure.to_owned());
+            }
         })
     }
 

@@ -15,9 +15,18 @@ use std::thread;
 use std::time::Duration;
 
 use dshc_scenario::protocol::{
-    BridgeRequest, BridgeResponse, Capabilities, ImplementationInfo, PROTOCOL_VERSION, Reply,
-    ReplyBody, Request, RequestBody, parse_reply,
+    BridgeAbort, BridgeRequest, BridgeResponse, Capabilities, ImplementationInfo, PROTOCOL_VERSION,
+    Reply, ReplyBody, Request, RequestBody, parse_reply,
 };
+
+/// The provider of a `virtual_time` case, as the supervisor sees it: it
+/// answers the adapter's provider requests and hears of their aborts.
+pub trait ProviderBridge {
+    /// Answer one request.
+    fn request(&mut self, request: BridgeRequest) -> BridgeResponse;
+    /// The adapter aborted request `abort.request` at `abort.at_ms`.
+    fn abort(&mut self, abort: BridgeAbort);
+}
 
 /// Limits for one adapter (see [`crate::limits`] for the defaults).
 #[derive(Clone, Debug)]
@@ -317,20 +326,20 @@ impl AdapterProcess {
         body: RequestBody,
         timeout_ms: u64,
     ) -> Result<ReplyBody, AdapterFault> {
-        self.exchange_serving(body, timeout_ms, &mut |_| None)
+        self.exchange_serving(body, timeout_ms, None)
     }
 
     /// [`AdapterProcess::exchange_within`] for a `virtual_time` case: each
-    /// `provider_request` the adapter sends meanwhile is answered with what
-    /// `serve` returns (`None`: the adapter has no business sending one, a
-    /// protocol error), all within the one deadline.
+    /// `provider_request` the adapter sends meanwhile is answered by
+    /// `bridge`, and each `provider_abort` handed to it, all within the one
+    /// deadline. Without a bridge either is a protocol error.
     pub fn exchange_serving(
         &mut self,
         body: RequestBody,
         timeout_ms: u64,
-        serve: &mut dyn FnMut(BridgeRequest) -> Option<BridgeResponse>,
+        bridge: Option<&mut dyn ProviderBridge>,
     ) -> Result<ReplyBody, AdapterFault> {
-        let result = self.exchange_inner(body, timeout_ms, serve);
+        let result = self.exchange_inner(body, timeout_ms, bridge);
         if result.is_err() {
             let tail = self.kill();
             return result.map_err(|fault| match fault {
@@ -347,7 +356,7 @@ impl AdapterProcess {
         &mut self,
         body: RequestBody,
         timeout_ms: u64,
-        serve: &mut dyn FnMut(BridgeRequest) -> Option<BridgeResponse>,
+        mut bridge: Option<&mut dyn ProviderBridge>,
     ) -> Result<ReplyBody, AdapterFault> {
         let running = self
             .running
@@ -431,13 +440,18 @@ impl AdapterProcess {
                     reply.seq
                 )));
             }
-            let ReplyBody::ProviderRequest(request) = reply.body else {
-                return Ok(reply.body);
-            };
-            let Some(response) = serve(request) else {
-                return Err(AdapterFault::Protocol(
-                    "a `provider_request` outside a `virtual_time` case".into(),
-                ));
+            let response = match (reply.body, bridge.as_deref_mut()) {
+                (ReplyBody::ProviderRequest(request), Some(bridge)) => bridge.request(request),
+                (ReplyBody::ProviderAbort(abort), Some(bridge)) => {
+                    bridge.abort(abort);
+                    continue;
+                }
+                (ReplyBody::ProviderRequest(_) | ReplyBody::ProviderAbort(_), None) => {
+                    return Err(AdapterFault::Protocol(
+                        "a provider message outside a `virtual_time` case".into(),
+                    ));
+                }
+                (body, _) => return Ok(body),
             };
             let mut line = serde_json::to_string(&Request {
                 seq,
@@ -485,7 +499,7 @@ impl AdapterProcess {
     /// Ask the adapter to stop, then make sure it is gone.
     pub fn stop(&mut self) {
         if self.running.is_some() {
-            let _ = self.exchange_inner(RequestBody::Stop, self.limits.timeout_ms, &mut |_| None);
+            let _ = self.exchange_inner(RequestBody::Stop, self.limits.timeout_ms, None);
         }
         let _ = self.kill();
     }

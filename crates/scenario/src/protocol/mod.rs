@@ -156,6 +156,10 @@ pub enum ReplyBody {
     /// `provider_response` request of the same `seq`; the case's own answer
     /// comes later.
     ProviderRequest(BridgeRequest),
+    /// Not an answer: while running a `virtual_time` case, the
+    /// implementation aborted one of its provider requests before that
+    /// exchange ended. No reply is expected.
+    ProviderAbort(BridgeAbort),
     /// Answer to `stop`.
     Stopped {},
 }
@@ -177,12 +181,27 @@ pub struct BridgeRequest {
     pub body: String,
 }
 
+/// An aborted provider exchange (`virtual_time/1`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeAbort {
+    /// Which request of the case: 0 for its first `provider_request`, and
+    /// so on.
+    pub request: u64,
+    /// When, in virtual ms after that request was sent.
+    pub at_ms: u64,
+}
+
 /// The provider's answer to a [`BridgeRequest`], as its client saw it
 /// arrive: the head, each body frame, and the end, each at a virtual time
 /// after the request was sent (`virtual_time/1`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BridgeResponse {
+    /// When the provider received the request; absent when it never did.
+    /// An abort before then means the request was never delivered: report
+    /// it (`provider_abort`), and the provider forgets it.
+    pub received_at_ms: Option<u64>,
     /// When the status line and headers arrived; absent when no head ever
     /// came (the connection failed first: see `end`).
     pub head_at_ms: Option<u64>,
@@ -299,6 +318,7 @@ pub fn parse_reply(line: &str) -> Result<Reply, ProtocolError> {
             &["benched"],
             &["stopped"],
             &["provider_request"],
+            &["provider_abort"],
         ],
     )
 }
