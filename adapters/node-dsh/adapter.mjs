@@ -62,7 +62,7 @@ const require = createRequire(import.meta.url)
 const PROMPT_PACKAGE = '@deepseek-ai/dsh-system-prompt'
 const promptPackage = require(`${PROMPT_PACKAGE}/package.json`)
 
-const { CaseWorld, bootCase, clean, present, stackOf } = await import('./world.mjs')
+const { CaseWorld, bootCase, clean, disposeCase, present, stackOf } = await import('./world.mjs')
 const { joinContextSections, renderContextSections, renderPrompt } = await import(PROMPT_PACKAGE)
 const { prepareLoopEnvironment, runLoopCase } = await import('./loop.mjs')
 
@@ -85,7 +85,11 @@ async function runAssemblyCase(caseData) {
   if (booted.configError !== undefined) return { config_error: booted.configError, observations: [] }
   const { root, host, counter } = booted
   const world = new CaseWorld(root, host, counter)
-  return { observations: await world.runAll(caseData.commands) }
+  try {
+    return { observations: await world.runAll(caseData.commands) }
+  } finally {
+    await disposeCase(booted)
+  }
 }
 
 /** Extension bench/1: build the fixture's registry once (every command but
@@ -97,6 +101,14 @@ async function benchCase(caseData, iterations, batches) {
   if (booted.configError !== undefined) throw new Error(`config error: ${JSON.stringify(booted.configError)}`)
   const { root, host, counter } = booted
   const world = new CaseWorld(root, host, counter)
+  try {
+    return await timeBatches(world, caseData, iterations, batches)
+  } finally {
+    await disposeCase(booted)
+  }
+}
+
+async function timeBatches(world, caseData, iterations, batches) {
   const measured = caseData.commands.at(-1)
   if (measured?.do !== 'assemble') throw new Error('a bench case ends with the measured `assemble`')
   const observations = await world.runAll(caseData.commands.slice(0, -1))

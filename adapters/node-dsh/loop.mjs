@@ -31,6 +31,8 @@ import {
   abortOf,
   CaseWorld,
   bootCase,
+  disposeCase,
+  loadPlugin,
   copyJson,
   fromJs,
   Returned,
@@ -386,13 +388,13 @@ class LoopWorld extends CaseWorld {
    * throws (reported as a run failure). */
   async setup(providerUrl) {
     const { root, world } = this
-    await root.plugin(SessionStore)
-    await root.plugin(AgentRegistry)
-    await root.plugin(LlmRuntime)
-    await root.plugin(ToolRuntime, {})
+    await loadPlugin(root, this.fibers, SessionStore)
+    await loadPlugin(root, this.fibers, AgentRegistry)
+    await loadPlugin(root, this.fibers, LlmRuntime)
+    await loadPlugin(root, this.fibers, ToolRuntime, {})
     if (world.adapter.registered) {
       if (!present(providerUrl)) throw new AdapterFault('a loop case with a registered adapter needs `provider_url`')
-      await root.plugin(deepseek, deepseekConfig(world.adapter, providerUrl))
+      await loadPlugin(root, this.fibers, deepseek, deepseekConfig(world.adapter, providerUrl))
     }
     for (const spec of world.routes ?? []) {
       if (spec.registered === false) continue
@@ -400,7 +402,7 @@ class LoopWorld extends CaseWorld {
       const first = this.routes.get(spec.provider)
       this.registerRoute(spec.provider, first.spec === spec ? first : new ScriptedRoute(spec, this.llmCalls))
     }
-    await root.plugin(AgentLoop, { agents: [] })
+    await loadPlugin(root, this.fibers, AgentLoop, { agents: [] })
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
     })
@@ -822,9 +824,11 @@ class LoopWorld extends CaseWorld {
     }
   }
 
-  /** Tear every agent down (a no-op for one a command already disposed). */
+  /** Tear every agent down (a no-op for one a command already disposed),
+   * then unload the case's plugins. */
   async teardown() {
     for (const handle of this.handles) await handle.dispose()
+    await disposeCase(this)
   }
 }
 
@@ -855,6 +859,7 @@ async function runLoopWorld(caseData, providerUrl) {
   }
   const { root, host, counter } = booted
   const world = new LoopWorld(root, host, counter, caseData.world)
+  world.fibers = booted.fibers
   try {
     try {
       await world.setup(providerUrl)

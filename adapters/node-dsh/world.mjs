@@ -255,18 +255,44 @@ export async function bootCase(config) {
   root.on('system-prompt/change', () => {
     counter.changes += 1
   })
+  const fibers = []
   try {
-    await root.plugin(SystemPrompt, upstreamConfig(config))
+    await loadPlugin(root, fibers, SystemPrompt, upstreamConfig(config))
   } catch (error) {
     if (error instanceof AdapterFault) throw error
+    await disposeCase({ fibers })
     return { configError: observed(error) }
   }
   let host
-  await root.plugin(hostPlugin((ctx) => {
+  await loadPlugin(root, fibers, hostPlugin((ctx) => {
     host = ctx
   }))
   if (host === undefined) throw new AdapterFault('the host plugin did not start')
-  return { root, host, counter }
+  return { root, host, counter, fibers }
+}
+
+/** `root.plugin(plugin, config)`, remembering its fiber in `fibers` so the
+ * case can unload it ({@link disposeCase}). */
+export async function loadPlugin(root, fibers, plugin, config) {
+  const fiber = root.plugin(plugin, config)
+  fibers.push(fiber)
+  await fiber
+  return fiber
+}
+
+/** Unload every plugin a case loaded, newest first. Nothing of a case may
+ * outlive it: upstream services hold process-wide resources until their
+ * fiber is disposed (dsh-agent's `AgentRegistry` keeps two
+ * `AsyncLocalStorage`s enabled, and every enabled one taxes each promise the
+ * process creates afterwards). */
+export async function disposeCase({ fibers }) {
+  for (const fiber of fibers.splice(0).reverse()) {
+    try {
+      await fiber.dispose()
+    } catch (error) {
+      console.error('[node-dsh] unloading a plugin failed:', error?.stack ?? error)
+    }
+  }
 }
 
 /** Resolve never; reject with the reference's abort error once `signal`

@@ -552,6 +552,48 @@ fn partitions_merge_into_the_whole_runs_report() {
 }
 
 #[test]
+fn jobs_change_no_byte_of_the_output_or_the_reports() {
+    let scratch = Scratch::new("jobs");
+    for index in 0..12 {
+        let expected = if index % 5 == 3 { "wrong" } else { "A\n\nB" };
+        scratch.write(
+            &format!("scenarios/assembly/case{index:02}.toml"),
+            &prompt_scenario(expected),
+        );
+    }
+    let adapter = reference_adapter();
+    let check = |jobs: &str| {
+        let dir = format!("jobs{jobs}");
+        let output = run(
+            &[
+                "check",
+                "--adapter",
+                &adapter,
+                "scenarios",
+                "--jobs",
+                jobs,
+                "--report-dir",
+                &dir,
+            ],
+            &scratch.root,
+        );
+        let report = std::fs::read_to_string(scratch.root.join(&dir).join("dshc-reference.json"))
+            .expect("a report");
+        (code(&output), stdout(&output), report)
+    };
+    let serial = check("1");
+    assert_eq!(serial.0, 1, "{}", serial.1);
+    assert!(
+        serial.1.contains("FAIL     assembly/case03"),
+        "{}",
+        serial.1
+    );
+    for jobs in ["2", "5"] {
+        assert_eq!(check(jobs), serial, "--jobs {jobs}");
+    }
+}
+
+#[test]
 fn bench_compares_implementations_and_fails_on_a_regression() {
     let scratch = Scratch::new("bench");
     let fixture = bundled("../benches/fixtures/standard.toml");

@@ -296,27 +296,97 @@ pub fn run_suite(
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
     for (position, scenario) in scenarios.iter().enumerate() {
-        let (outcome, cache_breaks) = if twice {
-            check_twice(scenario, implementation)
-        } else {
-            check_reporting_cache(scenario, implementation)
-        };
-        let report = CaseReport {
-            position,
-            id: scenario.id.clone(),
-            covers: scenario.scenario.covers.clone(),
-            outcome,
-            cache_breaks,
-            expected_failure: expected
-                .iter()
-                .find(|e| e.id == scenario.id)
-                .map(|e| e.reason.clone()),
-        };
+        let report = check_case(position, scenario, implementation, expected, twice);
         summary.add(report.verdict());
         each(scenario, &report);
         cases.push(report);
     }
     (cases, summary)
+}
+
+/// [`run_suite`] over a pool of implementations (one adapter process
+/// each, say), one thread per member: each case runs on whichever member is
+/// free, and `each`, the reports and the summary see the cases in order, so
+/// the output is the same for any pool size. Cases must not depend on each
+/// other, which a fresh registry per case already guarantees.
+pub fn run_suite_pooled<I: Implementation + Send>(
+    scenarios: &[LoadedScenario],
+    pool: &mut [I],
+    expected: &[ExpectedFailure],
+    twice: bool,
+    mut each: impl FnMut(&LoadedScenario, &CaseReport),
+) -> (Vec<CaseReport>, Summary) {
+    if let [only] = pool {
+        return run_suite(scenarios, only, expected, twice, each);
+    }
+    let Some(jobs) = std::num::NonZeroUsize::new(pool.len()) else {
+        return (Vec::new(), Summary::default());
+    };
+    let free: std::sync::Mutex<Vec<&mut I>> = std::sync::Mutex::new(pool.iter_mut().collect());
+    let mut summary = Summary::default();
+    let mut cases = Vec::with_capacity(scenarios.len());
+    crate::parallel::for_each_ordered(
+        scenarios.iter().enumerate().collect(),
+        jobs,
+        |(position, scenario)| {
+            // One thread per member, so a member is always free here.
+            let taken = free
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
+            let Some(implementation) = taken else {
+                let outcome = Outcome::NotRun(crate::outcome::NotRun::Errored {
+                    context: "no free implementation in the pool".into(),
+                });
+                let report = CaseReport {
+                    position,
+                    id: scenario.id.clone(),
+                    covers: scenario.scenario.covers.clone(),
+                    outcome,
+                    cache_breaks: Vec::new(),
+                    expected_failure: None,
+                };
+                return (scenario, report);
+            };
+            let report = check_case(position, scenario, implementation, expected, twice);
+            free.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(implementation);
+            (scenario, report)
+        },
+        |(scenario, report)| {
+            summary.add(report.verdict());
+            each(scenario, &report);
+            cases.push(report);
+            std::ops::ControlFlow::Continue(())
+        },
+    );
+    (cases, summary)
+}
+
+fn check_case(
+    position: usize,
+    scenario: &LoadedScenario,
+    implementation: &mut dyn Implementation,
+    expected: &[ExpectedFailure],
+    twice: bool,
+) -> CaseReport {
+    let (outcome, cache_breaks) = if twice {
+        check_twice(scenario, implementation)
+    } else {
+        check_reporting_cache(scenario, implementation)
+    };
+    CaseReport {
+        position,
+        id: scenario.id.clone(),
+        covers: scenario.scenario.covers.clone(),
+        outcome,
+        cache_breaks,
+        expected_failure: expected
+            .iter()
+            .find(|e| e.id == scenario.id)
+            .map(|e| e.reason.clone()),
+    }
 }
 
 /// A readable account of an outcome: each mismatch with a line diff.

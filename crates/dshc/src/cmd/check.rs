@@ -2,12 +2,14 @@
 //! one line per case, the summary, and optionally the JSON, JUnit and
 //! Markdown reports.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
 use dshc_harness::adapter::{External, Implementation as _};
+use dshc_harness::parallel::default_jobs;
 use dshc_harness::report::{Report, write_reports};
-use dshc_harness::runner::{Verdict, describe, load_expected_failures, run_suite};
+use dshc_harness::runner::{Verdict, describe, load_expected_failures, run_suite_pooled};
 use dshc_scenario::protocol::ImplementationInfo;
 
 use super::{default_paths, load_partition, suite_exit};
@@ -51,6 +53,10 @@ pub struct Args {
     /// clauses.toml at or above the first path).
     #[arg(long)]
     catalog: Option<PathBuf>,
+    /// Adapter processes run at once, one case each [default: the cores
+    /// available]. The output and the reports are the same for every value.
+    #[arg(long, short = 'j')]
+    jobs: Option<NonZeroUsize>,
 }
 
 /// Run it.
@@ -76,17 +82,22 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             );
         }
     }
-    let mut implementation = External::new(AdapterProcess::new(
-        &args.adapter,
-        Limits {
-            timeout_ms: args.timeout_ms,
-            handshake_timeout_ms: args.handshake_timeout_ms,
-            max_reply_bytes: args.max_reply_bytes,
-        },
-    ));
-    let (mut cases, mut summary) = run_suite(
+    let jobs = args.jobs.unwrap_or_else(default_jobs).get();
+    let mut pool: Vec<External> = (0..jobs)
+        .map(|_| {
+            External::new(AdapterProcess::new(
+                &args.adapter,
+                Limits {
+                    timeout_ms: args.timeout_ms,
+                    handshake_timeout_ms: args.handshake_timeout_ms,
+                    max_reply_bytes: args.max_reply_bytes,
+                },
+            ))
+        })
+        .collect();
+    let (mut cases, mut summary) = run_suite_pooled(
         &scenarios,
-        &mut implementation,
+        &mut pool,
         &expected,
         args.twice,
         |scenario, report| match report.verdict() {
@@ -106,13 +117,18 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     for (case, &position) in cases.iter_mut().zip(&positions) {
         case.position = position;
     }
-    let implementation_info = implementation.info().unwrap_or(ImplementationInfo {
-        name: "unknown".into(),
-        version: "unknown".into(),
-        language: "unknown".into(),
-        homepage: None,
-    });
-    implementation.stop();
+    let implementation_info = pool
+        .iter_mut()
+        .find_map(|implementation| implementation.info())
+        .unwrap_or(ImplementationInfo {
+            name: "unknown".into(),
+            version: "unknown".into(),
+            language: "unknown".into(),
+            homepage: None,
+        });
+    for implementation in &mut pool {
+        implementation.stop();
+    }
     let report = Report {
         implementation: implementation_info,
         command: args.adapter,
