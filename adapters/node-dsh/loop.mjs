@@ -25,6 +25,8 @@ import { LlmAdapter, LlmError, LlmRuntime, createUserMessage } from '@deepseek-a
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
 import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
+import * as timeContext from '@deepseek-ai/dsh-time-context'
+import * as tmuxContext from '@deepseek-ai/dsh-tmux-context'
 
 import {
   AdapterFault,
@@ -73,6 +75,9 @@ const LOOP_EVENTS = {
   on_status: 'agent/status',
   on_session_event: 'session/event',
 }
+
+/** Context plugins run on upstream on the harness's clock. */
+const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context'])
 
 /** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
 const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
@@ -210,6 +215,34 @@ export function prepareLoopEnvironment() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * The `ctx.shell` executor service tmux-context calls, answering its one
+ * read-only query (the tty check and `tmux display-message`) from the
+ * case's scripted tmux state: `{pane}` exits 0 with the fields (tab-separated,
+ * as tmux prints them), `{exit}` exits with that code, `{rejected}` is the
+ * executor refusing the command.
+ */
+class ScriptedShell {
+  constructor(current) {
+    this.current = current
+  }
+
+  resolve(request) {
+    return { command: request.command, signal: request.signal }
+  }
+
+  async run() {
+    const query = this.current()
+    if (present(query.rejected)) throw new Error(query.rejected)
+    if (present(query.pane)) {
+      const pane = query.pane
+      const fields = [pane.session, pane.window_index, pane.window_name, pane.pane_index, pane.pane_id, pane.window_active, pane.pane_active, pane.layout]
+      return { exitCode: 0, stdout: { text: `${fields.join('\\t')}\n` }, stderr: { text: '' } }
+    }
+    return { exitCode: query.exit ?? 1, stdout: { text: '' }, stderr: { text: '' } }
+  }
+}
+
 function userPrompt(text, source = { kind: 'user' }) {
   return createUserMessage({ content: [{ type: 'text', text }], source })
 }
@@ -287,14 +320,21 @@ function messageOf(error) {
 export function loopSkipReason(caseData, virtual) {
   const world = caseData.world
   const plugins = Object.keys(world.plugins ?? {}).filter((key) => key !== 'order')
-  if (plugins.length > 0 || caseData.commands.some((command) => command.do === 'plugin')) {
+  // On the harness's clock time-context reads the very clock the reference
+  // simulates; the other plugins' inputs are not fed yet.
+  const driven = virtual ? DRIVEN_PLUGINS : new Set()
+  const undriven = plugins.filter((plugin) => !driven.has(plugin))
+  const actions = caseData.commands.filter((command) => command.do === 'plugin')
+  const undrivenAction = actions.some((command) => !(driven.has('tmux_context') && present(command.tmux)))
+  if (undriven.length > 0 || undrivenAction) {
     return (
-      `context plugins (spec 10: ${plugins.join(', ') || 'plugin actions'}) are not driven: ` +
-      'the scenario feeds them simulated inputs (instruction files, the clock, tmux panes, ' +
-      'stored sessions) that the upstream plugins read from the real host'
+      `context plugins (spec 10: ${undriven.join(', ') || 'plugin actions'}) are not driven: ` +
+      'the scenario feeds them simulated inputs (instruction files, tmux panes, stored sessions' +
+      (virtual ? '' : ', the clock') +
+      ') that the upstream plugins read from the real host'
     )
   }
-  if (caseData.commands.some((command) => command.do === 'clock_jump')) {
+  if (!virtual && caseData.commands.some((command) => command.do === 'clock_jump')) {
     return 'a wall-clock jump needs a clock the harness drives; this adapter runs on the real clock'
   }
   if (world.adapter.provider !== 'deepseek-official') {
@@ -403,6 +443,24 @@ class LoopWorld extends CaseWorld {
       this.registerRoute(spec.provider, first.spec === spec ? first : new ScriptedRoute(spec, this.llmCalls))
     }
     await loadPlugin(root, this.fibers, AgentLoop, { agents: [] })
+    const time = world.plugins?.time_context
+    if (present(time)) {
+      const config = {}
+      if (present(time.time_zone)) config.timeZone = time.time_zone
+      if (present(time.refresh_interval_ms)) config.refreshIntervalMs = time.refresh_interval_ms
+      await loadPlugin(root, this.fibers, timeContext, config)
+    }
+    const tmux = world.plugins?.tmux_context
+    if (present(tmux)) {
+      this.tmuxQuery = tmux.query ?? { exit: 1 }
+      if (tmux.shell !== false) {
+        const shell = new ScriptedShell(() => this.tmuxQuery)
+        await loadPlugin(root, this.fibers, { name: 'dshc-scripted-shell', apply: (ctx) => ctx.provide('shell', shell) })
+      }
+      const config = {}
+      if (present(tmux.refresh_interval_ms)) config.refreshIntervalMs = tmux.refresh_interval_ms
+      await loadPlugin(root, this.fibers, tmuxContext, config)
+    }
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
     })
@@ -548,6 +606,12 @@ class LoopWorld extends CaseWorld {
         return undefined
       case 'wait':
         return sleep(command.ms)
+      case 'plugin':
+        return this.pluginAction(command)
+      case 'clock_jump':
+        // Only reachable on the harness's clock (real time skips the case).
+        this.time.jump(command.ms)
+        return undefined
       case 'wait_idle':
         return present(command.agent) ? this.agentFor(command.agent).whenIdle() : this.allIdle()
       case 'compact':
@@ -609,6 +673,15 @@ class LoopWorld extends CaseWorld {
       default:
         return super.execute(command)
     }
+  }
+
+  /** A `plugin` command: change a context plugin's simulated input. */
+  pluginAction(command) {
+    if (present(command.tmux)) {
+      this.tmuxQuery = command.tmux
+      return undefined
+    }
+    throw this.unsupported(command)
   }
 
   /** A compaction summary replacing a surface range (default: all of it). */
@@ -844,15 +917,20 @@ export async function runLoopCase(caseData, providerUrl, virtualSeq) {
   if (reason !== undefined) return { skipped: { reason } }
   if (!virtual) return runLoopWorld(caseData, providerUrl)
   const time = new VirtualTime(caseData.world.simulation, virtualSeq)
+  const zone = process.env.TZ
+  // The simulated host's zone (time-context's fallback), as the reference's.
+  process.env.TZ = caseData.world.plugins?.time_context?.process_time_zone ?? 'UTC'
   time.install()
   try {
-    return await time.drive(runLoopWorld(caseData, BRIDGE_BASE_URL))
+    return await time.drive(runLoopWorld(caseData, BRIDGE_BASE_URL, time))
   } finally {
     time.uninstall()
+    if (zone === undefined) delete process.env.TZ
+    else process.env.TZ = zone
   }
 }
 
-async function runLoopWorld(caseData, providerUrl) {
+async function runLoopWorld(caseData, providerUrl, time) {
   const booted = await bootCase(caseData.config)
   if (booted.configError !== undefined) {
     return { result: { config_error: booted.configError, observations: [] } }
@@ -860,6 +938,7 @@ async function runLoopWorld(caseData, providerUrl) {
   const { root, host, counter } = booted
   const world = new LoopWorld(root, host, counter, caseData.world)
   world.fibers = booted.fibers
+  world.time = time
   try {
     try {
       await world.setup(providerUrl)
