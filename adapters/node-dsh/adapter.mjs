@@ -64,7 +64,15 @@ const promptPackage = require(`${PROMPT_PACKAGE}/package.json`)
 
 const { CaseWorld, bootCase, clean, disposeCase, present, stackOf } = await import('./world.mjs')
 const { joinContextSections, renderContextSections, renderPrompt } = await import(PROMPT_PACKAGE)
-const { prepareLoopEnvironment, runLoopCase } = await import('./loop.mjs')
+// The loop level needs packages a release may not have published (the
+// DeepSeek adapter first appeared in rc.8): without them only the assembly
+// level is offered.
+let loopLevel
+try {
+  loopLevel = await import('./loop.mjs')
+} catch (error) {
+  log(`the loop level is unavailable with these packages: ${error?.message ?? error}`)
+}
 
 const PROTOCOL_VERSION = 1
 
@@ -166,7 +174,10 @@ async function handle(line) {
         started: {
           version: PROTOCOL_VERSION,
           implementation: IMPLEMENTATION,
-          capabilities: { levels: ['assembly', 'loop'], bench: true, virtual_time: true },
+          capabilities:
+            loopLevel === undefined
+              ? { levels: ['assembly'], bench: true }
+              : { levels: ['assembly', 'loop'], bench: true, virtual_time: true },
         },
       })
       return false
@@ -186,7 +197,8 @@ async function handle(line) {
           send({ seq, result: await runAssemblyCase(caseData) })
         } else {
           // `{result}` or `{skipped}`.
-          send({ seq, ...(await runLoopCase(caseData, request.provider_url, request.virtual_time === true ? seq : undefined)) })
+          const virtualSeq = request.virtual_time === true ? seq : undefined
+          send({ seq, ...(await loopLevel.runLoopCase(caseData, request.provider_url, virtualSeq)) })
         }
       } catch (error) {
         log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
@@ -226,7 +238,7 @@ function badRequest(line, why) {
   return false
 }
 
-prepareLoopEnvironment()
+loopLevel?.prepareLoopEnvironment()
 
 for (let line = readLine(); line !== null; line = readLine()) {
   if (line.trim() === '') continue
