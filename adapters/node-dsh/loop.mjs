@@ -27,6 +27,7 @@ import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
 import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
 import * as timeContext from '@deepseek-ai/dsh-time-context'
 import * as tmuxContext from '@deepseek-ai/dsh-tmux-context'
+import { SessionReferenceResolver } from '@deepseek-ai/dsh-session-reference'
 
 import {
   AdapterFault,
@@ -77,7 +78,7 @@ const LOOP_EVENTS = {
 }
 
 /** Context plugins run on upstream on the harness's clock. */
-const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context'])
+const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context', 'session_reference'])
 
 /** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
 const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
@@ -216,6 +217,51 @@ export function prepareLoopEnvironment() {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
+ * The `sessionQuery` service session-reference reads other sessions through
+ * (`readSurface`), answering from the case's scripted sessions: each one's
+ * surface as the events `dsh-session` projects (`user/message` with its
+ * source, `assistant/message`, `tool/result`), its `cwd` and
+ * `capturedThroughSeq` (default: the last message's position, `null` with
+ * none); an unknown id or a scripted `read_error` rejects.
+ */
+class ScriptedSessionQuery {
+  constructor(current) {
+    this.current = current
+  }
+
+  async readSurface(sessionId) {
+    const session = this.current()[sessionId]
+    if (session === undefined) throw new Error(`session ${JSON.stringify(sessionId)} not found`)
+    if (present(session.read_error)) throw new Error(session.read_error)
+    const messages = session.messages ?? []
+    const content = (text) => [{ type: 'text', text }]
+    const events = messages.map((message) => {
+      switch (message.role) {
+        case 'user':
+          return { type: 'user/message', data: { role: 'user', source: message.source ?? { kind: 'user' }, content: content(message.text) } }
+        case 'assistant':
+          return { type: 'assistant/message', data: { message: { role: 'assistant', content: content(message.text) } } }
+        default:
+          return { type: 'tool/result', data: { role: 'tool', content: content(message.text) } }
+      }
+    })
+    return {
+      session: { id: sessionId, cwd: session.cwd ?? undefined },
+      capturedThroughSeq: session.captured_through_seq ?? (messages.length > 0 ? messages.length - 1 : null),
+      events,
+    }
+  }
+
+  async listSessions() {
+    return Object.entries(this.current()).map(([id, session]) => ({ header: { id, cwd: session.cwd } }))
+  }
+
+  async readTitleSnapshots(ids) {
+    return ids.map(() => undefined)
+  }
+}
+
+/**
  * The `ctx.shell` executor service tmux-context calls, answering its one
  * read-only query (the tty check and `tmux display-message`) from the
  * case's scripted tmux state: `{pane}` exits 0 with the fields (tab-separated,
@@ -325,7 +371,9 @@ export function loopSkipReason(caseData, virtual) {
   const driven = virtual ? DRIVEN_PLUGINS : new Set()
   const undriven = plugins.filter((plugin) => !driven.has(plugin))
   const actions = caseData.commands.filter((command) => command.do === 'plugin')
-  const undrivenAction = actions.some((command) => !(driven.has('tmux_context') && present(command.tmux)))
+  const drivenAction = (command) =>
+    (driven.has('tmux_context') && present(command.tmux)) || (driven.has('session_reference') && present(command.set_session))
+  const undrivenAction = actions.some((command) => !drivenAction(command))
   if (undriven.length > 0 || undrivenAction) {
     return (
       `context plugins (spec 10: ${undriven.join(', ') || 'plugin actions'}) are not driven: ` +
@@ -460,6 +508,16 @@ class LoopWorld extends CaseWorld {
       const config = {}
       if (present(tmux.refresh_interval_ms)) config.refreshIntervalMs = tmux.refresh_interval_ms
       await loadPlugin(root, this.fibers, tmuxContext, config)
+    }
+    const references = world.plugins?.session_reference
+    if (present(references)) {
+      this.referencedSessions = { ...(references.sessions ?? {}) }
+      const query = new ScriptedSessionQuery(() => this.referencedSessions)
+      await loadPlugin(root, this.fibers, { name: 'dshc-scripted-session-query', apply: (ctx) => ctx.provide('sessionQuery', query) })
+      const config = {}
+      if (present(references.max_references)) config.maxReferences = references.max_references
+      if (present(references.max_reference_bytes)) config.maxReferenceBytes = references.max_reference_bytes
+      await loadPlugin(root, this.fibers, SessionReferenceResolver, config)
     }
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
@@ -679,6 +737,10 @@ class LoopWorld extends CaseWorld {
   pluginAction(command) {
     if (present(command.tmux)) {
       this.tmuxQuery = command.tmux
+      return undefined
+    }
+    if (present(command.set_session)) {
+      this.referencedSessions[command.set_session.id] = command.set_session.session
       return undefined
     }
     throw this.unsupported(command)
