@@ -203,6 +203,9 @@ async function handle(line) {
       } catch (error) {
         log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
         send({ seq, errored: { context: `adapter error in case ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
+        // A case stuck on the harness's clock leaves its agents running: exit
+        // rather than let them into the next case (dshc starts a fresh process).
+        if (error?.name === 'StuckCase') process.exit(0)
       }
       return false
     }

@@ -16,7 +16,7 @@
 // compares (harness/src/oracle/normalize.rs).
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { dirname, join, posix } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { SessionStore } from '@deepseek-ai/dsh-session'
@@ -28,6 +28,7 @@ import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
 import * as timeContext from '@deepseek-ai/dsh-time-context'
 import * as tmuxContext from '@deepseek-ai/dsh-tmux-context'
 import { SessionReferenceResolver } from '@deepseek-ai/dsh-session-reference'
+import * as agentInstructions from '@deepseek-ai/dsh-agent-instructions'
 
 import {
   AdapterFault,
@@ -78,7 +79,7 @@ const LOOP_EVENTS = {
 }
 
 /** Context plugins run on upstream on the harness's clock. */
-const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context', 'session_reference'])
+const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context', 'session_reference', 'agent_instructions'])
 
 /** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
 const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
@@ -215,6 +216,55 @@ export function prepareLoopEnvironment() {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The simulated host's home and `$DSH_HOME` (the reference's). */
+const SIMULATED_HOME = '/home/user'
+const SIMULATED_DSH_HOME = `${SIMULATED_HOME}/.dsh`
+
+/**
+ * The `ctx.fs` provider agent-instructions reads through, over the case's
+ * files: `resolve` normalizes an absolute path, `stat` reports a file (its
+ * version, from 1, bumped by each write, and its UTF-8 size) or a directory
+ * (listed, or a parent of a file), nothing otherwise; `streamText` yields a
+ * file's text. It is never unavailable, as the reference's.
+ */
+class ScriptedFileSystem {
+  constructor(spec) {
+    this.files = new Map(Object.entries(spec.files ?? {}).map(([path, content]) => [path, { content, version: 1 }]))
+    this.dirs = new Set(spec.dirs ?? [])
+  }
+
+  write(path, content) {
+    const previous = this.files.get(path)
+    this.files.set(path, { content, version: (previous?.version ?? 0) + 1 })
+  }
+
+  remove(path) {
+    this.files.delete(path)
+  }
+
+  async resolve(path) {
+    return posix.resolve(path)
+  }
+
+  async stat(target) {
+    const file = this.files.get(target)
+    if (file !== undefined) return { type: 'file', version: file.version, size: Buffer.byteLength(file.content, 'utf8') }
+    const prefix = target.endsWith('/') ? target : `${target}/`
+    if (target === '/' || this.dirs.has(target) || [...this.files.keys(), ...this.dirs].some((path) => path.startsWith(prefix))) {
+      return { type: 'directory' }
+    }
+    return undefined
+  }
+
+  async streamText(target) {
+    const file = this.files.get(target)
+    if (file === undefined) throw Object.assign(new Error(`ENOENT: ${target}`), { code: 'ENOENT' })
+    return (async function* () {
+      yield file.content
+    })()
+  }
+}
 
 /**
  * The `sessionQuery` service session-reference reads other sessions through
@@ -372,7 +422,9 @@ export function loopSkipReason(caseData, virtual) {
   const undriven = plugins.filter((plugin) => !driven.has(plugin))
   const actions = caseData.commands.filter((command) => command.do === 'plugin')
   const drivenAction = (command) =>
-    (driven.has('tmux_context') && present(command.tmux)) || (driven.has('session_reference') && present(command.set_session))
+    (driven.has('tmux_context') && present(command.tmux)) ||
+    (driven.has('session_reference') && present(command.set_session)) ||
+    (driven.has('agent_instructions') && (present(command.write_file) || present(command.remove_file)))
   const undrivenAction = actions.some((command) => !drivenAction(command))
   if (undriven.length > 0 || undrivenAction) {
     return (
@@ -508,6 +560,22 @@ class LoopWorld extends CaseWorld {
       const config = {}
       if (present(tmux.refresh_interval_ms)) config.refreshIntervalMs = tmux.refresh_interval_ms
       await loadPlugin(root, this.fibers, tmuxContext, config)
+    }
+    const instructions = world.plugins?.agent_instructions
+    if (present(instructions)) {
+      this.files = new ScriptedFileSystem(instructions)
+      if (instructions.fs !== false) {
+        const files = this.files
+        await loadPlugin(root, this.fibers, { name: 'dshc-scripted-fs', apply: (ctx) => ctx.provide('fs', files) })
+      }
+      const config = { maxBytes: instructions.max_bytes, dshHome: instructions.dsh_home ?? SIMULATED_DSH_HOME }
+      if (present(instructions.max_source_bytes)) config.maxSourceBytes = instructions.max_source_bytes
+      if (present(instructions.project_root_markers)) config.projectRootMarkers = instructions.project_root_markers
+      if (present(instructions.instruction_file_candidates)) config.instructionFileCandidates = instructions.instruction_file_candidates
+      if (present(instructions.local_instruction_file_candidates)) {
+        config.localInstructionFileCandidates = instructions.local_instruction_file_candidates
+      }
+      await loadPlugin(root, this.fibers, agentInstructions, config)
     }
     const references = world.plugins?.session_reference
     if (present(references)) {
@@ -670,8 +738,13 @@ class LoopWorld extends CaseWorld {
         // Only reachable on the harness's clock (real time skips the case).
         this.time.jump(command.ms)
         return undefined
-      case 'wait_idle':
-        return present(command.agent) ? this.agentFor(command.agent).whenIdle() : this.allIdle()
+      case 'wait_idle': {
+        const idle = present(command.agent) ? this.agentFor(command.agent).whenIdle() : this.allIdle()
+        // On the harness's clock, idle also means quiet: whatever the agent
+        // left running at this instant (a projection queued at the last
+        // `step/end`) finishes before the next command, as in the reference.
+        return this.time === undefined ? idle : idle.then(() => this.time.quiet())
+      }
       case 'compact':
         this.compact(command)
         return undefined
@@ -737,6 +810,14 @@ class LoopWorld extends CaseWorld {
   pluginAction(command) {
     if (present(command.tmux)) {
       this.tmuxQuery = command.tmux
+      return undefined
+    }
+    if (present(command.write_file)) {
+      this.files.write(command.write_file.path, command.write_file.content)
+      return undefined
+    }
+    if (present(command.remove_file)) {
+      this.files.remove(command.remove_file)
       return undefined
     }
     if (present(command.set_session)) {
@@ -979,16 +1060,20 @@ export async function runLoopCase(caseData, providerUrl, virtualSeq) {
   if (reason !== undefined) return { skipped: { reason } }
   if (!virtual) return runLoopWorld(caseData, providerUrl)
   const time = new VirtualTime(caseData.world.simulation, virtualSeq)
-  const zone = process.env.TZ
-  // The simulated host's zone (time-context's fallback), as the reference's.
+  const saved = { TZ: process.env.TZ, HOME: process.env.HOME }
+  // The simulated host: its zone (time-context's fallback) and its home
+  // (how agent-instructions displays `$DSH_HOME`), as the reference's.
   process.env.TZ = caseData.world.plugins?.time_context?.process_time_zone ?? 'UTC'
+  process.env.HOME = SIMULATED_HOME
   time.install()
   try {
     return await time.drive(runLoopWorld(caseData, BRIDGE_BASE_URL, time))
   } finally {
     time.uninstall()
-    if (zone === undefined) delete process.env.TZ
-    else process.env.TZ = zone
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key]
+      else process.env[key] = value
+    }
   }
 }
 

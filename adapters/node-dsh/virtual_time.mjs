@@ -66,6 +66,13 @@ function networkError(message) {
   return new TypeError('fetch failed', { cause: new Error(message) })
 }
 
+/** A case that cannot finish on the clock. Whatever it left running would
+ * run on into the next case, so the adapter exits after reporting it (dshc
+ * starts a fresh process). */
+export class StuckCase extends Error {
+  name = 'StuckCase'
+}
+
 export class VirtualTime {
   /** @param seq the `run` request's seq, which provider requests carry. */
   constructor(simulation, seq) {
@@ -77,6 +84,8 @@ export class VirtualTime {
     this.requests = 0
     /** The wall clock's jumps so far (`clock_jump`), which the budget does not count. */
     this.jumpedMs = 0
+    /** Callers of `quiet`, woken when nothing else is left at this instant. */
+    this.quietWaiters = []
   }
 
   /** Move the wall clock (`Date`) by `ms` without running any timer or
@@ -94,6 +103,12 @@ export class VirtualTime {
       this.ids += 1
       return `msg-${this.ids}`
     }
+  }
+
+  /** Resolves once everything else due at this instant has run: the clock
+   * does not move until it has. */
+  quiet() {
+    return new Promise((resolve) => this.quietWaiters.push(resolve))
   }
 
   uninstall() {
@@ -118,12 +133,16 @@ export class VirtualTime {
     for (;;) {
       await settle()
       if (done) break
+      if (this.quietWaiters.length > 0) {
+        for (const wake of this.quietWaiters.splice(0)) wake()
+        continue
+      }
       if (this.clock.countTimers() === 0) {
-        throw new Error('the case waits on something no timer will bring: nothing is scheduled')
+        throw new StuckCase('the case waits on something no timer will bring: nothing is scheduled')
       }
       this.clock.next()
       if (this.clock.now - this.jumpedMs - this.startMs > this.budgetMs) {
-        throw new Error(`the case did not finish within its virtual budget of ${this.budgetMs} ms`)
+        throw new StuckCase(`the case did not finish within its virtual budget of ${this.budgetMs} ms`)
       }
     }
     await watched
