@@ -50,9 +50,7 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
                     loop_passed += 1;
                 }
             }
-            // On the harness's clock only the context plugins are not
-            // driven yet; every other loop scenario runs.
-            Verdict::Skipped if drives_context_plugins(&scenario.case) => {}
+
             Verdict::UnexpectedPass => problems.push(format!(
                 "{}: passes but is listed as an expected failure",
                 scenario.id
@@ -76,20 +74,4 @@ fn upstream_passes_every_scenario_or_lists_it_as_an_expected_failure() {
         loop_passed >= 100,
         "only {loop_passed} loop scenarios ran on the upstream agent loop"
     );
-}
-
-/// Whether a loop case feeds context plugins (spec 10).
-fn drives_context_plugins(case: &dshc_scenario::protocol::Case) -> bool {
-    let configured = case.world.as_ref().is_some_and(|world| {
-        let plugins = &world.plugins;
-        plugins.time_context.is_some()
-            || plugins.tmux_context.is_some()
-            || plugins.agent_instructions.is_some()
-            || plugins.session_reference.is_some()
-    });
-    configured
-        || case
-            .commands
-            .iter()
-            .any(|command| matches!(command, dshc_scenario::protocol::Command::Plugin(_)))
 }
