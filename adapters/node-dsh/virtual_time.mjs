@@ -86,6 +86,10 @@ export class VirtualTime {
     this.jumpedMs = 0
     /** Callers of `quiet`, woken when nothing else is left at this instant. */
     this.quietWaiters = []
+    /** Provider bytes that arrived at this instant, handed over once every
+     * timer due at it has run (the reference's hosts see a frame after their
+     * own timers of the same millisecond). */
+    this.arrivals = []
   }
 
   /** Move the wall clock (`Date`) by `ms` without running any timer or
@@ -103,6 +107,14 @@ export class VirtualTime {
       this.ids += 1
       return `msg-${this.ids}`
     }
+  }
+
+  /** Whether a timer is due at the current instant. */
+  timerDueNow() {
+    const timers = this.clock.timers
+    const pending = timers instanceof Map ? timers.values() : Object.values(timers ?? {})
+    for (const timer of pending) if (timer.callAt <= this.clock.now) return true
+    return false
   }
 
   /** Resolves once everything else due at this instant has run: the clock
@@ -135,6 +147,10 @@ export class VirtualTime {
       if (done) break
       if (this.quietWaiters.length > 0) {
         for (const wake of this.quietWaiters.splice(0)) wake()
+        continue
+      }
+      if (this.arrivals.length > 0 && !this.timerDueNow()) {
+        for (const arrive of this.arrivals.splice(0)) arrive()
         continue
       }
       if (this.clock.countTimers() === 0) {
@@ -182,6 +198,7 @@ export class VirtualTime {
    * once: a zero-delay timer would fire a millisecond late (Node, and so the
    * fake clock, makes every timeout at least 1 ms). */
   replay(answer, signal, number) {
+    const time = this
     const sentAt = this.clock.now
     const timers = []
     const at = (offset, action) => {
@@ -236,8 +253,9 @@ export class VirtualTime {
           {
             start(streamController) {
               controller = streamController
-              for (const frame of answer.frames) at(frame.at_ms, () => arrive({ data: frame.data }))
-              if (end.kind !== 'open') at(end.at_ms, () => arrive({ end: end.kind }))
+              const land = (item) => () => time.arrivals.push(() => arrive(item))
+              for (const frame of answer.frames) at(frame.at_ms, land({ data: frame.data }))
+              if (end.kind !== 'open') at(end.at_ms, land({ end: end.kind }))
             },
             pull(streamController) {
               const take = () => {
