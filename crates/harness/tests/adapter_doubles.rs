@@ -156,6 +156,21 @@ fn a_reply_with_the_wrong_seq_is_a_protocol_error() {
 }
 
 #[test]
+fn a_provider_request_outside_virtual_time_is_a_protocol_error() {
+    let (outcomes, starts, _) = run("provider");
+    match &outcomes[1] {
+        Outcome::NotRun(NotRun::Errored { context }) => {
+            assert!(
+                context.contains("outside a `virtual_time` case"),
+                "{context}"
+            )
+        }
+        other => panic!("expected errored, got {other:?}"),
+    }
+    assert_recovered(&outcomes, starts);
+}
+
+#[test]
 fn a_reply_that_breaks_the_schema_is_a_protocol_error() {
     let (outcomes, starts, _) = run("schema");
     match &outcomes[1] {

@@ -52,7 +52,7 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// The provider of `world`; `None` when its script is invalid.
+    /// The provider of `world`; an error when its script is invalid.
     pub fn new(world: &LoopWorld) -> Result<Self, mock_provider::ScriptError> {
         let logged_at_ms = Arc::new(Mutex::new(None));
         let sink = logged_at_ms.clone();

@@ -11,6 +11,7 @@
 #   schema    answer with valid JSON that breaks the schema
 #   close_stdout  close stdout and keep running
 #   twice     answer twice (the second answer is stale by the next case)
+#   provider  send a provider request, as if the case ran on virtual time
 # and these, which misbehave outside "boom" cases:
 #   stop_reading  after the first case, never read stdin again
 #   no_start  never answer the handshake
@@ -37,6 +38,7 @@ while IFS= read -r line; do
         schema) printf '{"seq":%s,"result":{"observations":"none"}}\n' "$seq" ;;
         close_stdout) exec 1>&-; sleep 15 ;;
         twice) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$seq" ;;
+        provider) printf '{"seq":%s,"provider_request":{"method":"POST","path":"/chat/completions"}}\n' "$seq" ;;
         *) printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq" ;;
       esac
       ;;
