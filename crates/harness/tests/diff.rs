@@ -134,3 +134,67 @@ fn shrinking_keeps_the_disagreement_and_drops_everything_else() {
     );
     assert!(minimal.steps.len() <= scenario.steps.len());
 }
+
+/// The reference at the loop level, except that an assistant text chunk
+/// containing "tests" loses its last character: a planted bug in one event.
+struct PlantedLoopBug;
+
+impl Implementation for PlantedLoopBug {
+    fn info(&mut self) -> Option<Info> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        let mut result = dshc_harness::reference::run_case(case).expect("a compiled case is valid");
+        if let Some(run) = result.run.as_mut() {
+            for event in &mut run.log {
+                let Some(chunk) = event.pointer_mut("/data/chunk") else {
+                    continue;
+                };
+                if chunk["type"] == "text-delta"
+                    && let Some(text) = chunk["text"].as_str().filter(|t| t.contains("tests"))
+                {
+                    let shorter: String = text.chars().take(text.chars().count() - 1).collect();
+                    chunk["text"] = serde_json::Value::String(shorter);
+                }
+            }
+        }
+        Ran::Observed(Box::new(result))
+    }
+}
+
+#[test]
+fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk() {
+    use dshc_harness::generate::session::generate_session;
+    let mut reference = Reference;
+    for case in 0..60 {
+        assert_eq!(
+            compare_once(&generate_session(3, case), "self", &mut reference),
+            Comparison::Agree,
+            "session {case}"
+        );
+    }
+    let mut planted = PlantedLoopBug;
+    let (case, scenario, first) = (0..500)
+        .find_map(|case| {
+            let scenario = generate_session(3, case);
+            match compare_once(&scenario, "x", &mut planted) {
+                Comparison::Disagree { first, .. } => Some((case, scenario, first)),
+                _ => None,
+            }
+        })
+        .expect("some generated session streams \"tests\"");
+    assert!(
+        first.starts_with("the agent's log, event") && first.contains("text-delta"),
+        "session {case}: {first}"
+    );
+    let minimal = shrink(&scenario, &mut planted, 2_000);
+    assert!(
+        matches!(
+            compare_once(&minimal, "x", &mut planted),
+            Comparison::Disagree { .. }
+        ),
+        "session {case}: the shrunk scenario still disagrees"
+    );
+    assert!(minimal.steps.len() <= scenario.steps.len());
+}
