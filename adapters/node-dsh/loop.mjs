@@ -81,6 +81,17 @@ const LOOP_EVENTS = {
 /** Context plugins run on upstream on the harness's clock. */
 const DRIVEN_PLUGINS = new Set(['time_context', 'tmux_context', 'session_reference', 'agent_instructions'])
 
+/** The default registration order of the context plugins (10 P1). */
+const CONTEXT_PLUGIN_ORDER = ['agent_instructions', 'time_context', 'tmux_context', 'session_reference']
+
+/** The configured plugins in registration order: `plugins.order` first,
+ * then the configured ones it leaves out, in the default order. */
+function contextPluginOrder(plugins) {
+  const configured = CONTEXT_PLUGIN_ORDER.filter((name) => present(plugins?.[name]))
+  const listed = (plugins?.order ?? []).filter((name) => configured.includes(name))
+  return [...listed, ...configured.filter((name) => !listed.includes(name))]
+}
+
 /** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
 const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
 
@@ -416,8 +427,8 @@ function messageOf(error) {
 export function loopSkipReason(caseData, virtual) {
   const world = caseData.world
   const plugins = Object.keys(world.plugins ?? {}).filter((key) => key !== 'order')
-  // On the harness's clock time-context reads the very clock the reference
-  // simulates; the other plugins' inputs are not fed yet.
+  // On the harness's clock each plugin reads its input through a seam the
+  // adapter scripts (`loadContextPlugin`); in real time none can.
   const driven = virtual ? DRIVEN_PLUGINS : new Set()
   const undriven = plugins.filter((plugin) => !driven.has(plugin))
   const actions = caseData.commands.filter((command) => command.do === 'plugin')
@@ -543,50 +554,7 @@ class LoopWorld extends CaseWorld {
       this.registerRoute(spec.provider, first.spec === spec ? first : new ScriptedRoute(spec, this.llmCalls))
     }
     await loadPlugin(root, this.fibers, AgentLoop, { agents: [] })
-    const time = world.plugins?.time_context
-    if (present(time)) {
-      const config = {}
-      if (present(time.time_zone)) config.timeZone = time.time_zone
-      if (present(time.refresh_interval_ms)) config.refreshIntervalMs = time.refresh_interval_ms
-      await loadPlugin(root, this.fibers, timeContext, config)
-    }
-    const tmux = world.plugins?.tmux_context
-    if (present(tmux)) {
-      this.tmuxQuery = tmux.query ?? { exit: 1 }
-      if (tmux.shell !== false) {
-        const shell = new ScriptedShell(() => this.tmuxQuery)
-        await loadPlugin(root, this.fibers, { name: 'dshc-scripted-shell', apply: (ctx) => ctx.provide('shell', shell) })
-      }
-      const config = {}
-      if (present(tmux.refresh_interval_ms)) config.refreshIntervalMs = tmux.refresh_interval_ms
-      await loadPlugin(root, this.fibers, tmuxContext, config)
-    }
-    const instructions = world.plugins?.agent_instructions
-    if (present(instructions)) {
-      this.files = new ScriptedFileSystem(instructions)
-      if (instructions.fs !== false) {
-        const files = this.files
-        await loadPlugin(root, this.fibers, { name: 'dshc-scripted-fs', apply: (ctx) => ctx.provide('fs', files) })
-      }
-      const config = { maxBytes: instructions.max_bytes, dshHome: instructions.dsh_home ?? SIMULATED_DSH_HOME }
-      if (present(instructions.max_source_bytes)) config.maxSourceBytes = instructions.max_source_bytes
-      if (present(instructions.project_root_markers)) config.projectRootMarkers = instructions.project_root_markers
-      if (present(instructions.instruction_file_candidates)) config.instructionFileCandidates = instructions.instruction_file_candidates
-      if (present(instructions.local_instruction_file_candidates)) {
-        config.localInstructionFileCandidates = instructions.local_instruction_file_candidates
-      }
-      await loadPlugin(root, this.fibers, agentInstructions, config)
-    }
-    const references = world.plugins?.session_reference
-    if (present(references)) {
-      this.referencedSessions = { ...(references.sessions ?? {}) }
-      const query = new ScriptedSessionQuery(() => this.referencedSessions)
-      await loadPlugin(root, this.fibers, { name: 'dshc-scripted-session-query', apply: (ctx) => ctx.provide('sessionQuery', query) })
-      const config = {}
-      if (present(references.max_references)) config.maxReferences = references.max_references
-      if (present(references.max_reference_bytes)) config.maxReferenceBytes = references.max_reference_bytes
-      await loadPlugin(root, this.fibers, SessionReferenceResolver, config)
-    }
+    for (const name of contextPluginOrder(world.plugins)) await this.loadContextPlugin(name, world.plugins[name])
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
     })
@@ -602,6 +570,54 @@ class LoopWorld extends CaseWorld {
     })
     this.registerScriptedTools()
     for (const spec of this.specs) this.handles.push(await this.createAgent(spec))
+  }
+
+  /** Load one context plugin over the seam it reads its input through,
+   * scripted from the case (`plugin` commands change it later). */
+  async loadContextPlugin(name, spec) {
+    const { root } = this
+    switch (name) {
+      case 'time_context': {
+        const config = {}
+        if (present(spec.time_zone)) config.timeZone = spec.time_zone
+        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = spec.refresh_interval_ms
+        return loadPlugin(root, this.fibers, timeContext, config)
+      }
+      case 'tmux_context': {
+        this.tmuxQuery = spec.query ?? { exit: 1 }
+        if (spec.shell !== false) {
+          const shell = new ScriptedShell(() => this.tmuxQuery)
+          await loadPlugin(root, this.fibers, { name: 'dshc-scripted-shell', apply: (ctx) => ctx.provide('shell', shell) })
+        }
+        const config = {}
+        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = spec.refresh_interval_ms
+        return loadPlugin(root, this.fibers, tmuxContext, config)
+      }
+      case 'agent_instructions': {
+        this.files = new ScriptedFileSystem(spec)
+        if (spec.fs !== false) {
+          const files = this.files
+          await loadPlugin(root, this.fibers, { name: 'dshc-scripted-fs', apply: (ctx) => ctx.provide('fs', files) })
+        }
+        const config = { maxBytes: spec.max_bytes, dshHome: spec.dsh_home ?? SIMULATED_DSH_HOME }
+        if (present(spec.max_source_bytes)) config.maxSourceBytes = spec.max_source_bytes
+        if (present(spec.project_root_markers)) config.projectRootMarkers = spec.project_root_markers
+        if (present(spec.instruction_file_candidates)) config.instructionFileCandidates = spec.instruction_file_candidates
+        if (present(spec.local_instruction_file_candidates)) config.localInstructionFileCandidates = spec.local_instruction_file_candidates
+        return loadPlugin(root, this.fibers, agentInstructions, config)
+      }
+      case 'session_reference': {
+        this.referencedSessions = { ...(spec.sessions ?? {}) }
+        const query = new ScriptedSessionQuery(() => this.referencedSessions)
+        await loadPlugin(root, this.fibers, { name: 'dshc-scripted-session-query', apply: (ctx) => ctx.provide('sessionQuery', query) })
+        const config = {}
+        if (present(spec.max_references)) config.maxReferences = spec.max_references
+        if (present(spec.max_reference_bytes)) config.maxReferenceBytes = spec.max_reference_bytes
+        return loadPlugin(root, this.fibers, SessionReferenceResolver, config)
+      }
+      default:
+        throw this.unsupported(name)
+    }
   }
 
   /** `llm.registerAdapter([provider], adapter)`; by default the world's
