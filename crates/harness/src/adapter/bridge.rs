@@ -35,6 +35,7 @@ use dshc_scenario::protocol::{
 };
 
 use super::process::ProviderBridge;
+use crate::reference::{PROVIDER_HOST, PROVIDER_PORT, provider_simulation};
 
 /// One loop case's provider, answering an adapter's bridged requests.
 pub struct Bridge {
@@ -136,9 +137,6 @@ impl ProviderBridge for Bridge {
     }
 }
 
-const PROVIDER_HOST: &str = "provider";
-const PROVIDER_PORT: u16 = 443;
-
 /// Answer `request` from `provider` as a client on the simulated network
 /// sees it. A response that goes quiet for longer than `idle_cutoff_ms`
 /// (the implementation's stream idle timeout: it stops listening by then)
@@ -149,22 +147,7 @@ pub fn answer(
     simulation: &SimulationSpec,
     idle_cutoff_ms: u64,
 ) -> BridgeResponse {
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(simulation.seed)
-        .min_message_latency(Duration::from_millis(simulation.latency_ms))
-        .max_message_latency(Duration::from_millis(simulation.latency_ms))
-        .simulation_duration(Duration::from_millis(simulation.budget_ms))
-        .tick_duration(Duration::from_millis(1))
-        .build();
-    let host_provider = provider.clone();
-    sim.host(PROVIDER_HOST, move || {
-        let provider = host_provider.clone();
-        async move {
-            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
-            mock_provider::serve_turmoil(listener, provider).await?;
-            Ok(())
-        }
-    });
+    let mut sim = provider_simulation(provider, simulation);
     let seen = Rc::new(RefCell::new(BridgeResponse {
         end: BridgeEnd {
             at_ms: simulation.budget_ms,

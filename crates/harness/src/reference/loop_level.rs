@@ -639,16 +639,14 @@ fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> Protoco
     }
 }
 
-/// Run a loop-level case in a fresh simulation.
-pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
-    let Some(world) = case.world.clone() else {
-        return failed_run("a loop case needs its world");
-    };
-    let provider = match MockProvider::new(world.provider.clone()) {
-        Ok(provider) => provider,
-        Err(error) => return failed_run(&error.to_string()),
-    };
-    let simulation = world.simulation.clone();
+/// A fresh simulation of `simulation` (seed, latency, budget, 1 ms ticks)
+/// with `provider` served on its host [`PROVIDER_HOST`]:[`PROVIDER_PORT`]:
+/// the network every loop case runs on, the reference's agent or a bridged
+/// implementation's requests (`adapter::bridge`).
+pub fn provider_simulation<'a>(
+    provider: &MockProvider,
+    simulation: &dshc_scenario::protocol::SimulationSpec,
+) -> turmoil::Sim<'a> {
     let mut sim = turmoil::Builder::new()
         .rng_seed(simulation.seed)
         .min_message_latency(Duration::from_millis(simulation.latency_ms))
@@ -665,6 +663,19 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
             Ok(())
         }
     });
+    sim
+}
+
+/// Run a loop-level case in a fresh simulation.
+pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
+    let Some(world) = case.world.clone() else {
+        return failed_run("a loop case needs its world");
+    };
+    let provider = match MockProvider::new(world.provider.clone()) {
+        Ok(provider) => provider,
+        Err(error) => return failed_run(&error.to_string()),
+    };
+    let mut sim = provider_simulation(&provider, &world.simulation);
     let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
     let sink = output.clone();
     let case = case.clone();

@@ -18,7 +18,7 @@ pub mod scripted;
 use dshc_scenario::compile::{CompileError, validate_case};
 use dshc_scenario::protocol::{Case, CaseResult, Level};
 
-pub use loop_level::{PROVIDER_HOST, PROVIDER_PORT, provider_requests};
+pub use loop_level::{PROVIDER_HOST, PROVIDER_PORT, provider_requests, provider_simulation};
 
 /// Run one case on the reference. A case that fails the checks a compiled
 /// scenario passes is refused with the reason, never run.
