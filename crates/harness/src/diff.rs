@@ -118,16 +118,7 @@ pub fn first_difference(reference: &CaseResult, other: &CaseResult) -> Option<St
     }
     let observations = first_in("command", &reference.observations, &other.observations);
     let logs = || {
-        let agents = |run: &LoopRun| {
-            let mut logs = vec![("the agent".to_owned(), run.log.clone())];
-            logs.extend(
-                run.agents
-                    .iter()
-                    .map(|agent| (format!("agent {}", agent.id), agent.log.clone())),
-            );
-            logs
-        };
-        let (ours, theirs) = (agents(ours), agents(theirs));
+        let (ours, theirs) = (agent_logs(ours), agent_logs(theirs));
         ours.iter()
             .zip(&theirs)
             .find_map(|((name, a), (_, b))| first_in(&format!("{name}'s log, event"), a, b))
@@ -162,6 +153,17 @@ pub fn first_difference(reference: &CaseResult, other: &CaseResult) -> Option<St
         (a != b).then(|| format!("run: reference {a}\n  adapter:   {b}"))
     };
     observations.or_else(logs).or_else(traffic).or_else(rest)
+}
+
+/// Each agent's log of a run, named: the world's agent first.
+fn agent_logs(run: &LoopRun) -> Vec<(String, &[Value])> {
+    let mut logs = vec![("the agent".to_owned(), run.log.as_slice())];
+    logs.extend(
+        run.agents
+            .iter()
+            .map(|agent| (format!("agent {}", agent.id), agent.log.as_slice())),
+    );
+    logs
 }
 
 fn text<T: serde::Serialize>(value: &T) -> String {
