@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value, json};
 
-use dshc_model::header::{canonical_header, header_equals, request_proposal};
+use dshc_model::header::{canonical_header_owned, header_equals, request_proposal};
 use dshc_model::inbox::{Inbox, Target};
 use dshc_model::js::JsValue;
 use dshc_model::llm::{BlockAssembler, ModelInfo, prepare_call};
@@ -1332,10 +1332,10 @@ impl Agent {
         if !tools.is_empty() {
             header.insert("tools".into(), Value::Array(tools.to_vec()));
         }
-        let header = canonical_header(&Value::Object(header));
+        let header = canonical_header_owned(header);
         let baseline = session.request_header();
-        let must_log = !self.0.header_logged.get()
-            || baseline.as_ref().is_none_or(|b| !header_equals(b, &header));
+        let changed = baseline.as_ref().is_none_or(|b| !header_equals(b, &header));
+        let must_log = !self.0.header_logged.get() || changed;
         if must_log && !tools_are_json {
             return Err(JsError::error(
                 "session event \"request/header\" carries non-JSON-serializable data",
@@ -1353,7 +1353,7 @@ impl Agent {
                 SurfaceMeta::default(),
             )?;
             self.0.header_logged.set(true);
-        } else if baseline.as_ref().is_none_or(|b| !header_equals(b, &header)) {
+        } else if changed {
             self.append(
                 "request/header",
                 json!({"header": header, "reason": "change"}),

@@ -8,6 +8,9 @@
 mod cmd;
 mod progress;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `println!` to stdout, ending the process quietly when stdout is closed
 /// (`dshc run | head`) instead of panicking.
 #[macro_export]

@@ -40,11 +40,14 @@ pub const CACHE_UNIT_TOKENS: u64 = 64;
 ///
 /// Missing or non-array `messages` / `tools` count as empty.
 pub fn canonical_prompt(body: &Value) -> String {
-    let mut prompt = String::new();
-    for element in prompt_elements(body) {
-        prompt.push_str(&element.line);
+    let mut prompt = Vec::new();
+    for (_, _, item) in prompt_items(body) {
+        // Writing a `Value` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut prompt, item);
+        prompt.push(b'\n');
     }
-    prompt
+    // serde_json writes UTF-8.
+    String::from_utf8(prompt).unwrap_or_default()
 }
 
 /// What one line of a canonical prompt is.
@@ -73,20 +76,28 @@ pub struct PromptElement {
 /// The canonical prompt of a body as its elements, in prompt order (the
 /// module docs give the order); their lines concatenated are the prompt.
 pub fn prompt_elements(body: &Value) -> Vec<PromptElement> {
-    let empty = Vec::new();
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
+    prompt_items(body)
+        .map(|(kind, index, item)| PromptElement {
+            kind,
+            index,
+            line: format!("{item}\n"),
+        })
+        .collect()
+}
+
+/// The items of a canonical prompt in order: the leading system messages,
+/// the tools, the rest of the messages.
+fn prompt_items(body: &Value) -> impl Iterator<Item = (PromptElementKind, usize, &Value)> {
+    let list = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    };
+    let (messages, tools) = (list("messages"), list("tools"));
     let leading_system_count = messages
         .iter()
         .take_while(|message| message.get("role").and_then(Value::as_str) == Some("system"))
         .count();
-    let line = |item: &Value| format!("{item}\n");
     let system = messages[..leading_system_count]
         .iter()
         .enumerate()
@@ -100,15 +111,7 @@ pub fn prompt_elements(body: &Value) -> Vec<PromptElement> {
         .enumerate()
         .skip(leading_system_count)
         .map(|(index, item)| (PromptElementKind::Message, index, item));
-    system
-        .chain(tools)
-        .chain(rest)
-        .map(|(kind, index, item)| PromptElement {
-            kind,
-            index,
-            line: line(item),
-        })
-        .collect()
+    system.chain(tools).chain(rest)
 }
 
 /// The canonical prompt of a FIM body: the `prompt`, then `"\n"` and the

@@ -212,6 +212,9 @@ impl RequestOutcome {
     }
 }
 
+/// The request log in arrival order, as [`MockProvider::with_requests`] lends it.
+pub type LoggedRequests<'a> = std::collections::vec_deque::Iter<'a, LoggedRequest>;
+
 /// One request received, with what was answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoggedRequest {
@@ -496,7 +499,14 @@ impl MockProvider {
     /// unless [`ServerLimits::max_logged_requests`] or
     /// [`ServerLimits::max_logged_body_bytes`] dropped the oldest.
     pub fn requests(&self) -> Vec<LoggedRequest> {
-        self.lock().log.iter().cloned().collect()
+        self.with_requests(|log| log.cloned().collect())
+    }
+
+    /// Look at the requests in the log (as [`MockProvider::requests`]) without
+    /// copying them. `look` runs with the provider locked, so it must not
+    /// call the provider.
+    pub fn with_requests<R>(&self, look: impl FnOnce(LoggedRequests<'_>) -> R) -> R {
+        look(self.lock().log.iter())
     }
 
     /// Number of requests received so far (dropped ones included).

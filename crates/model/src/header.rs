@@ -9,26 +9,34 @@ use serde_json::{Map, Value};
 /// `canonicalHeader`: keep `adapterDefaults` only if a marker is `true`,
 /// `system` only if non-empty, `tools` only if non-empty.
 pub fn canonical_header(header: &Value) -> Value {
+    match header {
+        Value::Object(header) => canonical_header_owned(header.clone()),
+        _ => canonical_header_owned(Map::new()),
+    }
+}
+
+/// [`canonical_header`] of a header the caller owns, moved instead of copied.
+pub fn canonical_header_owned(mut header: Map<String, Value>) -> Value {
     let mut out = Map::new();
     out.insert(
         "config".into(),
-        header.get("config").cloned().unwrap_or(Value::Null),
+        header.remove("config").unwrap_or(Value::Null),
     );
-    if let Some(defaults) = header.get("adapterDefaults")
+    if let Some(defaults) = header.remove("adapterDefaults")
         && (defaults.get("reasoningEffort") == Some(&Value::Bool(true))
             || defaults.get("maxTokens") == Some(&Value::Bool(true)))
     {
-        out.insert("adapterDefaults".into(), defaults.clone());
+        out.insert("adapterDefaults".into(), defaults);
     }
-    if let Some(system) = header.get("system").and_then(Value::as_str)
+    if let Some(Value::String(system)) = header.remove("system")
         && !system.is_empty()
     {
-        out.insert("system".into(), Value::String(system.to_string()));
+        out.insert("system".into(), Value::String(system));
     }
-    if let Some(tools) = header.get("tools").and_then(Value::as_array)
+    if let Some(Value::Array(tools)) = header.remove("tools")
         && !tools.is_empty()
     {
-        out.insert("tools".into(), Value::Array(tools.clone()));
+        out.insert("tools".into(), Value::Array(tools));
     }
     Value::Object(out)
 }
@@ -60,14 +68,15 @@ pub fn call_config_equals(a: &Value, b: &Value) -> bool {
 /// `headerEquals` over canonical headers: config, both markers, system, and
 /// tools pairwise by their JSON text (key order counts).
 pub fn header_equals(a: &Value, b: &Value) -> bool {
-    let marker = |h: &Value, key: &str| h.get("adapterDefaults").and_then(|d| d.get(key)).cloned();
-    let empty = Vec::new();
-    let tools = |h: &Value| {
-        h.get("tools")
+    fn marker<'a>(header: &'a Value, key: &str) -> Option<&'a Value> {
+        header.get("adapterDefaults").and_then(|d| d.get(key))
+    }
+    fn tools(header: &Value) -> &[Value] {
+        header
+            .get("tools")
             .and_then(Value::as_array)
-            .unwrap_or(&empty)
-            .clone()
-    };
+            .map_or(&[], Vec::as_slice)
+    }
     let (a_tools, b_tools) = (tools(a), tools(b));
     call_config_equals(&a["config"], &b["config"])
         && marker(a, "reasoningEffort") == marker(b, "reasoningEffort")
@@ -76,14 +85,8 @@ pub fn header_equals(a: &Value, b: &Value) -> bool {
         && a_tools.len() == b_tools.len()
         && a_tools
             .iter()
-            .zip(&b_tools)
-            .all(|(x, y)| same_json_text(x, y))
-}
-
-/// `JSON.stringify(a) === JSON.stringify(b)`: key order counts, unlike
-/// `Value`'s equality.
-fn same_json_text(a: &Value, b: &Value) -> bool {
-    serde_json::to_string(a).ok() == serde_json::to_string(b).ok()
+            .zip(b_tools)
+            .all(|(x, y)| crate::js::same_json_text(x, y))
 }
 
 /// `requestProposal`: the logged config minus every adapter-filled field.

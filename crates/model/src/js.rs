@@ -416,6 +416,28 @@ pub fn quote(text: &str) -> String {
     Value::String(text.to_string()).to_string()
 }
 
+/// `JSON.stringify(a) === JSON.stringify(b)` for two JSON values, without
+/// printing either: key order counts, and a number prints from its double
+/// alone (so `1` and `1.0` print alike, and `-0` prints as `0`).
+pub fn same_json_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json_text(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same_json_text(vx, vy))
+        }
+        _ => false,
+    }
+}
+
 /// `JSON.stringify(value)` for a JSON value, without whitespace: keys in the
 /// value's order, strings as [`quote`] writes them and numbers as
 /// JavaScript prints them (`0.000001`, `1e-7`, `1e+21`), where serde_json

@@ -77,14 +77,29 @@ pub struct Event {
 impl Event {
     /// The event as upstream serializes it: `{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`.
     pub fn to_json(&self) -> Value {
-        if let Some(seeded) = &self.seeded {
-            return seeded.clone();
+        match &self.seeded {
+            Some(seeded) => seeded.clone(),
+            None => self.json_with(self.data.clone()),
         }
+    }
+
+    /// [`Event::to_json`], moving the payload instead of copying it.
+    pub fn into_json(mut self) -> Value {
+        match self.seeded.take() {
+            Some(seeded) => seeded,
+            None => {
+                let data = std::mem::take(&mut self.data);
+                self.json_with(data)
+            }
+        }
+    }
+
+    fn json_with(&self, data: Value) -> Value {
         let mut object = Map::new();
         object.insert("type".into(), json!(self.kind));
         object.insert("seq".into(), json!(self.seq));
         object.insert("time".into(), json!(self.time));
-        object.insert("data".into(), self.data.clone());
+        object.insert("data".into(), data);
         if let Some(seqs) = &self.source_event_seqs {
             object.insert("sourceEventSeqs".into(), json!(seqs));
         }
@@ -593,11 +608,11 @@ impl Session {
             cwd: cwd.map_or(JsValue::Undefined, JsValue::String),
             ..SessionMeta::default()
         };
-        let seed: Vec<JsValue> = seed
-            .iter()
-            .map(|event| JsValue::from_encoded(&event.to_json()))
-            .collect();
-        Session::create(id, &meta, Some(&seed), clock)
+        let seed = seed
+            .into_iter()
+            .enumerate()
+            .map(|(index, event)| crate::session_input::check_seed_json(index, event.into_json()));
+        Session::create_checked(id, &meta, Some(seed), clock)
     }
 
     /// `Session.create(id, seed, header)` (dsh-session): each seed event is
@@ -610,10 +625,27 @@ impl Session {
         seed: Option<&[JsValue]>,
         clock: Clock,
     ) -> Result<Session, JsError> {
+        let seed = seed.map(|seed| {
+            seed.iter()
+                .enumerate()
+                .map(|(index, value)| crate::session_input::check_seed_event(index, value))
+        });
+        Session::create_checked(id, meta, seed, clock)
+    }
+
+    /// [`Session::create`] over seed events checked one at a time, in order,
+    /// each just before it is folded (so the first bad event is the error).
+    fn create_checked(
+        id: &str,
+        meta: &SessionMeta,
+        seed: Option<impl Iterator<Item = Result<Map<String, Value>, JsError>>>,
+        clock: Clock,
+    ) -> Result<Session, JsError> {
+        let seeded = seed.is_some();
         let mut log: Vec<Event> = Vec::new();
         let mut surface = Surface::default();
-        for (index, value) in seed.unwrap_or_default().iter().enumerate() {
-            let object = crate::session_input::check_seed_event(index, value)?;
+        for (index, object) in seed.into_iter().flatten().enumerate() {
+            let object = object?;
             let (mut event, raw) = crate::session_input::seed_event(&object);
             let (op, sources) = surface
                 .apply_raw(&event.kind, event.seq, &event.data, &raw, &log)
@@ -637,7 +669,7 @@ impl Session {
             state.log = log;
             state.surface = surface;
         }
-        if seed.is_some() && session.last_kind().as_deref() != Some("session/end-seed") {
+        if seeded && session.last_kind().as_deref() != Some("session/end-seed") {
             session.append("session/end-seed", json!({}), SurfaceMeta::default())?;
         }
         Ok(session)
@@ -774,6 +806,14 @@ impl Session {
     /// A snapshot of the log.
     pub fn events(&self) -> Vec<Event> {
         self.state.borrow().log.clone()
+    }
+
+    /// The log, moved out as upstream serializes it (see [`Event::into_json`]),
+    /// leaving the session empty: for the end of a run, when nothing will
+    /// read or append to it again.
+    pub fn take_log_json(&self) -> Vec<Value> {
+        let log = std::mem::take(&mut self.state.borrow_mut().log);
+        log.into_iter().map(Event::into_json).collect()
     }
 
     /// Look at the log without copying it. `look` must not append to or

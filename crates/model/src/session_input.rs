@@ -30,6 +30,12 @@ pub fn check_seed_event(index: usize, event: &JsValue) -> Result<Map<String, Val
             "seed event at index {index} is not losslessly JSON-serializable"
         )));
     };
+    check_seed_json(index, snapshot)
+}
+
+/// [`check_seed_event`] for an event that is JSON already (read back from a
+/// store), so there is nothing to snapshot.
+pub fn check_seed_json(index: usize, snapshot: Value) -> Result<Map<String, Value>, JsError> {
     let invalid = || {
         JsError::error(format!(
             "seed event at index {index} has an invalid event envelope"

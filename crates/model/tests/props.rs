@@ -341,3 +341,48 @@ proptest! {
         }
     }
 }
+
+// --- JSON text equality -----------------------------------------------------
+
+/// Small JSON values whose objects draw keys from a tiny set (so two values
+/// often hold the same entries in another order) and whose numbers come in
+/// every form that prints alike in JavaScript (`1`, `1.0`, `-0`, `0`).
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        prop_oneof![
+            Just(json!(1)),
+            Just(json!(1.0)),
+            Just(json!(0)),
+            Just(json!(-0.0)),
+            Just(json!(2.5))
+        ],
+        prop_oneof![Just(json!("a")), Just(json!("b"))],
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::vec((prop_oneof![Just("x"), Just("y"), Just("z")], inner), 0..3)
+                .prop_map(|entries| {
+                    Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    )
+                }),
+        ]
+    })
+}
+
+proptest! {
+    /// `same_json_text` is `JSON.stringify(a) === JSON.stringify(b)`
+    /// without printing: key order counts, number forms do not.
+    #[test]
+    fn same_json_text_agrees_with_stringify(a in json_value(), b in json_value()) {
+        let printed_alike = dshc_model::js::stringify(&a) == dshc_model::js::stringify(&b);
+        prop_assert_eq!(dshc_model::js::same_json_text(&a, &b), printed_alike);
+        prop_assert!(dshc_model::js::same_json_text(&a, &a));
+    }
+}

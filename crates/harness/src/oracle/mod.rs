@@ -30,12 +30,37 @@ use crate::generate::SplitMix64;
 
 /// Whether two values serialize to the same JSON bytes (key order
 /// included). A value that cannot be serialized is never the same as
-/// anything, so a failure cannot pass for a match.
+/// anything, so a failure cannot pass for a match. `b` is compared as it
+/// is written, against `a`'s bytes, so it is never held whole.
 pub fn same_bytes<T: Serialize>(a: &T, b: &T) -> bool {
-    matches!(
-        (serde_json::to_string(a), serde_json::to_string(b)),
-        (Ok(a), Ok(b)) if a == b
-    )
+    let Ok(expected) = serde_json::to_vec(a) else {
+        return false;
+    };
+    let mut compared = CompareWriter {
+        rest: &expected,
+        differs: false,
+    };
+    serde_json::to_writer(&mut compared, b).is_ok() && !compared.differs && compared.rest.is_empty()
+}
+
+/// An `io::Write` that checks what it is given against expected bytes.
+struct CompareWriter<'a> {
+    rest: &'a [u8],
+    differs: bool,
+}
+
+impl std::io::Write for CompareWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.rest.strip_prefix(bytes) {
+            Some(rest) if !self.differs => self.rest = rest,
+            _ => self.differs = true,
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Run an oracle over `cases` seeded random byte strings.
@@ -82,5 +107,26 @@ pub fn run_mutated(seed: u64, seeds: &[Vec<u8>], cases: usize, oracle: fn(&[u8])
             }
         }
         oracle(&input);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+    use serde_json::json;
+
+    #[test]
+    fn same_bytes_is_byte_equality_of_the_json() {
+        assert!(same_bytes(&json!({"a": [1, "x"]}), &json!({"a": [1, "x"]})));
+        // Key order is part of the bytes, though `Value` equality ignores it.
+        assert!(!same_bytes(
+            &json!({"a": 1, "b": 2}),
+            &json!({"b": 2, "a": 1})
+        ));
+        // A prefix, an extension and a number's form all differ.
+        assert!(!same_bytes(&json!([1, 2]), &json!([1, 2, 3])));
+        assert!(!same_bytes(&json!([1, 2, 3]), &json!([1, 2])));
+        assert!(!same_bytes(&json!(1), &json!(1.0)));
+        assert!(!same_bytes(&json!("ab"), &json!("ac")));
     }
 }

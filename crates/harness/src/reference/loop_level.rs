@@ -23,7 +23,7 @@ use dshc_agent::{
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
-use dshc_model::session::{Clock, Event, Session, SessionMeta, SurfaceMeta, SurfaceOp};
+use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
 use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
     AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
@@ -750,21 +750,20 @@ fn new_session(spec: &AgentSpec, clock: &Clock) -> Result<Session, JsError> {
 /// What `provider` received: every request that carried a JSON body, in
 /// arrival order, with its headers and the cache-hit tokens it was answered with.
 pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
-    provider
-        .requests()
-        .into_iter()
-        .filter(|r| r.body_json.is_some())
-        .map(|r| ProviderRequest {
-            headers: r
-                .headers
-                .iter()
-                .map(|(name, value)| [name.clone(), value.clone()])
-                .collect(),
-            body: r.body_json.clone().unwrap_or(Value::Null),
-
-            cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+    provider.with_requests(|log| {
+        log.filter_map(|r| {
+            Some(ProviderRequest {
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|(name, value)| [name.clone(), value.clone()])
+                    .collect(),
+                body: r.body_json.clone()?,
+                cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+            })
         })
         .collect()
+    })
 }
 
 async fn drive(
@@ -847,9 +846,7 @@ async fn drive(
         let (next_turn, next_step) = agent.pending();
         agent_runs.push(AgentRun {
             id: spec.id.clone(),
-            log: agent
-                .session()
-                .with_events(|events| events.iter().map(Event::to_json).collect()),
+            log: agent.session().take_log_json(),
             status: agent.status().to_string(),
             pending: [next_turn, next_step],
         });
