@@ -30,17 +30,22 @@ use crate::generate::SplitMix64;
 
 /// Whether two values serialize to the same JSON bytes (key order
 /// included). A value that cannot be serialized is never the same as
-/// anything, so a failure cannot pass for a match. `b` is compared as it
-/// is written, against `a`'s bytes, so it is never held whole.
+/// anything, so a failure cannot pass for a match.
 pub fn same_bytes<T: Serialize>(a: &T, b: &T) -> bool {
-    let Ok(expected) = serde_json::to_vec(a) else {
-        return false;
-    };
+    serde_json::to_vec(a).is_ok_and(|expected| writes_bytes(b, &expected))
+}
+
+/// Whether `value` serializes to exactly `expected` (compared as it is
+/// written, so the text is never held whole). A value that cannot be
+/// serialized matches nothing.
+pub fn writes_bytes<T: Serialize>(value: &T, expected: &[u8]) -> bool {
     let mut compared = CompareWriter {
-        rest: &expected,
+        rest: expected,
         differs: false,
     };
-    serde_json::to_writer(&mut compared, b).is_ok() && !compared.differs && compared.rest.is_empty()
+    serde_json::to_writer(&mut compared, value).is_ok()
+        && !compared.differs
+        && compared.rest.is_empty()
 }
 
 /// An `io::Write` that checks what it is given against expected bytes.

@@ -303,7 +303,7 @@ fn check_replay_with(
             search
                 .request()
                 .and_then(finish)
-                .is_ok_and(|rebuilt| text(&rebuilt) == body)
+                .is_ok_and(|rebuilt| super::writes_bytes(&rebuilt, body.as_bytes()))
         })
     };
     let mut problems = Vec::new();
@@ -330,11 +330,10 @@ fn check_replay_with(
                 continue;
             }
         };
-        let rebuilt_text = text(&rebuilt);
         let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied())
             || failed_without_response(events, *dispatch);
         match pending.peek() {
-            Some((_, (_, body))) if *body == rebuilt_text => {
+            Some((_, (_, body))) if super::writes_bytes(&rebuilt, body.as_bytes()) => {
                 pending.next();
             }
             // Events logged between the dispatch and the attempt's first
