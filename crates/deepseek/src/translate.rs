@@ -224,11 +224,11 @@ impl Translator {
         if chunk.is_null() {
             return Err(JsError::read_of_null("choices"));
         }
-        for choice in iterate(prop(chunk, "choices"))? {
+        for choice in iterate(prop(chunk, "choices"))?.iter() {
             if choice.is_null() {
                 return Err(JsError::read_of_null("delta"));
             }
-            let delta = prop(&choice, "delta");
+            let delta = prop(choice, "delta");
             if let Some(Value::String(reasoning)) = prop_of(delta, "reasoning_content")
                 && !reasoning.is_empty()
             {
@@ -257,11 +257,11 @@ impl Translator {
                 self.blocks[position].text.push_str(content);
                 out.push(json!({"type": "text-delta", "index": position, "text": content}));
             }
-            for call in iterate(prop_of(delta, "tool_calls"))? {
+            for call in iterate(prop_of(delta, "tool_calls"))?.iter() {
                 if call.is_null() {
                     return Err(JsError::read_of_null("index"));
                 }
-                let key = self.tool_key(prop(&call, "index"));
+                let key = self.tool_key(prop(call, "index"));
                 let known = self.tools.iter().find(|(k, _)| *k == key).map(|(_, p)| *p);
                 let position = match known {
                     Some(position) => position,
@@ -271,9 +271,9 @@ impl Translator {
                         position
                     }
                 };
-                let function = prop(&call, "function");
+                let function = prop(call, "function");
                 let block = &mut self.blocks[position];
-                if let Some(id) = prop(&call, "id") {
+                if let Some(id) = prop(call, "id") {
                     block.call_id = Some(id.clone());
                 }
                 if let Some(name) = prop_of(function, "name") {
@@ -294,7 +294,7 @@ impl Translator {
                 delta_chunk.insert("argumentsDelta".into(), json_round_trip(&fragment));
                 out.push(Value::Object(delta_chunk));
             }
-            if let Some(Value::String(reason)) = prop(&choice, "finish_reason") {
+            if let Some(Value::String(reason)) = prop(choice, "finish_reason") {
                 self.pending_finish = Some(map_finish_reason(reason));
             }
         }

@@ -31,7 +31,7 @@ use std::ops::Bound;
 
 use serde_json::Value;
 
-use crate::tokenizer::tokenize;
+use crate::tokenizer::tokens;
 
 /// DeepSeek stores prefixes in units of this many tokens; hits are rounded down to it.
 pub const CACHE_UNIT_TOKENS: u64 = 64;
@@ -145,8 +145,7 @@ pub struct PromptAccounting {
 /// its id. No token but the NUL character has a zero byte, and that one is a
 /// token on its own, so no two tokens share an id and no vocabulary is kept.
 pub fn token_ids(prompt: &str) -> Vec<u32> {
-    tokenize(prompt)
-        .into_iter()
+    tokens(prompt)
         .map(|token| {
             let mut bytes = [0u8; 4];
             bytes[..token.len()].copy_from_slice(token.as_bytes());
@@ -248,7 +247,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tokenizer::count_tokens;
+    use crate::tokenizer::{count_tokens, tokenize};
 
     fn body(system: &str, turns: &[(&str, &str)]) -> Value {
         let mut messages = vec![json!({"role": "system", "content": system})];

@@ -23,36 +23,39 @@ pub const MAX_ALPHANUMERIC_TOKEN_CHARS: usize = 4;
 
 /// Split `text` into tokens (slices of `text`, in order, covering it exactly).
 pub fn tokenize(text: &str) -> Vec<&str> {
-    let mut tokens = Vec::new();
-    let mut run_start: Option<usize> = None;
-    let mut run_len = 0usize;
-    for (offset, character) in text.char_indices() {
-        if character.is_ascii_alphanumeric() {
-            match run_start {
-                Some(start) if run_len == MAX_ALPHANUMERIC_TOKEN_CHARS => {
-                    tokens.push(&text[start..offset]);
-                    run_start = Some(offset);
-                    run_len = 0;
-                }
-                Some(_) => {}
-                None => {
-                    run_start = Some(offset);
-                    run_len = 0;
-                }
-            }
-            run_len += 1;
+    tokens(text).collect()
+}
+
+/// The tokens of `text` one at a time, as [`tokenize`] lists them.
+pub fn tokens(text: &str) -> Tokens<'_> {
+    Tokens { rest: text }
+}
+
+/// The iterator of [`tokens`].
+#[derive(Debug, Clone)]
+pub struct Tokens<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let first = self.rest.chars().next()?;
+        let len = if first.is_ascii_alphanumeric() {
+            // ASCII alphanumerics are one byte each.
+            self.rest
+                .bytes()
+                .take(MAX_ALPHANUMERIC_TOKEN_CHARS)
+                .take_while(u8::is_ascii_alphanumeric)
+                .count()
         } else {
-            if let Some(start) = run_start.take() {
-                tokens.push(&text[start..offset]);
-                run_len = 0;
-            }
-            tokens.push(&text[offset..offset + character.len_utf8()]);
-        }
+            first.len_utf8()
+        };
+        let (token, rest) = self.rest.split_at(len);
+        self.rest = rest;
+        Some(token)
     }
-    if let Some(start) = run_start {
-        tokens.push(&text[start..]);
-    }
-    tokens
 }
 
 /// Number of tokens in `text` (same as `tokenize(text).len()`, without allocating).

@@ -493,12 +493,16 @@ fn write_json(value: &Value, out: &mut String) {
 
 /// `for (const x of value ?? [])`: array elements, a string's code points,
 /// nothing for `null`/`undefined`, V8's `TypeError` for anything else.
-pub fn iterate(value: Option<&Value>) -> Result<Vec<Value>, JsError> {
+/// An array's elements are lent, not copied.
+pub fn iterate(value: Option<&Value>) -> Result<std::borrow::Cow<'_, [Value]>, JsError> {
+    use std::borrow::Cow;
     const TAIL: &str = "is not iterable (cannot read property Symbol(Symbol.iterator))";
     match value {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => Ok(items.clone()),
-        Some(Value::String(s)) => Ok(s.chars().map(|c| Value::String(c.into())).collect()),
+        None | Some(Value::Null) => Ok(Cow::Borrowed(&[])),
+        Some(Value::Array(items)) => Ok(Cow::Borrowed(items)),
+        Some(Value::String(s)) => Ok(Cow::Owned(
+            s.chars().map(|c| Value::String(c.into())).collect(),
+        )),
         Some(Value::Object(_)) => Err(JsError::type_error(format!("object {TAIL}"))),
         Some(Value::Number(n)) => Err(JsError::type_error(format!(
             "number {} {TAIL}",
