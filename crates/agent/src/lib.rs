@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use dshc_model::header::{canonical_header_owned, header_equals, request_proposal};
 use dshc_model::inbox::{Inbox, Target};
-use dshc_model::js::JsValue;
+use dshc_model::js::{JsValue, object};
 use dshc_model::llm::{BlockAssembler, ModelInfo, prepare_call};
 use dshc_model::render::{
     join_context_sections, join_prompt_sections, render_context_sections, render_prompt_sections,
@@ -52,7 +52,12 @@ impl Ids {
 
 /// `createUserMessage`: `{content, source, role: 'user', id}`.
 pub fn user_message(ids: &Ids, content: Value, source: Value) -> Value {
-    json!({"content": content, "source": source, "role": "user", "id": ids.next("msg")})
+    object([
+        ("content", content),
+        ("source", source),
+        ("role", json!("user")),
+        ("id", json!(ids.next("msg"))),
+    ])
 }
 
 /// A plain user prompt.
@@ -518,11 +523,11 @@ impl Agent {
     }
 
     fn emit(&self, kind: &str, data: Value) {
-        self.0
-            .context
-            .live_events
-            .borrow_mut()
-            .push(json!({"type": kind, "agent": self.0.id, "data": data}));
+        self.0.context.live_events.borrow_mut().push(object([
+            ("type", json!(kind)),
+            ("agent", json!(self.0.id)),
+            ("data", data),
+        ]));
     }
 
     fn set_running(&self, running: Option<Phase>) {
@@ -1044,11 +1049,15 @@ impl Agent {
     ) -> Result<(), JsError> {
         let event = self.append(
             "assistant/chunk",
-            json!({"turn": turn, "step": step, "chunk": &chunk}),
+            object([
+                ("turn", json!(turn)),
+                ("step", json!(step)),
+                ("chunk", chunk),
+            ]),
             SurfaceMeta::default(),
         )?;
         chunk_seqs.push(event.seq);
-        assembler.push(&chunk);
+        assembler.push(&event.data["chunk"]);
         Ok(())
     }
 
@@ -1082,12 +1091,15 @@ impl Agent {
     }
 
     fn assistant_message(&self, content: Vec<Value>, request: &Value) -> Value {
-        json!({
-            "role": "assistant",
-            "content": content,
-            "source": {"kind": "model", "provider": request["provider"], "model": request["model"]},
-            "id": self.0.context.ids.next("msg"),
-        })
+        object([
+            ("role", json!("assistant")),
+            ("content", Value::Array(content)),
+            (
+                "source",
+                json!({"kind": "model", "provider": request["provider"], "model": request["model"]}),
+            ),
+            ("id", json!(self.0.context.ids.next("msg"))),
+        ])
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1333,6 +1345,17 @@ impl Agent {
             header.insert("tools".into(), Value::Array(tools.to_vec()));
         }
         let header = canonical_header_owned(header);
+        // The request is the canonical header's config, system and tools
+        // with the messages; the header itself then moves into the log.
+        let mut request = header["config"].as_object().cloned().unwrap_or_default();
+        request.insert("messages".into(), Value::Array(messages));
+        if let Some(system) = header.get("system") {
+            request.insert("system".into(), system.clone());
+        }
+        if let Some(tools) = header.get("tools") {
+            request.insert("tools".into(), tools.clone());
+        }
+        request.insert("sessionId".into(), json!(session.id()));
         let baseline = session.request_header();
         let changed = baseline.as_ref().is_none_or(|b| !header_equals(b, &header));
         let must_log = !self.0.header_logged.get() || changed;
@@ -1349,14 +1372,14 @@ impl Agent {
             };
             self.append(
                 "request/header",
-                json!({"header": header, "reason": reason}),
+                object([("header", header), ("reason", json!(reason))]),
                 SurfaceMeta::default(),
             )?;
             self.0.header_logged.set(true);
         } else if changed {
             self.append(
                 "request/header",
-                json!({"header": header, "reason": "change"}),
+                object([("header", header), ("reason", json!("change"))]),
                 SurfaceMeta::default(),
             )?;
         }
@@ -1377,15 +1400,6 @@ impl Agent {
             self.append("request/context", request_context, SurfaceMeta::default())?;
         }
         throw_if_aborted(signal)?;
-        let mut request = header["config"].as_object().cloned().unwrap_or_default();
-        request.insert("messages".into(), Value::Array(messages));
-        if let Some(system) = header.get("system") {
-            request.insert("system".into(), system.clone());
-        }
-        if let Some(tools) = header.get("tools") {
-            request.insert("tools".into(), tools.clone());
-        }
-        request.insert("sessionId".into(), json!(session.id()));
         Ok((Value::Object(request), route))
     }
 }

@@ -1,7 +1,7 @@
 //! Failures (09 W10): the `LlmError`s the adapter throws for HTTP
 //! errors, broken streams, aborts and idle timeouts, and their logged form.
 
-use dshc_model::js::{JsError, json_round_trip, to_js_string, truthy};
+use dshc_model::js::{JsError, json_round_trip, object, to_js_string, truthy};
 use dshc_model::llm::failure;
 use serde_json::{Value, json};
 
@@ -154,7 +154,13 @@ pub fn failure_chunk(error: &JsError, aborted: bool) -> Value {
     } else {
         "error"
     };
-    json!({"type": "finish", "reason": {"kind": kind, "failure": failure}})
+    object([
+        ("type", json!("finish")),
+        (
+            "reason",
+            object([("kind", json!(kind)), ("failure", failure)]),
+        ),
+    ])
 }
 
 /// `Headers.get`: case-insensitive, repeated fields joined with `", "`.

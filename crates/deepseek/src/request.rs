@@ -1,7 +1,7 @@
 //! The request body (09 W1–W3) and headers (W6): how a prepared call
 //! becomes DeepSeek chat-completions JSON, byte for byte in upstream's key order.
 
-use dshc_model::js::{JsError, join_element_text, json_round_trip_in_place};
+use dshc_model::js::{JsError, join_element_text, json_round_trip_in_place, object};
 use serde_json::{Map, Value, json};
 
 use crate::*;
@@ -141,7 +141,10 @@ pub fn serialize_messages(messages: &[Value]) -> Result<Vec<Value>, JsError> {
 pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result<Value, JsError> {
     let mut messages = Vec::new();
     if let Some(system) = prop(request, "system") {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(object([
+            ("role", json!("system")),
+            ("content", system.clone()),
+        ]));
     }
     messages.extend(serialize_messages(items(prop(request, "messages")))?);
     let tools: Vec<Value> = items(prop(request, "tools"))
@@ -151,7 +154,10 @@ pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result
             insert_defined(&mut function, "name", prop(tool, "name"));
             insert_defined(&mut function, "description", prop(tool, "description"));
             insert_defined(&mut function, "parameters", prop(tool, "parameters"));
-            json!({"type": "function", "function": Value::Object(function)})
+            object([
+                ("type", json!("function")),
+                ("function", Value::Object(function)),
+            ])
         })
         .collect();
     let thinking = resolve_thinking(request, defaults)?;

@@ -2,7 +2,8 @@
 //! become the adapter's stream parts, in upstream's block order.
 
 use dshc_model::js::{
-    JsError, iterate, json_round_trip, number_json, slice_utf16, to_js_string, to_number, truthy,
+    JsError, iterate, json_round_trip, number_json, object, slice_utf16, to_js_string, to_number,
+    truthy,
 };
 use serde_json::{Map, Value, json};
 
@@ -80,12 +81,12 @@ impl OpenBlock {
         match self.kind {
             BlockKind::Text => json!({"type": "text", "text": self.text}),
             BlockKind::Reasoning => json!({"type": "reasoning", "text": self.text}),
-            BlockKind::ToolCall => json!({
-                "type": "tool-call",
-                "id": nullish_or_empty(self.call_id.as_ref()),
-                "name": nullish_or_empty(self.name.as_ref()),
-                "arguments": self.text,
-            }),
+            BlockKind::ToolCall => object([
+                ("type", json!("tool-call")),
+                ("id", nullish_or_empty(self.call_id.as_ref())),
+                ("name", nullish_or_empty(self.name.as_ref())),
+                ("arguments", json!(self.text)),
+            ]),
         }
     }
 }
@@ -308,10 +309,14 @@ impl Translator {
 
     fn finish(&mut self, out: &mut Vec<Value>) {
         for block in &self.blocks {
-            out.push(json!({"type": "block-end", "index": block.index, "block": block.close()}));
+            out.push(object([
+                ("type", json!("block-end")),
+                ("index", json!(block.index)),
+                ("block", block.close()),
+            ]));
         }
         if let Some(usage) = self.pending_usage.take() {
-            out.push(json!({"type": "usage", "usage": usage}));
+            out.push(object([("type", json!("usage")), ("usage", usage)]));
         }
         let reason = self
             .pending_finish
@@ -328,7 +333,7 @@ impl Translator {
         } else {
             reason
         };
-        out.push(json!({"type": "finish", "reason": reason}));
+        out.push(object([("type", json!("finish")), ("reason", reason)]));
     }
 }
 

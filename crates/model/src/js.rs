@@ -416,6 +416,18 @@ pub fn quote(text: &str) -> String {
     Value::String(text.to_string()).to_string()
 }
 
+/// The object literal `{key: value, …}` with its keys in the order written
+/// (none integer-like, so JavaScript keeps that order too), the values moved
+/// in: `json!` would serialize a copy of every interpolated value.
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
+}
+
 /// `JSON.stringify(a) === JSON.stringify(b)` for two JSON values, without
 /// printing either: key order counts, and a number prints from its double
 /// alone (so `1` and `1.0` print alike, and `-0` prints as `0`).
