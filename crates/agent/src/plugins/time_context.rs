@@ -345,20 +345,21 @@ pub fn install(agent: &Agent, spec: &TimeContextConfig, clock: Clock) -> Result<
                 return Ok(Decision::Enter(messages));
             }
             let now = (config.clock)();
-            let events = agent.session().events();
-            let last = latest_plugin_message(&events, NAME).map(|e| e.time);
+            let session = agent.session();
+            let last =
+                session.with_events(|events| latest_plugin_message(events, NAME).map(|e| e.time));
             if within_interval(config.interval, last, now) {
                 return Ok(Decision::Enter(messages));
             }
-            let previous = if payload.step == 1 {
-                preceding_message_time(&events)
-            } else {
-                preceding_step_context_time(&events, payload.turn)
-            };
-            let browser = derive_browser_zone(
-                &request_messages(&events, payload.turn, &messages),
-                &config.zones,
-            )?;
+            let (previous, request) = session.with_events(|events| {
+                let previous = if payload.step == 1 {
+                    preceding_message_time(events)
+                } else {
+                    preceding_step_context_time(events, payload.turn)
+                };
+                (previous, request_messages(events, payload.turn, &messages))
+            });
+            let browser = derive_browser_zone(&request, &config.zones)?;
             let zone = match &browser {
                 BrowserZone::Resolved(zone) => config
                     .zones

@@ -88,14 +88,15 @@ pub fn install(agent: &Agent, spec: &TmuxContextConfig, clock: Clock) -> Result<
             if payload.signal.is_aborted() || payload.step != 1 || !shell {
                 return Ok(Decision::Enter(messages));
             }
-            let events = agent.session().events();
             // `latestInjectedState`: the latest injection whose first block
             // is not text counts as no injection at all.
-            let previous = latest_plugin_message(&events, NAME).and_then(|event| {
-                let block = &event.data["content"][0];
-                (block["type"] == "text").then(|| {
-                    let text = block["text"].as_str().unwrap_or_default();
-                    (state_of_reading(text), event.time)
+            let previous = agent.session().with_events(|events| {
+                latest_plugin_message(events, NAME).and_then(|event| {
+                    let block = &event.data["content"][0];
+                    (block["type"] == "text").then(|| {
+                        let text = block["text"].as_str().unwrap_or_default();
+                        (state_of_reading(text), event.time)
+                    })
                 })
             });
             if within_interval(interval, previous.as_ref().map(|p| p.1), (clock)()) {
