@@ -568,6 +568,17 @@ impl Agent {
         }
     }
 
+    /// The inbox, to change. It is busy only while one of its own splices is
+    /// being told to session observers; a change made from such an observer
+    /// would log another splice meanwhile, which the session refuses, so it
+    /// gets the session's refusal (and not a panic).
+    fn inbox_mut(&self) -> Result<std::cell::RefMut<'_, Inbox>, JsError> {
+        self.0
+            .inbox
+            .try_borrow_mut()
+            .map_err(|_| JsError::error(dshc_model::session::REENTRANT_APPEND))
+    }
+
     /// `send(message, target, wakeup)` (05 L1.2).
     pub fn send(&self, message: Value, target: Target, wakeup: bool) -> Result<(), JsError> {
         let waking_after_abort = wakeup
@@ -577,7 +588,7 @@ impl Agent {
         } else {
             target
         };
-        self.0.inbox.borrow_mut().append(target, message)?;
+        self.inbox_mut()?.append(target, message)?;
         if wakeup {
             self.wake_driver(waking_after_abort);
         }
@@ -602,7 +613,7 @@ impl Agent {
     /// `cancel(cause, {keepInbox})` (08 C1).
     pub fn cancel(&self, cause: Value, keep_inbox: bool) -> Result<(), JsError> {
         if !keep_inbox {
-            self.0.inbox.borrow_mut().clear()?;
+            self.inbox_mut()?.clear()?;
             if let Phase::Running { wake_requested, .. } = &mut *self.0.phase.borrow_mut() {
                 *wake_requested = false;
             }
@@ -873,7 +884,7 @@ impl Agent {
         step: u64,
         signal: &AbortSignal,
     ) -> Result<(Decision, Assembly), JsError> {
-        let claimed = self.0.inbox.borrow_mut().claim(target)?;
+        let claimed = self.inbox_mut()?.claim(target)?;
         let assembly = self
             .0
             .context

@@ -52,6 +52,11 @@ impl SurfaceOp {
     }
 }
 
+/// dsh-session's refusal of an append made while observers are being told
+/// of another one.
+pub const REENTRANT_APPEND: &str =
+    "session append cannot reenter while another append is being published";
+
 /// One logged event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
@@ -762,9 +767,7 @@ impl Session {
         let (event, observers) = {
             let mut state = self.state.borrow_mut();
             if state.publishing {
-                return Err(JsError::error(
-                    "session append cannot reenter while another append is being published",
-                ));
+                return Err(JsError::error(REENTRANT_APPEND));
             }
             let seq = state.log.len() as u64;
             let SessionState { surface, log, .. } = &mut *state;
