@@ -2,7 +2,10 @@
 //! build, the mock provider's SSE stream over turmoil's network, chunk
 //! translation and the session log, per step; and how a session's cost
 //! grows with its length under `dshc sim`'s checks (two runs, every
-//! invariant), which should follow the bytes its requests carry.
+//! invariant), which should follow the bytes its requests carry; and the
+//! floor under both: what the simulated network costs per simulated
+//! millisecond when nothing happens on it, since turmoil ticks every host
+//! every millisecond whether or not it has work.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -38,5 +41,31 @@ fn session_length(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, loop_steps, session_length);
+/// One idle simulated millisecond on the network every loop case runs on
+/// (`provider_simulation`: the topology, the provider's host, one client),
+/// the client only sleeping: turmoil's fixed cost per tick, which a
+/// session pays for every simulated millisecond it spans.
+fn idle_network(c: &mut Criterion) {
+    let idle_ms = 1_000u64;
+    let provider = mock_provider::MockProvider::new(mock_provider::Script::default())
+        .expect("an empty script is valid");
+    let simulation = dshc_scenario::protocol::SimulationSpec::default();
+    let mut group = c.benchmark_group("network");
+    group.throughput(Throughput::Elements(idle_ms));
+    group.bench_function("idle_simulated_ms", |b| {
+        b.iter(|| {
+            let mut sim = dshc_harness::reference::provider_simulation(&provider, &simulation);
+            sim.client("idle", async move {
+                tokio::time::sleep(std::time::Duration::from_millis(idle_ms)).await;
+                Ok(())
+            });
+            sim.run()
+                .expect("an idle client finishes within the budget");
+            black_box(sim.elapsed())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, loop_steps, session_length, idle_network);
 criterion_main!(benches);

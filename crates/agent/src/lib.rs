@@ -361,7 +361,7 @@ struct AgentState {
     /// `options.maxTokens`, checked.
     max_tokens: Option<u64>,
     session: Session,
-    inbox: RefCell<Inbox>,
+    inbox: Inbox,
     phase: RefCell<Phase>,
     scope: ScopeKey,
     projection: RuntimeContextProjection,
@@ -446,7 +446,7 @@ impl Agent {
             options,
             max_tokens,
             session,
-            inbox: RefCell::new(inbox),
+            inbox,
             phase: RefCell::new(Phase::Idle { last_turn }),
             scope,
             projection,
@@ -499,7 +499,7 @@ impl Agent {
     }
 
     /// The agent's inbox (context plugins keep pending input there, 10 AI2).
-    pub fn inbox(&self) -> &RefCell<Inbox> {
+    pub fn inbox(&self) -> &Inbox {
         &self.0.inbox
     }
 
@@ -518,8 +518,10 @@ impl Agent {
 
     /// Pending inbox counts `(next-turn, next-step)`.
     pub fn pending(&self) -> (usize, usize) {
-        let inbox = self.0.inbox.borrow();
-        (inbox.next_turn().len(), inbox.next_step().len())
+        (
+            self.0.inbox.next_turn().len(),
+            self.0.inbox.next_step().len(),
+        )
     }
 
     fn emit(&self, kind: &str, data: Value) {
@@ -568,17 +570,6 @@ impl Agent {
         }
     }
 
-    /// The inbox, to change. It is busy only while one of its own splices is
-    /// being told to session observers; a change made from such an observer
-    /// would log another splice meanwhile, which the session refuses, so it
-    /// gets the session's refusal (and not a panic).
-    fn inbox_mut(&self) -> Result<std::cell::RefMut<'_, Inbox>, JsError> {
-        self.0
-            .inbox
-            .try_borrow_mut()
-            .map_err(|_| JsError::error(dshc_model::session::REENTRANT_APPEND))
-    }
-
     /// `send(message, target, wakeup)` (05 L1.2).
     pub fn send(&self, message: Value, target: Target, wakeup: bool) -> Result<(), JsError> {
         let waking_after_abort = wakeup
@@ -588,7 +579,7 @@ impl Agent {
         } else {
             target
         };
-        self.inbox_mut()?.append(target, message)?;
+        self.0.inbox.append(target, message)?;
         if wakeup {
             self.wake_driver(waking_after_abort);
         }
@@ -613,7 +604,7 @@ impl Agent {
     /// `cancel(cause, {keepInbox})` (08 C1).
     pub fn cancel(&self, cause: Value, keep_inbox: bool) -> Result<(), JsError> {
         if !keep_inbox {
-            self.inbox_mut()?.clear()?;
+            self.0.inbox.clear()?;
             if let Phase::Running { wake_requested, .. } = &mut *self.0.phase.borrow_mut() {
                 *wake_requested = false;
             }
@@ -688,7 +679,7 @@ impl Agent {
         for waker in self.0.idle.borrow_mut().drain(..) {
             waker.wake();
         }
-        if wake_requested && self.0.inbox.borrow().has_pending() {
+        if wake_requested && self.0.inbox.has_pending() {
             self.wake_driver(false);
         }
     }
@@ -770,7 +761,7 @@ impl Agent {
         if !continues {
             return Ok(false);
         }
-        if !self.0.inbox.borrow().has_pending() {
+        if !self.0.inbox.has_pending() {
             return Ok(false);
         }
         if let Phase::Running {
@@ -847,7 +838,7 @@ impl Agent {
                 *turn_ends = step_end.map(|end| end.to_json());
             }
             throw_if_aborted(signal)?;
-            if turn_ends.is_some() && self.0.inbox.borrow().next_step().is_empty() {
+            if turn_ends.is_some() && self.0.inbox.next_step().is_empty() {
                 let payload = TurnStoppingPayload {
                     turn,
                     signal: signal.clone(),
@@ -855,7 +846,7 @@ impl Agent {
                 listeners::run_serial(&self.0.listeners.turn_stopping, payload).await?;
                 throw_if_aborted(signal)?;
             }
-            if turn_ends.is_some() && self.0.inbox.borrow().next_step().is_empty() {
+            if turn_ends.is_some() && self.0.inbox.next_step().is_empty() {
                 break;
             }
             target = Target::NextStep;
@@ -884,7 +875,7 @@ impl Agent {
         step: u64,
         signal: &AbortSignal,
     ) -> Result<(Decision, Assembly), JsError> {
-        let claimed = self.inbox_mut()?.claim(target)?;
+        let claimed = self.0.inbox.claim(target)?;
         let assembly = self
             .0
             .context
@@ -1245,10 +1236,9 @@ impl Agent {
                     json!([{"type": "text", "text": text}]),
                     json!({"kind": "tool", "callId": id}),
                 );
-                let end = self.0.inbox.borrow().next_step().len();
+                let end = self.0.inbox.next_step().len();
                 self.0
                     .inbox
-                    .borrow_mut()
                     .splice(Target::NextStep, end, 0, vec![context])?;
             }
             concluded |= outcome.concludes_turn;

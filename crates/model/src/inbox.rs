@@ -2,6 +2,8 @@
 //! `next-step` input, every change logged as an `agent/inbox/spliced` event
 //! before the projection changes, so a log replays to the same inbox.
 
+use std::cell::{Ref, RefCell};
+
 use serde_json::{Map, Value, json};
 
 use super::js::JsError;
@@ -35,60 +37,36 @@ impl Target {
 }
 
 /// The inbox projection over a session's splice events.
+///
+/// Its lists sit in their own cell, borrowed only to read or to apply a
+/// change, never while the change's event is told to session observers:
+/// an observer reads the lists as they were before the change (the event
+/// is logged first), and an observer's own change is refused by the
+/// session's reentrancy rule unless it changes nothing, as in dsh.
 pub struct Inbox {
     session: Session,
+    lists: RefCell<Lists>,
+}
+
+#[derive(Default)]
+struct Lists {
     next_turn: Vec<Value>,
     next_step: Vec<Value>,
 }
 
-impl Inbox {
-    /// Replay the splices logged after the seed boundary (`header.seedLength`,
-    /// 0 for a resumed session built from its whole log).
-    pub fn replay(session: &Session, from_seq: u64) -> Result<Inbox, JsError> {
-        let mut inbox = Inbox {
-            session: session.clone(),
-            next_turn: Vec::new(),
-            next_step: Vec::new(),
-        };
-        let splices: Vec<(u64, Value)> = session.with_events(|events| {
-            events
-                .iter()
-                .skip(from_seq as usize)
-                .filter(|event| event.kind == "agent/inbox/spliced")
-                .map(|event| (event.seq, event.data.clone()))
-                .collect()
-        });
-        for (seq, data) in splices {
-            inbox.apply(&data).map_err(|error| {
-                JsError::error(format!(
-                    "invalid persisted inbox splice at session seq {seq}"
-                ))
-                .with_cause(error)
-            })?;
+impl Lists {
+    fn get(&self, target: Target) -> &Vec<Value> {
+        match target {
+            Target::NextTurn => &self.next_turn,
+            Target::NextStep => &self.next_step,
         }
-        Ok(inbox)
     }
 
-    fn list(&mut self, target: Target) -> &mut Vec<Value> {
+    fn get_mut(&mut self, target: Target) -> &mut Vec<Value> {
         match target {
             Target::NextTurn => &mut self.next_turn,
             Target::NextStep => &mut self.next_step,
         }
-    }
-
-    /// Pending prompts.
-    pub fn next_turn(&self) -> &[Value] {
-        &self.next_turn
-    }
-
-    /// Pending step input.
-    pub fn next_step(&self) -> &[Value] {
-        &self.next_step
-    }
-
-    /// Whether anything is pending.
-    pub fn has_pending(&self) -> bool {
-        !self.next_turn.is_empty() || !self.next_step.is_empty()
     }
 
     fn apply(&mut self, splice: &Value) -> Result<(), JsError> {
@@ -104,46 +82,97 @@ impl Inbox {
             .and_then(Value::as_u64)
             .unwrap_or(0) as usize;
         let inserted = splice["inserted"].as_array().cloned().unwrap_or_default();
-        let list = self.list(target);
+        let list = self.get_mut(target);
         if start > list.len() || start + removed > list.len() {
             return Err(JsError::error("invalid inbox splice"));
         }
         list.splice(start..start + removed, inserted);
         Ok(())
     }
+}
+
+impl Inbox {
+    /// Replay the splices logged after the seed boundary (`header.seedLength`,
+    /// 0 for a resumed session built from its whole log).
+    pub fn replay(session: &Session, from_seq: u64) -> Result<Inbox, JsError> {
+        let mut lists = Lists::default();
+        session.with_events(|events| {
+            for event in events.iter().skip(from_seq as usize) {
+                if event.kind != "agent/inbox/spliced" {
+                    continue;
+                }
+                lists.apply(&event.data).map_err(|error| {
+                    JsError::error(format!(
+                        "invalid persisted inbox splice at session seq {}",
+                        event.seq
+                    ))
+                    .with_cause(error)
+                })?;
+            }
+            Ok::<(), JsError>(())
+        })?;
+        Ok(Inbox {
+            session: session.clone(),
+            lists: RefCell::new(lists),
+        })
+    }
+
+    /// Pending prompts.
+    pub fn next_turn(&self) -> Ref<'_, [Value]> {
+        Ref::map(self.lists.borrow(), |lists| lists.next_turn.as_slice())
+    }
+
+    /// Pending step input.
+    pub fn next_step(&self) -> Ref<'_, [Value]> {
+        Ref::map(self.lists.borrow(), |lists| lists.next_step.as_slice())
+    }
+
+    /// Whether anything is pending.
+    pub fn has_pending(&self) -> bool {
+        let lists = self.lists.borrow();
+        !lists.next_turn.is_empty() || !lists.next_step.is_empty()
+    }
 
     /// Apply a splice with JavaScript `Array.splice` bounds, log it, and
-    /// return what was removed. `discard` marks removals as `canceled`.
+    /// return what was removed. `discard` marks removals as `canceled`. A
+    /// splice that changes nothing logs nothing.
     fn mutate(
-        &mut self,
+        &self,
         target: Target,
         start: usize,
         delete_count: usize,
         inserted: Vec<Value>,
         discard: bool,
     ) -> Result<Vec<Value>, JsError> {
-        let length = self.list(target).len();
-        let start = start.min(length);
-        let delete_count = delete_count.min(length - start);
-        if delete_count == 0 && inserted.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut candidate = self.list_ref(target).clone();
-        candidate.splice(start..start + delete_count, inserted.iter().cloned());
-        let other = match target {
-            Target::NextTurn => &self.next_step,
-            Target::NextStep => &self.next_turn,
-        };
-        let mut ids = std::collections::BTreeSet::new();
-        for message in candidate.iter().chain(other) {
-            let id = message["id"].to_string();
-            if !ids.insert(id) {
-                return Err(JsError::error(format!(
-                    "message \"{}\" is already pending",
-                    message["id"].as_str().unwrap_or_default()
-                )));
+        let (start, delete_count, length) = {
+            let lists = self.lists.borrow();
+            let list = lists.get(target);
+            let length = list.len();
+            let start = start.min(length);
+            let delete_count = delete_count.min(length - start);
+            if delete_count == 0 && inserted.is_empty() {
+                return Ok(Vec::new());
             }
-        }
+            // The list after the splice, beside the other list: every id once.
+            let candidate = list[..start]
+                .iter()
+                .chain(&inserted)
+                .chain(&list[start + delete_count..]);
+            let other = match target {
+                Target::NextTurn => &lists.next_step,
+                Target::NextStep => &lists.next_turn,
+            };
+            let mut ids = std::collections::BTreeSet::new();
+            for message in candidate.chain(other) {
+                if !ids.insert(message["id"].to_string()) {
+                    return Err(JsError::error(format!(
+                        "message \"{}\" is already pending",
+                        message["id"].as_str().unwrap_or_default()
+                    )));
+                }
+            }
+            (start, delete_count, length)
+        };
         let mut splice = Map::new();
         splice.insert("target".into(), json!(target.as_str()));
         splice.insert("start".into(), json!(start));
@@ -154,31 +183,23 @@ impl Inbox {
         if discard && delete_count > 0 {
             splice.insert("outcome".into(), json!("canceled"));
         }
+        // No borrow is held here: observers told of the splice may read the
+        // inbox, and any change of theirs that would log is refused.
         self.session.append(
             "agent/inbox/spliced",
             Value::Object(splice),
             SurfaceMeta::default(),
         )?;
-        let removed: Vec<Value> = self
-            .list(target)
-            .splice(start..start + delete_count, inserted)
-            .collect();
-        // Paired with the check above: the list is the candidate that was
-        // validated and logged.
-        debug_assert_eq!(self.list_ref(target), &candidate);
-        Ok(removed)
-    }
-
-    fn list_ref(&self, target: Target) -> &Vec<Value> {
-        match target {
-            Target::NextTurn => &self.next_turn,
-            Target::NextStep => &self.next_step,
-        }
+        let mut lists = self.lists.borrow_mut();
+        let list = lists.get_mut(target);
+        // Nothing else could change the list meanwhile: a change logs first.
+        debug_assert_eq!(list.len(), length);
+        Ok(list.splice(start..start + delete_count, inserted).collect())
     }
 
     /// `splice(target, start, deleteCount, inserted)`; removals are `canceled`.
     pub fn splice(
-        &mut self,
+        &self,
         target: Target,
         start: usize,
         delete_count: usize,
@@ -188,15 +209,15 @@ impl Inbox {
     }
 
     /// Append at the end of a list.
-    pub fn append(&mut self, target: Target, message: Value) -> Result<(), JsError> {
-        let end = self.list_ref(target).len();
+    pub fn append(&self, target: Target, message: Value) -> Result<(), JsError> {
+        let end = self.lists.borrow().get(target).len();
         self.splice(target, end, 0, vec![message]).map(drop)
     }
 
     /// Claim the batch for one step: all next-step input, then (for a
     /// `next-turn` boundary) the first prompt. Pure deletions, no outcome.
-    pub fn claim(&mut self, target: Target) -> Result<Vec<Value>, JsError> {
-        let steps = self.next_step.len();
+    pub fn claim(&self, target: Target) -> Result<Vec<Value>, JsError> {
+        let steps = self.next_step().len();
         let mut claimed = self.mutate(Target::NextStep, 0, steps, Vec::new(), false)?;
         if target == Target::NextTurn {
             claimed.extend(self.mutate(Target::NextTurn, 0, 1, Vec::new(), false)?);
@@ -205,10 +226,10 @@ impl Inbox {
     }
 
     /// Durably cancel everything pending: next-step first, then next-turn.
-    pub fn clear(&mut self) -> Result<(), JsError> {
-        let steps = self.next_step.len();
+    pub fn clear(&self) -> Result<(), JsError> {
+        let steps = self.next_step().len();
         self.splice(Target::NextStep, 0, steps, Vec::new())?;
-        let turns = self.next_turn.len();
+        let turns = self.next_turn().len();
         self.splice(Target::NextTurn, 0, turns, Vec::new())?;
         Ok(())
     }
@@ -216,12 +237,14 @@ impl Inbox {
     /// Remove every pending message matching `predicate` (each removal a
     /// logged, canceled splice), returning how many were removed.
     pub fn remove_where(
-        &mut self,
+        &self,
         target: Target,
         predicate: impl Fn(&Value) -> bool,
     ) -> Result<usize, JsError> {
         let mut removed = 0;
-        while let Some(index) = self.list_ref(target).iter().position(&predicate) {
+        loop {
+            let found = self.lists.borrow().get(target).iter().position(&predicate);
+            let Some(index) = found else { break };
             self.splice(target, index, 1, Vec::new())?;
             removed += 1;
         }

@@ -223,7 +223,7 @@ proptest! {
         ),
     ) {
         let session = session();
-        let mut inbox = Inbox::replay(&session, 0).expect("an empty log replays");
+        let inbox = Inbox::replay(&session, 0).expect("an empty log replays");
         for op in ops {
             let before = session.len();
             let result = match op {
@@ -240,9 +240,10 @@ proptest! {
                 prop_assert_eq!(session.len(), before, "a refused operation logs nothing");
             }
             let replayed = Inbox::replay(&session, 0).expect("the log replays");
-            prop_assert_eq!(replayed.next_turn(), inbox.next_turn());
-            prop_assert_eq!(replayed.next_step(), inbox.next_step());
-            let mut ids: Vec<&Value> = inbox.next_turn().iter().chain(inbox.next_step()).map(|m| &m["id"]).collect();
+            prop_assert_eq!(&*replayed.next_turn(), &*inbox.next_turn());
+            prop_assert_eq!(&*replayed.next_step(), &*inbox.next_step());
+            let (turn, step) = (inbox.next_turn(), inbox.next_step());
+            let mut ids: Vec<&Value> = turn.iter().chain(step.iter()).map(|m| &m["id"]).collect();
             let count = ids.len();
             ids.sort_by_key(|id| id.to_string());
             ids.dedup();

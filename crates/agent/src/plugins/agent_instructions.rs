@@ -460,7 +460,6 @@ struct Plugin {
 fn pending_workspace(agent: &Agent) -> Vec<Value> {
     agent
         .inbox()
-        .borrow()
         .next_step()
         .iter()
         .filter(|m| is_workspace_context(m))
@@ -475,17 +474,14 @@ fn inbox_remove(agent: &Agent, id: &Value) -> Result<(), JsError> {
 
 fn inbox_splice_at(agent: &Agent, id: &Value, inserted: Vec<Value>) -> Result<(), JsError> {
     let location = {
-        let inbox = agent.inbox().borrow();
+        let inbox = agent.inbox();
         let find = |list: &[Value]| list.iter().position(|m| m["id"] == *id);
-        find(inbox.next_turn())
+        find(&inbox.next_turn())
             .map(|i| (Target::NextTurn, i))
-            .or_else(|| find(inbox.next_step()).map(|i| (Target::NextStep, i)))
+            .or_else(|| find(&inbox.next_step()).map(|i| (Target::NextStep, i)))
     };
     if let Some((target, index)) = location {
-        agent
-            .inbox()
-            .borrow_mut()
-            .splice(target, index, 1, inserted)?;
+        agent.inbox().splice(target, index, 1, inserted)?;
     }
     Ok(())
 }
@@ -609,19 +605,20 @@ impl Plugin {
     /// files and render the transitions.
     fn reconcile(&self, agent: &Agent, fs: &FakeFs, options: &ReconcileOptions) -> Option<Update> {
         let session = agent.session();
-        let events = session.events();
         let visible: IndexSet<u64> = session.surface_nodes().into_iter().collect();
         let mut effective: IndexMap<String, Change> = IndexMap::new();
-        for event in &events {
-            if event.kind != "user/message" || !is_workspace_source(&event.data["source"]) {
-                continue;
-            }
-            if visible.contains(&event.seq) {
-                for change in source_changes(&event.data["source"]) {
-                    effective.insert(change.scope.clone(), change);
+        session.with_events(|events| {
+            for event in events {
+                if event.kind != "user/message" || !is_workspace_source(&event.data["source"]) {
+                    continue;
+                }
+                if visible.contains(&event.seq) {
+                    for change in source_changes(&event.data["source"]) {
+                        effective.insert(change.scope.clone(), change);
+                    }
                 }
             }
-        }
+        });
         for message in options.authority {
             if is_workspace_source(&message["source"]) {
                 for change in source_changes(&message["source"]) {
@@ -862,8 +859,9 @@ impl Plugin {
         let cwd = session.cwd().unwrap_or_else(|| "/".into());
         let project_root = find_project_root(fs, &cwd, &self.resolved.markers);
         let identity = self.identity(&cwd, &project_root);
+        let surface = session.surface_nodes();
         let visible_baseline =
-            visible_baseline_source(&session.events(), &session.surface_nodes(), &authority);
+            session.with_events(|events| visible_baseline_source(events, &surface, &authority));
         let baseline_present = visible_baseline.is_some();
         let keep_visible = visible_baseline
             .as_ref()
@@ -987,11 +985,13 @@ impl Plugin {
         let supplied = desired.as_ref().is_some_and(|desired| {
             claimed.iter().any(|m| same_payload(m, desired)) || {
                 let session = agent.session();
-                let events = session.events();
-                session.surface_nodes().iter().any(|seq| {
-                    events
-                        .get(*seq as usize)
-                        .is_some_and(|e| e.kind == "user/message" && same_payload(&e.data, desired))
+                let surface = session.surface_nodes();
+                session.with_events(|events| {
+                    surface.iter().any(|seq| {
+                        events.get(*seq as usize).is_some_and(|e| {
+                            e.kind == "user/message" && same_payload(&e.data, desired)
+                        })
+                    })
                 })
             }
         });
@@ -1011,7 +1011,6 @@ impl Plugin {
             None => {
                 agent
                     .inbox()
-                    .borrow_mut()
                     .splice(Target::NextStep, 0, 0, vec![desired])?;
             }
             Some(first) => inbox_splice_at(agent, &first["id"], vec![desired])?,
@@ -1124,15 +1123,13 @@ fn visible_baseline_source(events: &[Event], nodes: &[u64], authority: &[Value])
 
 /// `apply(ctx, config)`: the pre-step listener and the event observer.
 pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsError> {
-    let step_open = agent
-        .session()
-        .events()
-        .iter()
-        .fold(false, |open, e| match e.kind.as_str() {
+    let step_open = agent.session().with_events(|events| {
+        events.iter().fold(false, |open, e| match e.kind.as_str() {
             "step/start" => true,
             "step/end" | "turn/end" => false,
             _ => open,
-        });
+        })
+    });
     let plugin = Rc::new(Plugin {
         resolved: resolve_config(spec),
         versions: RefCell::new(IndexMap::new()),

@@ -132,11 +132,11 @@ impl Acting {
                 entry.insert("call".into(), json!(self.call));
                 for field in fields {
                     let value = match (field, &agent) {
-                        (RecordField::LastEvent, Some(agent)) => agent
-                            .session()
-                            .events()
-                            .last()
-                            .map_or(Value::Null, |event| json!(event.kind)),
+                        (RecordField::LastEvent, Some(agent)) => {
+                            agent.session().with_events(|events| {
+                                events.last().map_or(Value::Null, |event| json!(event.kind))
+                            })
+                        }
                         (RecordField::LastEvent, None) => Value::Null,
                         (field, _) => (self.facts)(*field),
                     };
