@@ -285,6 +285,66 @@ fn sim_and_diff_replay_a_single_case_even_at_the_end_of_the_range() {
 }
 
 #[test]
+fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
+    // The reference, with one error message altered on the way out: the
+    // first case that reports it disagrees (case 7 of seed 5), and later
+    // cases, finished first by other jobs, must not change what is reported.
+    let adapter = format!(
+        "'{}' adapter | sed -u 's/already registered/already registeredx/'",
+        env!("CARGO_BIN_EXE_dshc")
+    );
+    let mut seen = Vec::new();
+    for jobs in ["1", "3"] {
+        let scratch = Scratch::new(&format!("diff-jobs-{jobs}"));
+        let args = [
+            "diff",
+            "--adapter",
+            &adapter,
+            "--seed",
+            "5",
+            "--cases",
+            "200",
+            "-j",
+            jobs,
+        ];
+        let output = run(&args, &scratch.root);
+        assert_eq!(code(&output), 1, "{}{}", stdout(&output), stderr(&output));
+        let regression = std::fs::read_to_string(
+            scratch
+                .root
+                .join("scenarios/regressions/diff_seed5_case7.toml"),
+        )
+        .expect("the shrunk disagreement is written");
+        seen.push((stdout(&output), regression));
+    }
+    assert_eq!(seen[0], seen[1], "-j 1 and -j 3 report the same");
+    let printed = &seen[0].0;
+    assert!(
+        printed.starts_with("case 7 of seed 5: the implementations disagree"),
+        "{printed}"
+    );
+    // The printed replay command, pasted into a shell, finds it again.
+    let replay = printed
+        .lines()
+        .last()
+        .and_then(|line| line.trim().strip_prefix("dshc "))
+        .expect("a replay command");
+    let scratch = Scratch::new("diff-replay");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' {replay}", env!("CARGO_BIN_EXE_dshc")))
+        .current_dir(&scratch.root)
+        .output()
+        .expect("sh runs");
+    assert_eq!(code(&output), 1, "{}{}", stdout(&output), stderr(&output));
+    assert!(
+        stdout(&output).starts_with("case 7 of seed 5: the implementations disagree"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
 fn a_closed_stdout_ends_dshc_quietly() {
     let scratch = Scratch::with_scenarios("pipe");
     let mut child = dshc()

@@ -54,8 +54,10 @@ impl Replay {
     pub fn command(&self) -> String {
         let level = if self.loop_level { " --level loop" } else { "" };
         format!(
-            "dshc diff --adapter '{}'{level} --seed {} --case {}",
-            self.adapter, self.seed, self.case
+            "dshc diff --adapter {}{level} --seed {} --case {}",
+            shell_quoted(&self.adapter),
+            self.seed,
+            self.case
         )
     }
 
@@ -64,6 +66,12 @@ impl Replay {
         let level = if self.loop_level { "loop_" } else { "" };
         format!("diff_{level}seed{}_case{}", self.seed, self.case)
     }
+}
+
+/// `text` as one POSIX shell word: single-quoted, each `'` inside written
+/// as `'\''`, so a pasted replay command passes the adapter command intact.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Run one scenario on both sides and compare.

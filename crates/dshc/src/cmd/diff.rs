@@ -3,12 +3,15 @@
 //! compared event by event; the first disagreement is shrunk, written as a
 //! regression and printed with its replay command.
 
+use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 use dshc_harness::adapter::External;
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
 use dshc_harness::diff::{Comparison, Replay, compare_once, shrink, write_regression};
-
+use dshc_harness::parallel::{default_jobs, for_each_ordered};
 use dshc_harness::partition::Partition;
 
 use crate::Exit;
@@ -54,6 +57,11 @@ pub struct Args {
     /// Most shrinking attempts.
     #[arg(long, default_value_t = 2_000)]
     shrink_attempts: usize,
+    /// Adapter processes run at once, one case each [default: the cores
+    /// available]. The output, the disagreement found and its shrunk form
+    /// are the same for every value.
+    #[arg(long, short = 'j')]
+    jobs: Option<NonZeroUsize>,
 }
 
 /// The kind of generated case.
@@ -79,24 +87,33 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         handshake_timeout_ms,
         expected_failures,
         shrink_attempts,
+        jobs,
     } = args;
     let known = match &expected_failures {
         Some(path) => dshc_harness::runner::load_known_disagreements(path)?,
         None => Vec::new(),
     };
-    let mut implementation = External::new(AdapterProcess::new(
-        &adapter,
-        Limits {
-            timeout_ms,
-            handshake_timeout_ms,
-            ..Limits::default()
-        },
-    ));
+    let limits = Limits {
+        timeout_ms,
+        handshake_timeout_ms,
+        ..Limits::default()
+    };
     // Inclusive, so that the last case of the u64 range replays too.
     let range = match case {
         Some(case) => Some(case..=case),
         None => cases.checked_sub(1).map(|last| 0..=last),
     };
+    let indices: Vec<u64> = range
+        .into_iter()
+        .flatten()
+        .filter(|&case| partition.contains(case))
+        .collect();
+    let jobs = jobs
+        .unwrap_or_else(default_jobs)
+        .min(NonZeroUsize::new(indices.len()).unwrap_or(NonZeroUsize::MIN));
+    let mut pool: Vec<External> = (0..jobs.get())
+        .map(|_| External::new(AdapterProcess::new(&adapter, limits.clone())))
+        .collect();
     #[expect(
         clippy::disallowed_methods,
         reason = "throughput for the person watching; never part of a result"
@@ -104,61 +121,86 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let started = std::time::Instant::now();
     let (mut agreed, mut not_run, mut known_seen) = (0u64, 0u64, 0u64);
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
-    for case in range
-        .into_iter()
-        .flatten()
-        .filter(|&case| partition.contains(case))
+    let mut disagreement = None;
     {
-        progress.tick(case);
-        let scenario = match level {
-            DiffLevel::Assembly => dshc_harness::generate::assembly::generate(seed, case),
-            DiffLevel::Loop => dshc_harness::generate::session::generate_session(seed, case),
-        };
-        match compare_once(
-            &scenario,
-            &format!("diff/{seed}/{case}"),
-            &mut implementation,
-        ) {
-            Comparison::Agree => agreed += 1,
-            Comparison::NotRun(reason) => {
-                not_run += 1;
-                crate::out!("case {case}: not run: {reason}");
-            }
-            Comparison::Disagree { other, .. }
-                if known.iter().any(|k| {
-                    serde_json::to_string(&other).is_ok_and(|text| text.contains(&k.adapter_shows))
-                }) =>
-            {
-                known_seen += 1;
-            }
-            Comparison::Disagree { first, .. } => {
-                progress.clear();
-                crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
-                crate::out!("shrinking");
-                let minimal = shrink(&scenario, &mut implementation, shrink_attempts);
-                let other = match compare_once(&minimal, "minimal", &mut implementation) {
-                    Comparison::Disagree { other, .. } => *other,
-                    _ => Default::default(),
+        // One thread per member, so a member is always free when a case starts.
+        let free: Mutex<Vec<&mut External>> = Mutex::new(pool.iter_mut().collect());
+        for_each_ordered(
+            indices,
+            jobs,
+            |case| {
+                let scenario = match level {
+                    DiffLevel::Assembly => dshc_harness::generate::assembly::generate(seed, case),
+                    DiffLevel::Loop => {
+                        dshc_harness::generate::session::generate_session(seed, case)
+                    }
                 };
-                let replay = Replay {
-                    adapter: adapter.clone(),
-                    loop_level: level == DiffLevel::Loop,
-                    seed,
-                    case,
+                let taken = free.lock().unwrap_or_else(PoisonError::into_inner).pop();
+                let comparison = match taken {
+                    Some(implementation) => {
+                        let comparison =
+                            compare_once(&scenario, &format!("diff/{seed}/{case}"), implementation);
+                        free.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(implementation);
+                        comparison
+                    }
+                    None => Comparison::NotRun("no free adapter process in the pool".into()),
                 };
-                match write_regression(&regressions_dir, &replay, &minimal, &other) {
-                    Ok(path) => crate::out!("wrote {}", path.display()),
-                    Err(error) => eprintln!("error: cannot write the regression: {error}"),
+                (case, scenario, comparison)
+            },
+            |(case, scenario, comparison)| {
+                progress.tick(case);
+                match comparison {
+                    Comparison::Agree => agreed += 1,
+                    Comparison::NotRun(reason) => {
+                        not_run += 1;
+                        crate::out!("case {case}: not run: {reason}");
+                    }
+                    Comparison::Disagree { other, .. }
+                        if known.iter().any(|k| {
+                            serde_json::to_string(&other)
+                                .is_ok_and(|text| text.contains(&k.adapter_shows))
+                        }) =>
+                    {
+                        known_seen += 1;
+                    }
+                    Comparison::Disagree { first, .. } => {
+                        disagreement = Some((case, scenario, first));
+                        return ControlFlow::Break(());
+                    }
                 }
-                crate::out!("seed {seed}, case {case}; replay with:");
-                crate::out!("  {}", replay.command());
-                implementation.stop();
-                return Ok(Exit::Failed);
-            }
+                ControlFlow::Continue(())
+            },
+        );
+    }
+    if let Some((case, scenario, first)) = disagreement {
+        progress.clear();
+        crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
+        crate::out!("shrinking");
+        let implementation = &mut pool[0];
+        let minimal = shrink(&scenario, implementation, shrink_attempts);
+        let other = match compare_once(&minimal, "minimal", implementation) {
+            Comparison::Disagree { other, .. } => *other,
+            _ => Default::default(),
+        };
+        let replay = Replay {
+            adapter: adapter.clone(),
+            loop_level: level == DiffLevel::Loop,
+            seed,
+            case,
+        };
+        match write_regression(&regressions_dir, &replay, &minimal, &other) {
+            Ok(path) => crate::out!("wrote {}", path.display()),
+            Err(error) => eprintln!("error: cannot write the regression: {error}"),
         }
+        crate::out!("seed {seed}, case {case}; replay with:");
+        crate::out!("  {}", replay.command());
+        stop(&mut pool);
+        return Ok(Exit::Failed);
     }
     progress.clear();
-    implementation.stop();
+    stop(&mut pool);
     let elapsed = started.elapsed().as_secs_f64();
     let total = agreed + not_run + known_seen;
     crate::out!(
@@ -166,4 +208,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         total as f64 / elapsed.max(1e-9)
     );
     Ok(Exit::failed_if(not_run > 0))
+}
+
+fn stop(pool: &mut [External]) {
+    for implementation in pool {
+        implementation.stop();
+    }
 }
