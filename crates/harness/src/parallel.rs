@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, mpsc};
 
 /// How many threads to use when `--jobs` is not given: one per core the
 /// process may use (nextest's default).
@@ -23,17 +23,27 @@ pub fn default_jobs() -> NonZeroUsize {
 /// `consume` in item order. `consume` returning `Break` stops the run: no
 /// new item starts, and results not yet consumed are dropped.
 ///
+/// Items are drawn from `items` one at a time, as threads become free, so a
+/// range of any length costs no memory up front.
+///
 /// With `jobs == 1` everything runs on the calling thread, in order.
-pub fn for_each_ordered<T, R>(
-    items: Vec<T>,
+pub fn for_each_ordered<I, T, R>(
+    items: I,
     jobs: NonZeroUsize,
     work: impl Fn(T) -> R + Sync,
     mut consume: impl FnMut(R) -> ControlFlow<()>,
 ) where
+    I: IntoIterator<Item = T>,
+    I::IntoIter: Send,
     T: Send,
     R: Send,
 {
-    if jobs.get() == 1 || items.len() <= 1 {
+    let items = items.into_iter();
+    let threads = items
+        .size_hint()
+        .1
+        .map_or(jobs.get(), |most| most.min(jobs.get()));
+    if threads <= 1 {
         for item in items {
             if consume(work(item)).is_break() {
                 return;
@@ -41,30 +51,20 @@ pub fn for_each_ordered<T, R>(
         }
         return;
     }
-    let count = items.len();
-    // Each item is taken exactly once, by the thread that claims its index.
-    let slots: Vec<std::sync::Mutex<Option<T>>> = items
-        .into_iter()
-        .map(|item| std::sync::Mutex::new(Some(item)))
-        .collect();
-    let next = AtomicUsize::new(0);
+    // Each item is drawn once, with its position, by the thread that is free.
+    let source = Mutex::new(items.enumerate());
     let stopped = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, R)>();
     std::thread::scope(|scope| {
-        for _ in 0..jobs.get().min(count) {
+        for _ in 0..threads {
             let sender = sender.clone();
-            let (slots, next, stopped, work) = (&slots, &next, &stopped, &work);
+            let (source, stopped, work) = (&source, &stopped, &work);
             scope.spawn(move || {
                 while !stopped.load(Ordering::Relaxed) {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = slots.get(index) else {
+                    let next = source.lock().unwrap_or_else(PoisonError::into_inner).next();
+                    let Some((index, item)) = next else {
                         break;
                     };
-                    let item = slot
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .take();
-                    let Some(item) = item else { continue };
                     if sender.send((index, work(item))).is_err() {
                         break;
                     }
@@ -102,7 +102,7 @@ mod tests {
             let mut seen = Vec::new();
             // Later items finish first: the order must still be the items'.
             for_each_ordered(
-                (0..40u64).collect(),
+                0..40u64,
                 jobs(n),
                 |i| {
                     let mut spin = 0u64;
@@ -130,7 +130,7 @@ mod tests {
         for n in [1, 2, 4] {
             let mut seen = Vec::new();
             for_each_ordered(
-                (0..100u32).collect(),
+                0..100u32,
                 jobs(n),
                 |i| i,
                 |r| {
@@ -143,6 +143,28 @@ mod tests {
                 },
             );
             assert_eq!(seen, (0..=17).collect::<Vec<_>>(), "jobs {n}");
+        }
+    }
+
+    #[test]
+    fn an_endless_source_is_drawn_lazily() {
+        for n in [1, 3] {
+            let mut seen = Vec::new();
+            // Collecting `0..` first would never end.
+            for_each_ordered(
+                0u64..,
+                jobs(n),
+                |i| i * 2,
+                |r| {
+                    seen.push(r);
+                    if seen.len() == 50 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            );
+            assert_eq!(seen, (0..50).map(|i| i * 2).collect::<Vec<_>>(), "jobs {n}");
         }
     }
 }

@@ -326,7 +326,7 @@ pub fn run_suite_pooled<I: Implementation + Send>(
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
     crate::parallel::for_each_ordered(
-        scenarios.iter().enumerate().collect(),
+        scenarios.iter().enumerate(),
         jobs,
         |(position, scenario)| {
             // One thread per member, so a member is always free here.

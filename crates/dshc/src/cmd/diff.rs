@@ -103,14 +103,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         Some(case) => Some(case..=case),
         None => cases.checked_sub(1).map(|last| 0..=last),
     };
-    let indices: Vec<u64> = range
+    let indices = range
         .into_iter()
         .flatten()
-        .filter(|&case| partition.contains(case))
-        .collect();
-    let jobs = jobs
-        .unwrap_or_else(default_jobs)
-        .min(NonZeroUsize::new(indices.len()).unwrap_or(NonZeroUsize::MIN));
+        .filter(|&case| partition.contains(case));
+    let jobs = if case.is_some() {
+        NonZeroUsize::MIN
+    } else {
+        jobs.unwrap_or_else(default_jobs)
+    };
     let mut pool: Vec<External> = (0..jobs.get())
         .map(|_| External::new(AdapterProcess::new(&adapter, limits.clone())))
         .collect();

@@ -59,11 +59,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         args.sessions
     });
     let (mut checked, mut steps) = (0u64, 0usize);
-    let indices: Vec<u64> = range
+    let indices = range
         .into_iter()
         .flatten()
-        .filter(|&index| args.partition.contains(index))
-        .collect();
+        .filter(|&index| args.partition.contains(index));
     let mut failing = None;
     for_each_ordered(
         indices,
