@@ -31,21 +31,43 @@ pub fn for_each_ordered<I, T, R>(
     items: I,
     jobs: NonZeroUsize,
     work: impl Fn(T) -> R + Sync,
-    mut consume: impl FnMut(R) -> ControlFlow<()>,
+    consume: impl FnMut(R) -> ControlFlow<()>,
 ) where
     I: IntoIterator<Item = T>,
     I::IntoIter: Send,
     T: Send,
     R: Send,
 {
+    let mut threads = vec![(); jobs.get()];
+    for_each_ordered_on(items, &mut threads, |(), item| work(item), consume);
+}
+
+/// [`for_each_ordered`] with one thread per member of `members` (adapter
+/// processes, say): each item is worked on with the member its thread owns,
+/// so no two items share a member at once. With no members nothing runs.
+pub fn for_each_ordered_on<I, T, M, R>(
+    items: I,
+    members: &mut [M],
+    work: impl Fn(&mut M, T) -> R + Sync,
+    mut consume: impl FnMut(R) -> ControlFlow<()>,
+) where
+    I: IntoIterator<Item = T>,
+    I::IntoIter: Send,
+    T: Send,
+    M: Send,
+    R: Send,
+{
     let items = items.into_iter();
     let threads = items
         .size_hint()
         .1
-        .map_or(jobs.get(), |most| most.min(jobs.get()));
+        .map_or(members.len(), |most| most.min(members.len()));
     if threads <= 1 {
+        let Some(member) = members.first_mut() else {
+            return;
+        };
         for item in items {
-            if consume(work(item)).is_break() {
+            if consume(work(member, item)).is_break() {
                 return;
             }
         }
@@ -56,7 +78,7 @@ pub fn for_each_ordered<I, T, R>(
     let stopped = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, R)>();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        for member in members.iter_mut().take(threads) {
             let sender = sender.clone();
             let (source, stopped, work) = (&source, &stopped, &work);
             scope.spawn(move || {
@@ -65,7 +87,7 @@ pub fn for_each_ordered<I, T, R>(
                     let Some((index, item)) = next else {
                         break;
                     };
-                    if sender.send((index, work(item))).is_err() {
+                    if sender.send((index, work(member, item))).is_err() {
                         break;
                     }
                 }

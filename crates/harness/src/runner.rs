@@ -305,8 +305,8 @@ pub fn run_suite(
 }
 
 /// [`run_suite`] over a pool of implementations (one adapter process
-/// each, say), one thread per member: each case runs on whichever member is
-/// free, and `each`, the reports and the summary see the cases in order, so
+/// each, say), one thread per member: each case runs on the member of the
+/// thread that draws it, and `each`, the reports and the summary see the cases in order, so
 /// the output is the same for any pool size. Cases must not depend on each
 /// other, which a fresh registry per case already guarantees.
 pub fn run_suite_pooled<I: Implementation + Send>(
@@ -319,39 +319,13 @@ pub fn run_suite_pooled<I: Implementation + Send>(
     if let [only] = pool {
         return run_suite(scenarios, only, expected, twice, each);
     }
-    let Some(jobs) = std::num::NonZeroUsize::new(pool.len()) else {
-        return (Vec::new(), Summary::default());
-    };
-    let free: std::sync::Mutex<Vec<&mut I>> = std::sync::Mutex::new(pool.iter_mut().collect());
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
-    crate::parallel::for_each_ordered(
+    crate::parallel::for_each_ordered_on(
         scenarios.iter().enumerate(),
-        jobs,
-        |(position, scenario)| {
-            // One thread per member, so a member is always free here.
-            let taken = free
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .pop();
-            let Some(implementation) = taken else {
-                let outcome = Outcome::NotRun(crate::outcome::NotRun::Errored {
-                    context: "no free implementation in the pool".into(),
-                });
-                let report = CaseReport {
-                    position,
-                    id: scenario.id.clone(),
-                    covers: scenario.scenario.covers.clone(),
-                    outcome,
-                    cache_breaks: Vec::new(),
-                    expected_failure: None,
-                };
-                return (scenario, report);
-            };
+        pool,
+        |implementation, (position, scenario)| {
             let report = check_case(position, scenario, implementation, expected, twice);
-            free.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(implementation);
             (scenario, report)
         },
         |(scenario, report)| {

@@ -54,7 +54,7 @@ impl SurfaceOp {
 
 /// dsh-session's refusal of an append made while observers are being told
 /// of another one.
-pub const REENTRANT_APPEND: &str =
+const REENTRANT_APPEND: &str =
     "session append cannot reenter while another append is being published";
 
 /// One logged event.

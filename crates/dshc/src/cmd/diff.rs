@@ -6,12 +6,11 @@
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
 
 use dshc_harness::adapter::External;
 use dshc_harness::adapter::process::{AdapterProcess, Limits};
 use dshc_harness::diff::{Comparison, Replay, compare_once, shrink, write_regression};
-use dshc_harness::parallel::{default_jobs, for_each_ordered};
+use dshc_harness::parallel::{default_jobs, for_each_ordered_on};
 use dshc_harness::partition::Partition;
 
 use crate::Exit;
@@ -123,58 +122,42 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let (mut agreed, mut not_run, mut known_seen) = (0u64, 0u64, 0u64);
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
-    {
-        // One thread per member, so a member is always free when a case starts.
-        let free: Mutex<Vec<&mut External>> = Mutex::new(pool.iter_mut().collect());
-        for_each_ordered(
-            indices,
-            jobs,
-            |case| {
-                let scenario = match level {
-                    DiffLevel::Assembly => dshc_harness::generate::assembly::generate(seed, case),
-                    DiffLevel::Loop => {
-                        dshc_harness::generate::session::generate_session(seed, case)
-                    }
-                };
-                let taken = free.lock().unwrap_or_else(PoisonError::into_inner).pop();
-                let comparison = match taken {
-                    Some(implementation) => {
-                        let comparison =
-                            compare_once(&scenario, &format!("diff/{seed}/{case}"), implementation);
-                        free.lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push(implementation);
-                        comparison
-                    }
-                    None => Comparison::NotRun("no free adapter process in the pool".into()),
-                };
-                (case, scenario, comparison)
-            },
-            |(case, scenario, comparison)| {
-                progress.tick(case);
-                match comparison {
-                    Comparison::Agree => agreed += 1,
-                    Comparison::NotRun(reason) => {
-                        not_run += 1;
-                        crate::out!("case {case}: not run: {reason}");
-                    }
-                    Comparison::Disagree { other, .. }
-                        if known.iter().any(|k| {
-                            serde_json::to_string(&other)
-                                .is_ok_and(|text| text.contains(&k.adapter_shows))
-                        }) =>
-                    {
-                        known_seen += 1;
-                    }
-                    Comparison::Disagree { first, .. } => {
-                        disagreement = Some((case, scenario, first));
-                        return ControlFlow::Break(());
-                    }
+    for_each_ordered_on(
+        indices,
+        &mut pool,
+        |implementation, case| {
+            let scenario = match level {
+                DiffLevel::Assembly => dshc_harness::generate::assembly::generate(seed, case),
+                DiffLevel::Loop => dshc_harness::generate::session::generate_session(seed, case),
+            };
+            let comparison =
+                compare_once(&scenario, &format!("diff/{seed}/{case}"), implementation);
+            (case, scenario, comparison)
+        },
+        |(case, scenario, comparison)| {
+            progress.tick(case);
+            match comparison {
+                Comparison::Agree => agreed += 1,
+                Comparison::NotRun(reason) => {
+                    not_run += 1;
+                    crate::out!("case {case}: not run: {reason}");
                 }
-                ControlFlow::Continue(())
-            },
-        );
-    }
+                Comparison::Disagree { other, .. }
+                    if known.iter().any(|k| {
+                        serde_json::to_string(&other)
+                            .is_ok_and(|text| text.contains(&k.adapter_shows))
+                    }) =>
+                {
+                    known_seen += 1;
+                }
+                Comparison::Disagree { first, .. } => {
+                    disagreement = Some((case, scenario, first));
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        },
+    );
     if let Some((case, scenario, first)) = disagreement {
         progress.clear();
         crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
