@@ -1,5 +1,5 @@
-// Computes the JavaScript answers that crates/model/src/js.rs must give.
-// Run with Node 20: `node crates/model/tests/js_vectors.mjs > crates/model/tests/js_vectors.json`.
+// Computes the JavaScript answers that harness/model/src/js.rs must give.
+// Run with Node 20: `node harness/model/tests/js_vectors.mjs > harness/model/tests/js_vectors.json`.
 // The Rust test `js_vectors.rs` checks every function against the output.
 
 const numbers = [
