@@ -18,7 +18,7 @@ fn loop_steps(c: &mut Criterion) {
     group.bench_function("steps/tool_round_trips", |b| {
         b.iter(|| {
             black_box(
-                dshc_harness::reference::run_case(&loaded.case).expect("a compiled case is valid"),
+                dshc_reference::run_case(&loaded.case).expect("a compiled case is valid"),
             )
         })
     });
@@ -33,7 +33,7 @@ fn session_length(c: &mut Criterion) {
         group.throughput(Throughput::Elements(rounds as u64 + 1));
         group.bench_with_input(BenchmarkId::from_parameter(rounds), &loaded, |b, loaded| {
             b.iter(|| {
-                let (violations, _) = dshc_harness::sim::check_session(&loaded.scenario);
+                let (violations, _) = dshc_fuzzing::sim::check_session(&loaded.scenario);
                 assert!(violations.is_empty(), "{violations:?}");
             })
         });
@@ -54,7 +54,7 @@ fn idle_network(c: &mut Criterion) {
     group.throughput(Throughput::Elements(idle_ms));
     group.bench_function("idle_simulated_ms", |b| {
         b.iter(|| {
-            let mut sim = dshc_harness::reference::provider_simulation(&provider, &simulation);
+            let mut sim = dshc_reference::provider_simulation(&provider, &simulation);
             sim.client("idle", async move {
                 tokio::time::sleep(std::time::Duration::from_millis(idle_ms)).await;
                 Ok(())

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use dshc_harness::bench::BenchRig;
-use dshc_harness::bench::fixture::load_fixture;
+use dshc_reference::bench::BenchRig;
+use dshc_reference::bench::fixture::load_fixture;
 use dshc_model::render::{EntryKind, SNAPSHOT_PREAMBLE, interpolate_into};
 use dshc_model::{Assembly, PromptEntry, ToolSchema, Variables};
 

@@ -13,7 +13,7 @@ use dshc_scenario::format::{AssembleExpect, CommandExpect, LoopExpect, Pattern, 
 use dshc_scenario::pattern::is_matcher;
 use serde_json::{Map, Value, json};
 
-use crate::oracle::matching::Matcher;
+use dshc_oracle::matching::Matcher;
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{
     CaseResult, Command, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
@@ -394,7 +394,7 @@ mod tests {
 
     use dshc_scenario::load::parse_scenario;
 
-    use crate::runner::{Outcome, check};
+    use crate::check::{Outcome, check};
 
     use super::*;
 
@@ -407,7 +407,7 @@ mod tests {
             matches!(check(&wrong), Outcome::Fail { .. }),
             "the input must fail first"
         );
-        let result = crate::reference::run_case(&wrong.case).expect("a compiled case is valid");
+        let result = dshc_reference::run_case(&wrong.case).expect("a compiled case is valid");
         let blessed = blessed_source(&wrong, &result).expect("blesses");
         let fixed = parse_scenario(path, &blessed).expect("the blessed text parses");
         assert_eq!(check(&fixed), Outcome::Pass, "blessed:\n{blessed}");

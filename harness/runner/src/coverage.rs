@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::files::{DataFileError, read_toml};
+use dshc_scenario::data_file::{DataFileError, read_toml};
 
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::Level;

@@ -30,9 +30,5 @@ pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
 /// The loop's bounds on one run: provider attempts per step (retries) and
-/// steps in all (tool rounds). Reaching one fails the turn and the run
-/// (`limit reached: max_attempts_per_step = 100`).
-pub const LOOP_LIMITS: dshc_agent::LoopLimits = dshc_agent::LoopLimits {
-    max_attempts_per_step: 100,
-    max_steps: 1_000,
-};
+/// steps in all (tool rounds).
+pub use dshc_reference::LOOP_LIMITS;

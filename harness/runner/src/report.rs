@@ -9,7 +9,7 @@ use dshc_scenario::protocol::ImplementationInfo;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use crate::coverage::Clause;
-use crate::runner::{CaseReport, Summary, Verdict};
+use crate::check::{CaseReport, Summary, Verdict};
 
 /// One implementation's results over a run.
 #[derive(Clone, Debug, Serialize)]
@@ -145,7 +145,7 @@ impl Report {
 
 /// The same account of an outcome a person reads on the terminal.
 fn outcome_detail(case: &CaseReport) -> String {
-    crate::runner::describe_outcome(&case.outcome)
+    crate::check::describe_outcome(&case.outcome)
 }
 
 /// Writing reports failed.
@@ -153,7 +153,7 @@ fn outcome_detail(case: &CaseReport) -> String {
 pub enum ReportError {
     /// The clause catalog for the Markdown table.
     #[error(transparent)]
-    Catalog(#[from] crate::files::DataFileError),
+    Catalog(#[from] dshc_scenario::data_file::DataFileError),
     /// A report could not be serialized.
     #[error("cannot serialize the report: {0}")]
     Serialize(String),
@@ -378,8 +378,8 @@ fn markdown_cache_breaks(reports: &[ReportDigest]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::NotRun;
-    use crate::runner::{CaseReport, Outcome, Summary};
+    use dshc_oracle::outcome::NotRun;
+    use crate::check::{CaseReport, Outcome, Summary};
 
     fn report(name: &str, outcome: Outcome) -> Report {
         Report {

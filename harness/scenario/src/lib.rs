@@ -12,6 +12,7 @@
 //! live in `dshc-harness`.
 
 pub mod compile;
+pub mod data_file;
 pub mod format;
 pub mod load;
 pub mod migrate;

@@ -11,7 +11,7 @@
 //! This module owns the operator vocabulary and checks patterns when a
 //! scenario loads, so a misspelt operator or a bad regex is a load error
 //! with a position, never a silent mismatch. Matching itself is the oracle's
-//! (`dshc_harness::oracle::matching`).
+//! (`dshc_oracle::matching`).
 
 use std::borrow::Cow;
 

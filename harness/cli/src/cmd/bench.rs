@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use dshc_harness::adapter::External;
-use dshc_harness::adapter::process::{AdapterProcess, Limits};
-use dshc_harness::bench::fixture::{Fixture, load_fixture, load_fixture_dir};
-use dshc_harness::bench::{
+use dshc_runner::adapter::External;
+use dshc_runner::adapter::process::{AdapterProcess, Limits};
+use dshc_reference::bench::fixture::{Fixture, load_fixture, load_fixture_dir};
+use dshc_reference::bench::{
     BenchReport, BenchRig, FixtureResult, ImplementationResult, StepStats, format_ns, regressions,
 };
-use dshc_harness::files::{parse_json, read_text};
+use dshc_scenario::data_file::{parse_json, read_text};
 use dshc_scenario::protocol::{BenchReply, ImplementationInfo};
 use serde::{Deserialize, Serialize};
 
@@ -87,9 +87,9 @@ impl Subject {
 
     fn name(&mut self) -> String {
         let info = match self {
-            Subject::Reference => Some(dshc_harness::adapter::reference_info()),
+            Subject::Reference => Some(dshc_reference::reference_info()),
             Subject::Adapter(adapter) => {
-                use dshc_harness::adapter::Implementation;
+                use dshc_runner::adapter::Implementation;
                 adapter.info()
             }
         };

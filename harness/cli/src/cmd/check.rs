@@ -5,16 +5,16 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use dshc_harness::adapter::process::{AdapterProcess, Limits};
-use dshc_harness::adapter::{External, Implementation as _};
-use dshc_harness::parallel::default_jobs;
-use dshc_harness::report::{Report, write_reports};
-use dshc_harness::runner::{Verdict, describe, load_expected_failures, run_suite_pooled};
+use dshc_runner::adapter::process::{AdapterProcess, Limits};
+use dshc_runner::adapter::{External, Implementation as _};
+use dshc_runner::parallel::default_jobs;
+use dshc_runner::report::{Report, write_reports};
+use dshc_runner::check::{Verdict, describe, load_expected_failures, run_suite_pooled};
 use dshc_scenario::protocol::ImplementationInfo;
 
 use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
-use dshc_harness::partition::Partition;
+use dshc_runner::partition::Partition;
 
 /// `dshc check --adapter CMD [PATHS..]`.
 #[derive(clap::Args)]
@@ -40,14 +40,14 @@ pub struct Args {
     #[arg(long)]
     report_dir: Option<PathBuf>,
     /// Per-case timeout (restarts shake hands within it too).
-    #[arg(long, default_value_t = dshc_harness::limits::CASE_TIMEOUT_MS)]
+    #[arg(long, default_value_t = dshc_runner::limits::CASE_TIMEOUT_MS)]
     timeout_ms: u64,
     /// How long the adapter's first `start` may take (it may install its
     /// dependencies first); an adapter that misses it is not started again.
-    #[arg(long, default_value_t = dshc_harness::limits::HANDSHAKE_TIMEOUT_MS)]
+    #[arg(long, default_value_t = dshc_runner::limits::HANDSHAKE_TIMEOUT_MS)]
     handshake_timeout_ms: u64,
     /// Largest reply line accepted.
-    #[arg(long, default_value_t = dshc_harness::limits::MAX_REPLY_BYTES)]
+    #[arg(long, default_value_t = dshc_runner::limits::MAX_REPLY_BYTES)]
     max_reply_bytes: usize,
     /// The clause catalog for the Markdown report (default: the nearest
     /// clauses.toml at or above the first path).

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use dshc_harness::coverage::{Coverage, load_catalog};
+use dshc_runner::coverage::{Coverage, load_catalog};
 use dshc_scenario::protocol::Level;
 
 use super::{default_paths, load_all, parse_level};

@@ -7,11 +7,11 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use dshc_harness::adapter::External;
-use dshc_harness::adapter::process::{AdapterProcess, Limits};
-use dshc_harness::diff::{Comparison, Replay, compare_once, shrink, write_regression};
-use dshc_harness::parallel::{default_jobs, for_each_ordered_on};
-use dshc_harness::partition::Partition;
+use dshc_runner::adapter::External;
+use dshc_runner::adapter::process::{AdapterProcess, Limits};
+use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
+use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
+use dshc_runner::partition::Partition;
 
 use crate::Exit;
 use crate::progress::Progress;
@@ -43,11 +43,11 @@ pub struct Args {
     #[arg(long, default_value = "scenarios/regressions")]
     regressions_dir: PathBuf,
     /// Per-case timeout (restarts shake hands within it too).
-    #[arg(long, default_value_t = dshc_harness::limits::CASE_TIMEOUT_MS)]
+    #[arg(long, default_value_t = dshc_runner::limits::CASE_TIMEOUT_MS)]
     timeout_ms: u64,
     /// How long the adapter's first `start` may take (it may install its
     /// dependencies first); an adapter that misses it is not started again.
-    #[arg(long, default_value_t = dshc_harness::limits::HANDSHAKE_TIMEOUT_MS)]
+    #[arg(long, default_value_t = dshc_runner::limits::HANDSHAKE_TIMEOUT_MS)]
     handshake_timeout_ms: u64,
     /// Known disagreements (the `[[diff]]` tables of an expected-failures
     /// file): a disagreement that shows one is counted, not shrunk.
@@ -66,9 +66,9 @@ pub struct Args {
 /// The kind of generated case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DiffLevel {
-    /// `dshc_harness::generate::assembly`.
+    /// `dshc_fuzzing::generate::assembly`.
     Assembly,
-    /// `dshc_harness::generate::session`.
+    /// `dshc_fuzzing::generate::session`.
     Loop,
 }
 
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         jobs,
     } = args;
     let known = match &expected_failures {
-        Some(path) => dshc_harness::runner::load_known_disagreements(path)?,
+        Some(path) => dshc_runner::check::load_known_disagreements(path)?,
         None => Vec::new(),
     };
     let limits = Limits {
@@ -127,8 +127,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &mut pool,
         |implementation, case| {
             let scenario = match level {
-                DiffLevel::Assembly => dshc_harness::generate::assembly::generate(seed, case),
-                DiffLevel::Loop => dshc_harness::generate::session::generate_session(seed, case),
+                DiffLevel::Assembly => dshc_fuzzing::generate::assembly::generate(seed, case),
+                DiffLevel::Loop => dshc_fuzzing::generate::session::generate_session(seed, case),
             };
             let comparison =
                 compare_once(&scenario, &format!("diff/{seed}/{case}"), implementation);

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use dshc_harness::files::read_text;
+use dshc_scenario::data_file::read_text;
 use dshc_scenario::load::discover;
 
 use crate::Exit;

@@ -17,7 +17,7 @@ pub mod sim;
 
 use std::path::PathBuf;
 
-use dshc_harness::partition::Partition;
+use dshc_runner::partition::Partition;
 use dshc_scenario::load::{LoadedScenario, discover, load_scenario};
 use dshc_scenario::protocol::Level;
 
@@ -27,7 +27,7 @@ use crate::Exit;
 pub fn adapter() -> anyhow::Result<Exit> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
-    dshc_harness::adapter::serve::serve(stdin, stdout)?;
+    dshc_reference::serve::serve(stdin, stdout)?;
     Ok(Exit::Passed)
 }
 

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use dshc_harness::coverage::load_catalog;
-use dshc_harness::files::{parse_json, read_text};
-use dshc_harness::report::{ReportDigest, markdown_matrix, merge_partition_reports};
+use dshc_runner::coverage::load_catalog;
+use dshc_scenario::data_file::{parse_json, read_text};
+use dshc_runner::report::{ReportDigest, markdown_matrix, merge_partition_reports};
 
 use crate::Exit;
 

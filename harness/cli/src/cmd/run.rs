@@ -5,14 +5,14 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use dshc_harness::adapter::Reference;
-use dshc_harness::bless::{bless_requested, blessed_source};
-use dshc_harness::runner::{Outcome, Verdict, check, describe, run_suite};
+use dshc_runner::adapter::Reference;
+use dshc_runner::bless::{bless_requested, blessed_source};
+use dshc_runner::check::{Outcome, Verdict, check, describe, run_suite};
 use dshc_scenario::load::LoadedScenario;
 
 use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
-use dshc_harness::partition::Partition;
+use dshc_runner::partition::Partition;
 
 /// `dshc run [PATHS..]`.
 #[derive(clap::Args)]
@@ -28,7 +28,7 @@ pub struct Args {
 /// Rewrite a failing scenario's expectations; then check it again, since
 /// some expectations (event lists, queries) are not rewritten.
 fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
-    let result = dshc_harness::reference::run_case(&scenario.case)?;
+    let result = dshc_reference::run_case(&scenario.case)?;
     let text = blessed_source(scenario, &result)?;
     std::fs::write(&scenario.path, text)
         .with_context(|| format!("cannot write {}", scenario.path.display()))?;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::Context;
-use dshc_harness::files::{parse_json, parse_toml, read_text};
+use dshc_scenario::data_file::{parse_json, parse_toml, read_text};
 use mock_provider::{Dialect, LoggedRequest, RequestObserver, Validation};
 
 use crate::Exit;
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     });
     // A real server on a real clock: idle and slow connections are closed.
     let limits = mock_provider::ServerLimits {
-        header_read_timeout_ms: Some(dshc_harness::limits::SERVE_HEADER_READ_TIMEOUT_MS),
+        header_read_timeout_ms: Some(dshc_runner::limits::SERVE_HEADER_READ_TIMEOUT_MS),
         ..mock_provider::ServerLimits::default()
     };
     let provider = mock_provider::MockProvider::builder(script)

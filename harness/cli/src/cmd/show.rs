@@ -31,10 +31,10 @@ pub(crate) fn observe(
 ) -> anyhow::Result<dshc_scenario::protocol::CaseResult> {
     let scenario = load_scenario(path)?;
     Ok(match adapter {
-        None => dshc_harness::reference::run_case(&scenario.case)?,
+        None => dshc_reference::run_case(&scenario.case)?,
         Some(command) => {
-            use dshc_harness::adapter::process::{AdapterProcess, Limits};
-            use dshc_harness::adapter::{External, Implementation, Ran};
+            use dshc_runner::adapter::process::{AdapterProcess, Limits};
+            use dshc_runner::adapter::{External, Implementation, Ran};
             let mut adapter = External::new(AdapterProcess::new(command, Limits::default()));
             let ran = adapter.run(&scenario.case);
             adapter.stop();
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
             if !args.log && !run.requests.is_empty() {
                 crate::out!("# prompt-cache report");
-                for line in dshc_harness::cache_report::report_run(run)
+                for line in dshc_oracle::cache_report::report_run(run)
                     .to_text()
                     .lines()
                 {

@@ -6,11 +6,11 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use dshc_harness::generate::session::generate_session;
-use dshc_harness::sim::{check_session, shrink, steps_of, write_session};
+use dshc_fuzzing::generate::session::generate_session;
+use dshc_fuzzing::sim::{check_session, shrink, steps_of, write_session};
 
-use dshc_harness::parallel::{default_jobs, for_each_ordered};
-use dshc_harness::partition::Partition;
+use dshc_runner::parallel::{default_jobs, for_each_ordered};
+use dshc_runner::partition::Partition;
 
 use crate::Exit;
 use crate::progress::Progress;

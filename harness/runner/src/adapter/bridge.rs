@@ -35,7 +35,7 @@ use dshc_scenario::protocol::{
 };
 
 use super::process::ProviderBridge;
-use crate::reference::{PROVIDER_HOST, PROVIDER_PORT, provider_simulation};
+use dshc_reference::{PROVIDER_HOST, PROVIDER_PORT, provider_simulation};
 
 /// One loop case's provider, answering an adapter's bridged requests.
 pub struct Bridge {

@@ -94,7 +94,7 @@ impl LoopbackProvider {
 
     /// The requests received so far that carried a JSON body, in order.
     pub fn requests(&self) -> Vec<ProviderRequest> {
-        crate::reference::provider_requests(&self.provider)
+        dshc_reference::provider_requests(&self.provider)
     }
 }
 

@@ -4,9 +4,8 @@
 pub mod bridge;
 pub mod loopback;
 pub mod process;
-pub mod serve;
 
-use crate::outcome::NotRun;
+use dshc_oracle::outcome::NotRun;
 use dshc_scenario::protocol::{
     BenchReply, Case, CaseResult, ImplementationInfo, Level, LoopWorld, ReplyBody, RequestBody,
 };
@@ -44,7 +43,7 @@ pub trait Implementation {
     fn run(&mut self, case: &Case) -> Ran;
     /// Whether this implementation runs loops in real time with its own
     /// message ids: then its loop results are compared after
-    /// [`crate::oracle::normalize`] (ids and times redacted on both sides)
+    /// [`dshc_oracle::normalize`] (ids and times redacted on both sides)
     /// instead of exactly. The reference's ids are counters and its times
     /// virtual, so it is compared exactly.
     fn real_time(&self) -> bool {
@@ -56,28 +55,13 @@ pub trait Implementation {
 #[derive(Default)]
 pub struct Reference;
 
-/// The reference's self-description.
-pub fn reference_info() -> ImplementationInfo {
-    ImplementationInfo {
-        name: "dshc-reference".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        language: "rust".into(),
-        homepage: None,
-    }
-}
-
-/// The levels the reference implements.
-pub fn reference_levels() -> Vec<Level> {
-    vec![Level::Assembly]
-}
-
 impl Implementation for Reference {
     fn info(&mut self) -> Option<ImplementationInfo> {
-        Some(reference_info())
+        Some(dshc_reference::reference_info())
     }
 
     fn run(&mut self, case: &Case) -> Ran {
-        match crate::reference::run_case(case) {
+        match dshc_reference::run_case(case) {
             Ok(result) => Ran::Observed(Box::new(result)),
             Err(error) => Ran::errored(format!("invalid case: {error}")),
         }
@@ -192,7 +176,7 @@ impl External {
             .process
             .exchange_serving(command, timeout_ms, Some(&mut bridge));
         self.observed(replied, |run| {
-            run.requests = crate::reference::provider_requests(bridge.provider());
+            run.requests = dshc_reference::provider_requests(bridge.provider());
             if let Some(failure) = bridge.failure() {
                 run.failure.get_or_insert_with(|| failure.to_owned());
             }

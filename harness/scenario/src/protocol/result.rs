@@ -123,12 +123,6 @@ pub struct LoopRun {
     pub live_events: Vec<Value>,
     /// The run could not finish (virtual-time budget, setup failure).
     pub failure: Option<String>,
-    /// Violated run invariants (replay equality, change-only logging, ...),
-    /// judged by the harness over what the implementation reported; not part
-    /// of the protocol (an implementation reports what it did, dshc judges it).
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub violations: Vec<String>,
     /// What acting listeners recorded (`record` ops), in order: each
     /// `{listener, call, <field>...}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

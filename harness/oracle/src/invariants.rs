@@ -1,0 +1,419 @@
+//! Invariants every loop run must satisfy, whatever the scenario: checked
+//! after each loop scenario and each seeded session.
+//!
+//! They are properties of the log and the provider traffic alone, so they
+//! hold for any correct implementation.
+
+use serde_json::Value;
+
+use dshc_model::header::header_equals;
+use dshc_model::js::cmp_utf16;
+use dshc_model::render::SNAPSHOT_PREAMBLE;
+use dshc_model::runtime_context::{CLEARED, is_owned};
+use dshc_model::session::{Event, SurfaceOp};
+use dshc_scenario::protocol::ProviderRequest;
+
+/// A `change` header is logged only when it differs from the header in force.
+pub fn headers_change_only_when_different(events: &[Event]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut current: Option<Value> = None;
+    for event in events.iter().filter(|e| e.kind == "request/header") {
+        let header = dshc_model::header::canonical_header(&event.data["header"]);
+        if event.data["reason"] == "change"
+            && let Some(previous) = &current
+            && header_equals(previous, &header)
+        {
+            problems.push(format!(
+                "seq {}: request/header{{change}} repeats the header in force",
+                event.seq
+            ));
+        }
+        current = Some(header);
+    }
+    problems
+}
+
+/// A runtime-context snapshot is logged only when it differs from the one
+/// retained on the surface (a compaction that shadows it clears it).
+pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut retained: Option<(u64, String)> = None;
+    let mut ever = false;
+    for event in events {
+        if matches!(event.surface_op, Some(SurfaceOp::Replace { .. }))
+            && let Some((seq, _)) = &retained
+            && event
+                .source_event_seqs
+                .as_ref()
+                .is_some_and(|s| s.contains(seq))
+        {
+            retained = None;
+        }
+        if event.kind != "user/message" || !is_owned(&event.data) {
+            continue;
+        }
+        let text = event.data["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        match &retained {
+            Some((_, previous)) if *previous == text && !rewritten(&event.data, &text) => problems
+                .push(format!(
+                    "seq {}: runtime-context snapshot repeats the retained one",
+                    event.seq
+                )),
+            None if !ever && text == CLEARED => problems.push(format!(
+                "seq {}: tombstone logged although no snapshot ever existed",
+                event.seq
+            )),
+            _ => {}
+        }
+        ever = true;
+        retained = Some((event.seq, text));
+    }
+    problems
+}
+
+/// Whether an owned message's text is not what the projection renders for
+/// its own source (the joined `sections`, or the tombstone when it has none):
+/// a pre-step listener rewrote it (06 RC4). The projection compares the next
+/// rendering with this logged text, so it may legitimately log the same
+/// rewritten text again.
+fn rewritten(message: &Value, text: &str) -> bool {
+    match message["source"]["sections"].as_array() {
+        Some(sections) => {
+            let body: Vec<&str> = sections.iter().filter_map(|s| s["text"].as_str()).collect();
+            text != format!("{SNAPSHOT_PREAMBLE}{}", body.join("\n\n"))
+        }
+        None => text != CLEARED,
+    }
+}
+
+/// Without a configured `toolOrder` or listener edits, the tools of every
+/// request are sorted by UTF-16 code units.
+pub fn tools_sorted(requests: &[ProviderRequest]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (index, request) in requests.iter().enumerate() {
+        let names: Vec<&str> = request.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if names
+            .windows(2)
+            .any(|pair| cmp_utf16(pair[0], pair[1]).is_gt())
+        {
+            problems.push(format!(
+                "request {index}: tools are not in canonical order: {names:?}"
+            ));
+        }
+    }
+    problems
+}
+
+fn messages_of(request: &ProviderRequest) -> &[Value] {
+    request.body["messages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice)
+}
+
+/// While a request only extends the previous one (same model, tools and
+/// leading messages), its cache hits do not shrink.
+pub fn cache_hits_monotonic(requests: &[ProviderRequest]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (index, pair) in requests.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let (Some(hits_before), Some(hits_after)) =
+            (before.cache_hit_tokens, after.cache_hit_tokens)
+        else {
+            continue;
+        };
+        let same = |key: &str| before.body[key] == after.body[key];
+        let (old, new) = (messages_of(before), messages_of(after));
+        let extends = new.len() >= old.len() && new[..old.len()] == old[..];
+        if same("model") && same("tools") && extends && hits_after < hits_before {
+            problems.push(format!(
+                "request {}: cache hits fell from {hits_before} to {hits_after} although the prompt only grew",
+                index + 1
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use dshc_model::session::SurfaceOp;
+
+    fn event(seq: u64, kind: &str, data: Value) -> Event {
+        let surface = (kind == "user/message").then_some(SurfaceOp::Append);
+        Event {
+            kind: kind.into(),
+            seq,
+            time: 0,
+            data,
+            source_event_seqs: None,
+            surface_op: surface,
+            ignorable: false,
+            seeded: None,
+        }
+    }
+
+    fn header(system: &str, reason: &str) -> Value {
+        json!({"header": {"config": {"provider": "p", "model": "m"}, "system": system}, "reason": reason})
+    }
+
+    #[test]
+    fn a_repeated_change_header_is_flagged() {
+        let ok = [
+            event(0, "request/header", header("a", "initial")),
+            event(1, "request/header", header("b", "change")),
+        ];
+        assert!(headers_change_only_when_different(&ok).is_empty());
+        let repeated = [
+            event(0, "request/header", header("a", "initial")),
+            event(1, "request/header", header("a", "change")),
+        ];
+        assert_eq!(headers_change_only_when_different(&repeated).len(), 1);
+    }
+
+    /// An owned message as the projection builds it: the tombstone, or a
+    /// snapshot of one context `ctx` rendering `text`.
+    fn snapshot(seq: u64, text: &str) -> Event {
+        let plugin = dshc_model::runtime_context::SOURCE;
+        let (content, source) = if text == CLEARED {
+            (
+                text.to_string(),
+                json!({"kind": "plugin", "plugin": plugin}),
+            )
+        } else {
+            (
+                format!("{SNAPSHOT_PREAMBLE}{text}"),
+                json!({"kind": "plugin", "plugin": plugin, "form": "snapshot", "sections": [{"name": "ctx", "text": text}]}),
+            )
+        };
+        event(
+            seq,
+            "user/message",
+            json!({"content": [{"type": "text", "text": content}], "source": source, "role": "user", "id": format!("m{seq}")}),
+        )
+    }
+
+    /// A snapshot of `text` whose message text a listener rewrote to `logged`.
+    fn rewritten_snapshot(seq: u64, text: &str, logged: &str) -> Event {
+        let mut event = snapshot(seq, text);
+        event.data["content"][0]["text"] = json!(logged);
+        event
+    }
+
+    #[test]
+    fn a_repeated_rewritten_snapshot_is_not_flagged() {
+        assert!(
+            snapshots_change_only_when_different(&[
+                rewritten_snapshot(0, "a", "A"),
+                rewritten_snapshot(1, "a", "A"),
+            ])
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_repeated_snapshot_and_a_first_tombstone_are_flagged() {
+        assert!(
+            snapshots_change_only_when_different(&[
+                snapshot(0, "a"),
+                snapshot(1, "b"),
+                snapshot(2, CLEARED)
+            ])
+            .is_empty()
+        );
+        assert_eq!(
+            snapshots_change_only_when_different(&[snapshot(0, "a"), snapshot(1, "a")]).len(),
+            1
+        );
+        assert_eq!(
+            snapshots_change_only_when_different(&[snapshot(0, CLEARED)]).len(),
+            1
+        );
+    }
+
+    fn request(tools: &[&str], messages: usize, hits: u64) -> ProviderRequest {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|n| json!({"type": "function", "function": {"name": n}}))
+            .collect();
+        let messages: Vec<Value> = (0..messages)
+            .map(|i| json!({"role": "user", "content": i.to_string()}))
+            .collect();
+        ProviderRequest {
+            headers: Vec::new(),
+            body: json!({"model": "m", "messages": messages, "tools": tools}),
+
+            cache_hit_tokens: Some(hits),
+        }
+    }
+
+    #[test]
+    fn unsorted_tools_and_shrinking_cache_hits_are_flagged() {
+        assert!(tools_sorted(&[request(&["B", "a", "ab"], 1, 0)]).is_empty());
+        assert_eq!(tools_sorted(&[request(&["a", "B"], 1, 0)]).len(), 1);
+        assert!(
+            cache_hits_monotonic(&[request(&["a"], 1, 64), request(&["a"], 2, 128)]).is_empty()
+        );
+        assert_eq!(
+            cache_hits_monotonic(&[request(&["a"], 1, 128), request(&["a"], 2, 64)]).len(),
+            1
+        );
+        // A changed tool list is not an extension: hits may fall.
+        assert!(cache_hits_monotonic(&[request(&["a"], 1, 128), request(&["b"], 2, 0)]).is_empty());
+    }
+}
+
+/// Which invariant a run broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A request differs from its reconstruction from the session log (07 H13).
+    Replay,
+    /// A `request/header{change}` repeats the header in force (07 H9).
+    HeaderLogging,
+    /// A runtime-context snapshot repeats the one retained (06 RC9).
+    SnapshotLogging,
+    /// A request's cache hits shrank while it only extended the previous one.
+    CacheHits,
+}
+
+impl ViolationKind {
+    /// The tag shown in reports and used to shrink.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::Replay => "replay",
+            Self::HeaderLogging => "header-logging",
+            Self::SnapshotLogging => "snapshot-logging",
+            Self::CacheHits => "cache-hits",
+        }
+    }
+}
+
+/// One broken invariant, with the agent whose session broke it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Violation {
+    /// What broke.
+    pub kind: ViolationKind,
+    /// The agent (session id) whose log or traffic broke it.
+    pub agent: String,
+    /// Where and how.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "[{}] agent {}: {}",
+            self.kind.tag(),
+            self.agent,
+            self.detail
+        )
+    }
+}
+
+/// Judge an observed loop run, whoever produced it (the reference or an
+/// adapter): every invariant over every agent's log and the traffic the
+/// harness's provider saw. Dispatch points come from the log itself (each
+/// attempt logs at least its finish chunk), so nothing but what the
+/// implementation did is needed.
+pub fn judge_loop_run(
+    world: &dshc_scenario::protocol::LoopWorld,
+    run: &dshc_scenario::protocol::LoopRun,
+) -> Vec<Violation> {
+    let defaults = dshc_deepseek::DeepSeekDefaults {
+        thinking: world.adapter.thinking.clone(),
+        reasoning_effort: world.adapter.reasoning_effort.clone(),
+    };
+    let mut found = Vec::new();
+    let logs = std::iter::once((world.agent.id.as_str(), &run.log)).chain(
+        run.agents
+            .iter()
+            .map(|agent| (agent.id.as_str(), &agent.log)),
+    );
+    let single = run.agents.is_empty();
+    for (agent, log) in logs {
+        let mut push = |kind, detail: String| {
+            found.push(Violation {
+                kind,
+                agent: agent.to_owned(),
+                detail,
+            });
+        };
+        let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
+        let events = match events {
+            Ok(events) => events,
+            Err(error) => {
+                push(
+                    ViolationKind::Replay,
+                    format!("the log is not a session log: {error}"),
+                );
+                continue;
+            }
+        };
+        let dispatches = crate::replay::dispatch_points(&events);
+        let wire: Vec<&Value> = run
+            .requests
+            .iter()
+            .filter(|request| {
+                let session = request
+                    .headers
+                    .iter()
+                    .find(|[name, _]| name == "x-deepseek-harness-session-id");
+                session.map_or(single, |[_, value]| value == agent)
+            })
+            .map(|request| &request.body)
+            .collect();
+        let scripted: Vec<&Value> = run
+            .llm_requests
+            .iter()
+            .filter(|request| {
+                request["sessionId"]
+                    .as_str()
+                    .map_or(single, |id| id == agent)
+            })
+            .collect();
+        // Each attempt went to the wire or to a scripted route. The log does
+        // not say which, so a session whose traffic went both ways (or
+        // nowhere) is not replay-checked.
+        let problems = match (wire.is_empty(), scripted.is_empty()) {
+            (false, true) => {
+                crate::replay::check_replay(&events, agent, &dispatches, &wire, &defaults)
+            }
+            (true, false) => {
+                crate::replay::check_scripted_replay(&events, agent, &dispatches, &scripted)
+            }
+            _ => Vec::new(),
+        };
+        for problem in problems {
+            push(ViolationKind::Replay, problem);
+        }
+        for problem in headers_change_only_when_different(&events) {
+            push(ViolationKind::HeaderLogging, problem);
+        }
+        for problem in snapshots_change_only_when_different(&events) {
+            push(ViolationKind::SnapshotLogging, problem);
+        }
+    }
+    for detail in cache_hits_monotonic(&run.requests) {
+        found.push(Violation {
+            kind: ViolationKind::CacheHits,
+            agent: world.agent.id.clone(),
+            detail,
+        });
+    }
+    found
+}

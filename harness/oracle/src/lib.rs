@@ -1,0 +1,85 @@
+//! dshc's judge: whether what an implementation did is what the contract
+//! says, decided without running anything.
+//!
+//! [`compare`] checks observations against a scenario's expectations, with
+//! its matchers in [`matching`] ([`normalize`] first redacts message ids and
+//! event times for real-time implementations); [`invariants`] and
+//! [`replay`] are properties of a loop run's log and traffic, judged on every
+//! implementation; [`cache_report`] names each prompt-cache break;
+//! [`outcome`] is the closed set of outcomes a case can have. The crate has
+//! no async runtime and no I/O: a verdict depends only on the data it is
+//! given.
+
+pub mod cache_report;
+pub mod compare;
+pub mod invariants;
+pub mod matching;
+pub mod normalize;
+pub mod outcome;
+pub mod replay;
+
+pub use compare::Mismatch;
+pub use outcome::{NotRun, Outcome};
+
+use serde::Serialize;
+
+/// Whether two values serialize to the same JSON bytes (key order
+/// included). A value that cannot be serialized is never the same as
+/// anything, so a failure cannot pass for a match.
+pub fn same_bytes<T: Serialize>(a: &T, b: &T) -> bool {
+    serde_json::to_vec(a).is_ok_and(|expected| writes_bytes(b, &expected))
+}
+
+/// Whether `value` serializes to exactly `expected` (compared as it is
+/// written, so the text is never held whole). A value that cannot be
+/// serialized matches nothing.
+pub fn writes_bytes<T: Serialize>(value: &T, expected: &[u8]) -> bool {
+    let mut compared = CompareWriter {
+        rest: expected,
+        differs: false,
+    };
+    serde_json::to_writer(&mut compared, value).is_ok()
+        && !compared.differs
+        && compared.rest.is_empty()
+}
+
+/// An `io::Write` that checks what it is given against expected bytes.
+struct CompareWriter<'a> {
+    rest: &'a [u8],
+    differs: bool,
+}
+
+impl std::io::Write for CompareWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.rest.strip_prefix(bytes) {
+            Some(rest) if !self.differs => self.rest = rest,
+            _ => self.differs = true,
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+    use serde_json::json;
+
+    #[test]
+    fn same_bytes_is_byte_equality_of_the_json() {
+        assert!(same_bytes(&json!({"a": [1, "x"]}), &json!({"a": [1, "x"]})));
+        // Key order is part of the bytes, though `Value` equality ignores it.
+        assert!(!same_bytes(
+            &json!({"a": 1, "b": 2}),
+            &json!({"b": 2, "a": 1})
+        ));
+        // A prefix, an extension and a number's form all differ.
+        assert!(!same_bytes(&json!([1, 2]), &json!([1, 2, 3])));
+        assert!(!same_bytes(&json!([1, 2, 3]), &json!([1, 2])));
+        assert!(!same_bytes(&json!(1), &json!(1.0)));
+        assert!(!same_bytes(&json!("ab"), &json!("ac")));
+    }
+}

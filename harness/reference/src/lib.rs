@@ -1,0 +1,67 @@
+//! The reference implementation of a case: the in-process twin of an
+//! external adapter, and the same implementation speaking the protocol
+//! (`dshc adapter`, [`serve`]) and timed ([`bench`]).
+//!
+//! [`run_case`] validates a case (as `dshc adapter` receives cases from
+//! anywhere) and runs it at its level: the assembly level on a fresh
+//! registry ([`assembly_level`]), the loop level around a real reference
+//! agent in turmoil's simulated time and network ([`loop_level`]). Both go
+//! through one command driver ([`driver`]) and the same scripted building
+//! blocks ([`scripted`]).
+
+mod assembly_level;
+pub mod bench;
+mod driver;
+mod loop_level;
+mod loop_listeners;
+mod plugins;
+pub mod scripted;
+pub mod serve;
+
+use dshc_scenario::compile::{CompileError, validate_case};
+use dshc_scenario::protocol::{Case, CaseResult, ImplementationInfo, Level};
+
+pub use dshc_agent::LoopLimits;
+pub use loop_level::{PROVIDER_HOST, PROVIDER_PORT, provider_requests, provider_simulation};
+
+/// Run one case on the reference. A case that fails the checks a compiled
+/// scenario passes is refused with the reason, never run.
+pub fn run_case(case: &Case) -> Result<CaseResult, CompileError> {
+    run_case_with_limits(case, crate::LOOP_LIMITS)
+}
+
+/// [`run_case`] with other loop limits: how the limits themselves are
+/// tested without running a thousand steps.
+pub fn run_case_with_limits(
+    case: &Case,
+    limits: dshc_agent::LoopLimits,
+) -> Result<CaseResult, CompileError> {
+    validate_case(case)?;
+    Ok(match case.level {
+        Level::Assembly => assembly_level::run_assembly_case(case),
+        Level::Loop => loop_level::run_loop_case(case, limits),
+    })
+}
+
+/// The loop's bounds on one run: provider attempts per step (retries) and
+/// steps in all (tool rounds). Reaching one fails the turn and the run
+/// (`limit reached: max_attempts_per_step = 100`).
+pub const LOOP_LIMITS: dshc_agent::LoopLimits = dshc_agent::LoopLimits {
+    max_attempts_per_step: 100,
+    max_steps: 1_000,
+};
+
+/// The reference's self-description.
+pub fn reference_info() -> ImplementationInfo {
+    ImplementationInfo {
+        name: "dshc-reference".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        language: "rust".into(),
+        homepage: None,
+    }
+}
+
+/// The levels the reference implements.
+pub fn reference_levels() -> Vec<Level> {
+    vec![Level::Assembly]
+}

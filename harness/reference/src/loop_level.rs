@@ -1,0 +1,888 @@
+//! The loop level (spec 05–10): a case run inside turmoil, the reference
+//! agent on one simulated host and the mock provider on another, all time
+//! virtual and all randomness from the scenario's seed.
+//!
+//! [`run_loop_case`] executes a case's commands against a real
+//! [`dshc_agent::Agent`] and reports the session log, the requests the
+//! provider received and the agent's final state.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mock_provider::MockProvider;
+use serde_json::{Value, json};
+
+use dshc_agent::listeners::{Decision, LocalFuture, PreStepPayload};
+use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
+use dshc_agent::transport::{Connection, Endpoint};
+use dshc_agent::{
+    AdapterRoute, Agent, AgentOptions, Ids, LoopContext, LoopLimits, PromptLayout, ToolCall,
+    ToolOutcome, ToolRunner, WireRoute, user_message,
+};
+use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
+use dshc_model::js::JsValue;
+use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
+use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
+use dshc_scenario::protocol::{
+    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
+    MessageCommand, ModelResolution, Observation, PromptLayout as ProtocolLayout, ProviderRequest,
+    RecordField, ScriptedError, ToolOp, ToolResultSpec,
+};
+
+use super::assembly_level::AssemblyCommands;
+use super::driver::{Commands, run_commands};
+use super::loop_listeners::{self, Acting, Journal, ListenerWorld};
+use super::plugins::{input_change, plugins_config};
+use super::scripted;
+use super::scripted::{World, config_of, dispose, observed};
+
+/// The provider host name and port inside the simulation.
+pub const PROVIDER_HOST: &str = "provider";
+/// The provider port.
+pub const PROVIDER_PORT: u16 = 443;
+
+/// The DeepSeek wire route the world registers, if it does.
+fn wire_route(world: &LoopWorld) -> Option<(String, AdapterRoute)> {
+    let spec = &world.adapter;
+    if !spec.registered {
+        return None;
+    }
+    let mut deepseek = DeepSeekConnection {
+        defaults: DeepSeekDefaults {
+            thinking: spec.thinking.clone(),
+            reasoning_effort: spec.reasoning_effort.clone(),
+        },
+        ..DeepSeekConnection::default()
+    };
+
+    if !spec.models.is_empty() {
+        deepseek.models = spec
+            .models
+            .iter()
+            .map(|m| DeepSeekModel {
+                id: m.id.clone(),
+                context_window: m.context_window,
+                max_tokens: m.max_tokens,
+            })
+            .collect();
+    }
+    if let Some(window) = spec.default_context_window {
+        deepseek.default_context_window = window;
+    }
+    if let Some(max_tokens) = spec.max_tokens {
+        deepseek.max_tokens = max_tokens;
+    }
+    if let Some(timeout_ms) = spec.stream_idle_timeout_ms {
+        deepseek.stream_idle_timeout_ms = timeout_ms;
+    }
+    let models = deepseek
+        .models
+        .iter()
+        .map(|m| (m.id.clone(), resolve_model(&deepseek, &m.id)))
+        .collect();
+    let connection = Rc::new(Connection {
+        endpoint: Endpoint::Simulated {
+            host: PROVIDER_HOST.into(),
+            port: PROVIDER_PORT,
+        },
+        defaults: deepseek.defaults.clone(),
+        stream_idle_timeout_ms: deepseek.stream_idle_timeout_ms,
+        api_key: "sk-dshc-simulated".into(),
+        user_id: "dshc-user".into(),
+    });
+    let default_model = resolve_model(&deepseek, "");
+    let route = AdapterRoute::Wire(WireRoute {
+        models,
+        default_model,
+        connection,
+    });
+    Some((spec.provider.clone(), route))
+}
+
+/// The world's scripted routes, each with its own script cursor.
+fn scripted_routes(world: &LoopWorld) -> Vec<Rc<ScriptedRoute>> {
+    let failure = |error: &ScriptedError| ScriptedFailure {
+        message: error.message.clone(),
+        code: error.code.clone(),
+        status: error.status,
+        provider_retry_after_ms: error.provider_retry_after_ms,
+        request_id: error.request_id.clone(),
+    };
+    let resolution = |resolution: &ModelResolution| match resolution {
+        ModelResolution::Returns(metadata) => Resolution::Returns(metadata.clone()),
+        ModelResolution::Rejects(error) => Resolution::Rejects(failure(error)),
+        ModelResolution::Blocks => Resolution::Blocks,
+    };
+    world
+        .routes
+        .iter()
+        .map(|route| {
+            let responses = route
+                .responses
+                .iter()
+                .map(|response| ScriptedResponse {
+                    delay_ms: response.delay_ms,
+                    parts: response.expanded_parts(),
+                    error: response.error.as_ref().map(failure),
+                    hangs: response.hangs,
+                })
+                .collect();
+            Rc::new(ScriptedRoute::new(
+                route.provider.clone(),
+                resolution(&route.model),
+                route
+                    .models
+                    .iter()
+                    .map(|(id, r)| (id.clone(), resolution(r)))
+                    .collect(),
+                responses,
+            ))
+        })
+        .collect()
+}
+
+/// Register the routes a world starts with: the wire route, then each
+/// scripted route marked `registered`, in order (upstream's plugin load order).
+fn register_initial_routes(
+    context: &LoopContext,
+    world: &LoopWorld,
+    scripted: &[Rc<ScriptedRoute>],
+) -> Result<(), JsError> {
+    if let Some((provider, route)) = wire_route(world) {
+        context.register_route(&provider, route)?;
+    }
+    for (spec, route) in world.routes.iter().zip(scripted) {
+        if spec.registered {
+            context.register_route(&spec.provider, AdapterRoute::Scripted(route.clone()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Scripted tool bodies: by name, in order, the last one repeating. Each
+/// waits its `delay_ms`, runs its ops (registrations through the case's
+/// registry, acts on the calling agent) and returns its result; a throw
+/// becomes the runtime's rendering of a failed call.
+fn tool_runner(
+    results: &[ToolResultSpec],
+    registry: &Registry,
+    scripted: &Rc<World>,
+    journal: &Journal,
+) -> ToolRunner {
+    let results: Rc<[ToolResultSpec]> = results.to_vec().into();
+    let used: Rc<RefCell<BTreeMap<String, usize>>> = Rc::default();
+    let (registry, scripted, journal) = (registry.clone(), scripted.clone(), journal.clone());
+    Rc::new(move |call: ToolCall| {
+        let matching: Vec<ToolResultSpec> = results
+            .iter()
+            .filter(|r| r.name == call.name)
+            .cloned()
+            .collect();
+        let Some(last) = matching.last().cloned() else {
+            let name = call.name.clone();
+            return Box::pin(async move {
+                ToolOutcome {
+                    text: format!("Error: no scripted result for tool \"{name}\""),
+                    is_error: true,
+                    ..ToolOutcome::default()
+                }
+            });
+        };
+        let calls = {
+            let mut used = used.borrow_mut();
+            let count = used.entry(call.name.clone()).or_default();
+            *count += 1;
+            *count
+        };
+        let spec = matching.get(calls - 1).cloned().unwrap_or(last);
+        let world = ListenerWorld {
+            journal: journal.clone(),
+            dispose: loop_listeners::dispose_later(call.agent.clone(), scripted.clone()),
+        };
+        let (registry, scripted) = (registry.clone(), scripted.clone());
+        Box::pin(async move {
+            if spec.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(spec.delay_ms)).await;
+            }
+            match run_tool_ops(&spec, &call, calls, world, &registry, &scripted).await {
+                Ok(()) => ToolOutcome {
+                    text: spec.text.clone(),
+                    is_error: spec.is_error,
+                    error_info: None,
+                    additional_contexts: spec.additional_contexts.clone(),
+                    concludes_turn: spec.concludes_turn,
+                },
+                Err(error) => ToolOutcome::thrown(&error),
+            }
+        })
+    })
+}
+
+async fn run_tool_ops(
+    spec: &ToolResultSpec,
+    call: &ToolCall,
+    calls: usize,
+    world: ListenerWorld,
+    registry: &Registry,
+    scripted: &Rc<World>,
+) -> Result<(), JsError> {
+    let facts = {
+        let call = call.clone();
+        Rc::new(move |field| match field {
+            RecordField::CallId => json!(call.call_id),
+            RecordField::Arguments => {
+                serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!(call.arguments))
+            }
+            _ => json!(call.signal.is_aborted()),
+        })
+    };
+    let acting = Acting::new(
+        call.agent.clone(),
+        world,
+        spec.name.clone(),
+        u32::try_from(calls).unwrap_or(u32::MAX),
+        facts,
+    );
+    for op in &spec.ops {
+        match op {
+            ToolOp::WaitForAbort => {
+                call.signal.aborted().await;
+            }
+            ToolOp::Register(registration) => {
+                scripted::register(registration, &Rc::downgrade(scripted), registry)?
+            }
+            ToolOp::Dispose(target) => {
+                dispose(target, &Rc::downgrade(scripted));
+            }
+            ToolOp::Act(op) => acting.run(std::slice::from_ref(op)).await?,
+        }
+    }
+    Ok(())
+}
+
+/// The loop level's commands: the registry ones plus the agent's.
+/// One agent of the world with the spec it was created from (a resume
+/// with other options changes the spec).
+struct LoopAgent {
+    spec: AgentSpec,
+    agent: Agent,
+}
+
+struct LoopCommands {
+    assembly: AssemblyCommands,
+    context: LoopContext,
+    world: LoopWorld,
+    /// The world's agents: `world.agent` first, then `world.agents`.
+    agents: Vec<LoopAgent>,
+    clock: Clock,
+    /// Virtual time skipped while the agent was idle (see [`Command::Wait`]).
+    skipped_ms: Rc<std::cell::Cell<u64>>,
+    /// How far the wall clock was moved by `clock_jump` (timers are not).
+    jumped_ms: Rc<std::cell::Cell<i64>>,
+    /// The world's scripted routes, in `world.routes` order.
+    routes: Vec<Rc<ScriptedRoute>>,
+    /// What acting listeners recorded.
+    journal: Journal,
+}
+
+impl LoopCommands {
+    /// A new agent with the world's plugins installed.
+    fn new_agent(
+        context: &LoopContext,
+        world: &LoopWorld,
+        spec: &AgentSpec,
+        session: Session,
+        clock: &Clock,
+    ) -> Result<Agent, JsError> {
+        let options = AgentOptions {
+            provider: spec.provider.as_str().map(str::to_string),
+            model: spec.model.as_str().map(str::to_string),
+            max_tokens: JsValue::from_encoded(&spec.max_tokens.0),
+        };
+        let agent = Agent::new(
+            context.clone(),
+            &spec.id,
+            ScopeKey::new(&spec.id),
+            options,
+            session,
+        )?;
+        dshc_agent::plugins::install(&agent, &plugins_config(&world.plugins), clock)?;
+        Ok(agent)
+    }
+
+    fn message(&self, command: &MessageCommand) -> Value {
+        let source = command
+            .source
+            .clone()
+            .unwrap_or_else(|| json!({"kind": "user"}));
+        user_message(&self.context.ids, command.blocks(), source)
+    }
+
+    /// The position of the agent a command names (default: the first).
+    fn position(&self, id: &Option<String>) -> usize {
+        id.as_deref()
+            .and_then(|id| self.agents.iter().position(|a| a.spec.id == id))
+            .unwrap_or(0)
+    }
+
+    /// The agent a command names (default: the first).
+    fn agent(&self, id: &Option<String>) -> &Agent {
+        &self.agents[self.position(id)].agent
+    }
+
+    /// What a scripted listener on the named agent shares: the run's
+    /// journal, and how to dispose that agent without waiting for it.
+    fn listener_world(&self, id: &Option<String>) -> ListenerWorld {
+        let agent = self.agent(id).downgrade();
+        ListenerWorld {
+            journal: self.journal.clone(),
+            dispose: loop_listeners::dispose_later(agent, self.assembly.world.clone()),
+        }
+    }
+
+    /// Dispose every registration made on an agent's scope.
+    fn drop_agent_scope(&self, id: &str) {
+        for disposer in self.assembly.world.disposers_in(id) {
+            disposer.dispose();
+        }
+    }
+
+    /// The world's scripted route for `provider` (the compiler checked it exists).
+    fn route(&self, provider: &str) -> Result<Rc<ScriptedRoute>, JsError> {
+        self.world
+            .routes
+            .iter()
+            .zip(&self.routes)
+            .find(|(spec, _)| spec.provider == provider)
+            .map(|(_, route)| route.clone())
+            .ok_or_else(|| JsError::error(format!("no scripted route {provider:?}")))
+    }
+
+    fn remove_loop_listener(&self, id: &str) {
+        let listener = loop_listeners::listener_id(id);
+        for LoopAgent { agent, .. } in &self.agents {
+            let listeners = agent.listeners();
+            listeners.pre_step.remove(listener);
+            listeners.request.remove(listener);
+            listeners.request_error.remove(listener);
+            listeners.turn_stopping.remove(listener);
+            listeners.status.remove(listener);
+        }
+    }
+}
+
+impl Commands for LoopCommands {
+    async fn run(
+        &mut self,
+        command: &Command,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        match command {
+            Command::Dispose(c) => {
+                if !scripted::try_dispose(&c.target, &Rc::downgrade(&self.assembly.world))? {
+                    self.remove_loop_listener(&c.target);
+                }
+                Ok(())
+            }
+            Command::Section(_)
+            | Command::Context(_)
+            | Command::Suppress(_)
+            | Command::Tools(_)
+            | Command::Variable(_)
+            | Command::Listen(_)
+            | Command::OnChange(_)
+            | Command::Owner(_)
+            | Command::DisposeScope(_)
+            | Command::CanonicalHeader(_)
+            | Command::HeaderEquals(_)
+            | Command::Bind(_)
+            | Command::Assemble(_) => self.assembly.run(command, observation).await,
+            Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
+            Command::Steer(m) => self.agent(&m.agent).steer(self.message(m)),
+            Command::Inject(m) => self.agent(&m.agent).inject(self.message(m)),
+            Command::Cancel(c) => self.agent(&c.agent).cancel(
+                c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
+                c.keep_inbox,
+            ),
+            Command::Wait(w) => {
+                // With every agent idle nothing is in flight and no timer is
+                // armed, so the clock can jump instead of the network
+                // simulation stepping through every millisecond.
+                if self.agents.iter().all(|a| a.agent.status() == "idle") {
+                    self.skipped_ms
+                        .set(self.skipped_ms.get().saturating_add(w.ms));
+                } else {
+                    tokio::time::sleep(Duration::from_millis(w.ms)).await;
+                }
+                Ok(())
+            }
+            Command::WaitIdle(c) => {
+                match &c.agent {
+                    Some(_) => self.agent(&c.agent).when_idle().await,
+                    None => {
+                        for LoopAgent { agent, .. } in &self.agents {
+                            agent.when_idle().await;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Command::Compact(c) => {
+                let session = self.agent(&c.agent).session();
+                let nodes = session.surface_nodes();
+                let start = c
+                    .start
+                    .or(nodes.first().copied())
+                    .ok_or_else(|| JsError::error("compact: the surface is empty"))?;
+                let end = c.end.or(nodes.last().copied()).unwrap_or(start);
+                let from = nodes.iter().position(|n| *n == start).unwrap_or(0);
+                let to = nodes
+                    .iter()
+                    .position(|n| *n == end)
+                    .map_or(nodes.len(), |i| i + 1);
+                let shadowed = nodes.get(from..to).unwrap_or_default().to_vec();
+                let message = user_message(
+                    &self.context.ids,
+                    json!([{"type": "text", "text": c.text}]),
+                    json!({"kind": "compaction"}),
+                );
+                session.append(
+                    "user/message",
+                    message,
+                    SurfaceMeta {
+                        surface_op: Some(SurfaceOp::Replace { start, end }),
+                        source_event_seqs: Some(shadowed),
+                    },
+                )?;
+                Ok(())
+            }
+            Command::Resume(c) => {
+                let position = self.position(&c.agent);
+                let mut spec = self.agents[position].spec.clone();
+                for (field, value) in [
+                    (&mut spec.provider, &c.provider),
+                    (&mut spec.model, &c.model),
+                    (&mut spec.max_tokens, &c.max_tokens),
+                ] {
+                    if let Some(value) = value {
+                        *field = value.clone();
+                    }
+                }
+                let old = self.agents[position].agent.clone();
+                old.when_idle().await;
+                self.drop_agent_scope(&spec.id);
+                let old = old.session();
+                let session =
+                    Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
+                let agent =
+                    Self::new_agent(&self.context, &self.world, &spec, session, &self.clock)?;
+                self.agents[position] = LoopAgent { spec, agent };
+                Ok(())
+            }
+            Command::DisposeAgent(c) => {
+                let agent = self.agent(&c.agent).clone();
+                agent.cancel(json!({"kind": "disposed"}), false)?;
+                agent.when_idle().await;
+                let id = self.agents[self.position(&c.agent)].spec.id.clone();
+                self.drop_agent_scope(&id);
+                Ok(())
+            }
+            Command::OnPreStep(c) => {
+                loop_listeners::on_pre_step(
+                    self.agent(&c.agent),
+                    &self.listener_world(&c.agent),
+                    c,
+                );
+                Ok(())
+            }
+            Command::OnRequest(c) => {
+                loop_listeners::on_request(self.agent(&c.agent), &self.listener_world(&c.agent), c);
+                Ok(())
+            }
+            Command::OnRequestError(c) => {
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_request_error(self.agent(&c.agent), &world, c);
+                Ok(())
+            }
+            Command::OnTurnStopping(c) => {
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_turn_stopping(self.agent(&c.agent), &world, c);
+                Ok(())
+            }
+            Command::OnStatus(c) => {
+                loop_listeners::on_status(self.agent(&c.agent), &self.listener_world(&c.agent), c);
+                Ok(())
+            }
+            Command::OnSessionEvent(c) => {
+                let world = self.listener_world(&c.agent);
+                loop_listeners::on_session_event(self.agent(&c.agent), &world, c);
+                Ok(())
+            }
+            Command::Plugin(action) => {
+                dshc_agent::plugins::change_input(&self.agents[0].agent, &input_change(action));
+                Ok(())
+            }
+            Command::Append(c) => {
+                let js = |value: &Option<JsJson>| {
+                    value
+                        .as_ref()
+                        .map_or(JsValue::Undefined, |v| JsValue::from_encoded(&v.0))
+                };
+                self.agent(&c.agent).session().append_value(
+                    &c.kind,
+                    &JsValue::from_encoded(&c.data.0),
+                    &js(&c.surface_op),
+                    &js(&c.source_event_seqs),
+                )?;
+                Ok(())
+            }
+            Command::ReadSession(c) => {
+                let session = self.agent(&c.agent).session();
+                let mut value = serde_json::Map::new();
+                if let Some(header) = session.request_header() {
+                    value.insert("request_header".into(), header);
+                }
+                if let Some(context) = session.request_context() {
+                    value.insert("request_context".into(), context);
+                }
+                value.insert("surface".into(), json!(session.surface_nodes()));
+                value.insert("messages".into(), Value::Array(session.derive_messages()));
+                observation.value = Some(Value::Object(value));
+                Ok(())
+            }
+            Command::FirePreStep(c) => {
+                let agent = self.agent(&c.agent);
+                let payload = PreStepPayload {
+                    messages: c.messages.clone(),
+                    turn: c.turn,
+                    step: c.step,
+                    signal: AbortSignal::new(),
+                };
+                let messages = c.messages.clone();
+                let default: Rc<dyn Fn() -> LocalFuture<Result<Decision, JsError>>> =
+                    Rc::new(move || {
+                        let messages = messages.clone();
+                        Box::pin(async move { Ok(Decision::Enter(messages)) })
+                    });
+                let decision = agent
+                    .listeners()
+                    .pre_step
+                    .dispatch(payload, default)
+                    .await?;
+                observation.value = Some(match decision {
+                    Decision::Enter(messages) => json!({"kind": "enter", "messages": messages}),
+                    Decision::Reject => json!({"kind": "reject"}),
+                });
+                Ok(())
+            }
+            Command::ClockJump(c) => {
+                self.jumped_ms
+                    .set(self.jumped_ms.get().saturating_add(c.ms));
+                Ok(())
+            }
+            Command::RegisterRoute(c) => {
+                let route = self.route(&c.provider)?;
+                self.context
+                    .register_route(&c.provider, AdapterRoute::Scripted(route))
+            }
+            Command::UnregisterRoute(c) => {
+                if self
+                    .context
+                    .adapters
+                    .borrow()
+                    .get(&c.provider)
+                    .is_some_and(|r| matches!(r, AdapterRoute::Scripted(_)))
+                {
+                    self.context.unregister_route(&c.provider);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A layout in protocol form, each section named by the layer and the
+/// scenario command that registered it.
+fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> ProtocolLayout {
+    let sections = layout
+        .sections
+        .into_iter()
+        .map(|section| {
+            let scope = section
+                .layer
+                .clone()
+                .map(|scope| scope.map(|s| s.to_string()));
+            let registration = scope.as_ref().and_then(|scope| {
+                commands.iter().find_map(|command| match command {
+                    Command::Section(c) if c.name == section.name && c.scope == *scope => {
+                        c.id.clone()
+                    }
+                    _ => None,
+                })
+            });
+            LayoutSection {
+                name: section.name,
+                text: section.text,
+                registered_in: scope.map(|scope| {
+                    scope.map_or_else(|| "global".to_owned(), |key| format!("scope {key}"))
+                }),
+                registration,
+            }
+        })
+        .collect();
+    ProtocolLayout {
+        agent: agent.to_owned(),
+        system: layout.system,
+        sections,
+    }
+}
+
+/// A fresh simulation of `simulation` (seed, latency, budget, 1 ms ticks)
+/// with `provider` served on its host [`PROVIDER_HOST`]:[`PROVIDER_PORT`]:
+/// the network every loop case runs on, the reference's agent or a bridged
+/// implementation's requests (`adapter::bridge`).
+pub fn provider_simulation<'a>(
+    provider: &MockProvider,
+    simulation: &dshc_scenario::protocol::SimulationSpec,
+) -> turmoil::Sim<'a> {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(simulation.seed)
+        .min_message_latency(Duration::from_millis(simulation.latency_ms))
+        .max_message_latency(Duration::from_millis(simulation.latency_ms))
+        .simulation_duration(Duration::from_millis(simulation.budget_ms))
+        .tick_duration(Duration::from_millis(1))
+        .build();
+    let host_provider = provider.clone();
+    sim.host(PROVIDER_HOST, move || {
+        let provider = host_provider.clone();
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
+            mock_provider::serve_turmoil(listener, provider).await?;
+            Ok(())
+        }
+    });
+    sim
+}
+
+/// Run a loop-level case in a fresh simulation.
+pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
+    let Some(world) = case.world.clone() else {
+        return failed_run("a loop case needs its world");
+    };
+    let provider = match MockProvider::new(world.provider.clone()) {
+        Ok(provider) => provider,
+        Err(error) => return failed_run(&error.to_string()),
+    };
+    let mut sim = provider_simulation(&provider, &world.simulation);
+    let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
+    let sink = output.clone();
+    let case = case.clone();
+    let client_provider = provider.clone();
+    sim.client("agent-host", async move {
+        let result = drive(&case, world, &client_provider, limits).await;
+        *sink.borrow_mut() = Some(result);
+        Ok(())
+    });
+    let finished = sim.run();
+    let mut result = output.borrow_mut().take().unwrap_or_default();
+    if let Err(error) = finished {
+        let run = result.run.get_or_insert_with(LoopRun::default);
+        run.failure = Some(format!("the simulation did not finish: {error}"));
+        run.requests = provider_requests(&provider);
+    }
+    result
+}
+
+fn failed_run(message: &str) -> CaseResult {
+    CaseResult {
+        run: Some(LoopRun {
+            failure: Some(message.to_string()),
+            ..LoopRun::default()
+        }),
+        ..CaseResult::default()
+    }
+}
+
+/// The world's agents, `world.agent` first, each created as
+/// `agentLoop.createAgent` creates one: a session id already in the store
+/// is refused before anything else.
+fn create_agents(
+    context: &LoopContext,
+    world: &LoopWorld,
+    clock: &Clock,
+) -> Result<Vec<LoopAgent>, JsError> {
+    let mut agents: Vec<LoopAgent> = Vec::new();
+    for spec in std::iter::once(&world.agent).chain(&world.agents) {
+        if agents.iter().any(|a| a.spec.id == spec.id) {
+            return Err(JsError::error(format!(
+                "session \"{}\" already exists",
+                spec.id
+            )));
+        }
+        let session = new_session(spec, clock)?;
+        let agent = LoopCommands::new_agent(context, world, spec, session, clock)?;
+        agents.push(LoopAgent {
+            spec: spec.clone(),
+            agent,
+        });
+    }
+    Ok(agents)
+}
+
+/// `agentLoop.createAgent`'s session: one id for the agent and its session,
+/// the header validated from the agent spec's `meta` fields.
+fn new_session(spec: &AgentSpec, clock: &Clock) -> Result<Session, JsError> {
+    let js = |value: &JsJson| JsValue::from_encoded(&value.0);
+    let meta = SessionMeta {
+        cwd: js(&spec.cwd),
+        parent_session: js(&spec.parent_session),
+        seed_length: js(&spec.seed_length),
+        origin: js(&spec.origin),
+        delegation_depth: js(&spec.delegation_depth),
+        agent_preset: js(&spec.agent_preset),
+    };
+    let seed: Option<Vec<JsValue>> = spec.seed.as_ref().map(|seed| seed.iter().map(js).collect());
+    Session::create(&spec.id, &meta, seed.as_deref(), clock.clone())
+}
+
+/// What `provider` received: every request that carried a JSON body, in
+/// arrival order, with its headers and the cache-hit tokens it was answered with.
+pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
+    provider.with_requests(|log| {
+        log.filter_map(|r| {
+            Some(ProviderRequest {
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|(name, value)| [name.clone(), value.clone()])
+                    .collect(),
+                body: r.body_json.clone()?,
+                cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+            })
+        })
+        .collect()
+    })
+}
+
+async fn drive(
+    case: &Case,
+    world: LoopWorld,
+    provider: &MockProvider,
+    limits: LoopLimits,
+) -> CaseResult {
+    let registry = match Registry::new(config_of(&case.config)) {
+        Ok(registry) => registry,
+        Err(error) => {
+            return CaseResult {
+                config_error: Some(observed(&error)),
+                ..CaseResult::default()
+            };
+        }
+    };
+    let start = tokio::time::Instant::now();
+    let start_ms = world.simulation.start_ms;
+    let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
+    let jumped_ms = Rc::new(std::cell::Cell::new(0i64));
+    let (skipped, jumped) = (skipped_ms.clone(), jumped_ms.clone());
+    // Saturating: a clock that would pass the end of JavaScript's `Date`
+    // range stops there (the loader refuses worlds that could get near it),
+    // and one jumped back past the epoch stops at 0.
+    let clock: Clock = Rc::new(move || {
+        let elapsed = tokio::time::Instant::now()
+            .duration_since(start)
+            .as_millis();
+        let monotonic = start_ms
+            .saturating_add(skipped.get())
+            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
+        monotonic.saturating_add_signed(jumped.get())
+    });
+    let scripted = Rc::new(World::default());
+    let journal = Journal::default();
+    let context = LoopContext {
+        registry: registry.clone(),
+        adapters: Rc::default(),
+        llm_calls: Rc::default(),
+        tools: tool_runner(&world.tool_results, &registry, &scripted, &journal),
+        ids: Ids::default(),
+        live_events: Rc::new(RefCell::new(Vec::new())),
+        plugin_world: Default::default(),
+        limits,
+        limit_reached: Rc::new(RefCell::new(None)),
+        steps_opened: Rc::new(std::cell::Cell::new(0)),
+    };
+    let routes = scripted_routes(&world);
+    let setup = context
+        .register_loop_variables()
+        .and_then(|()| register_initial_routes(&context, &world, &routes))
+        .and_then(|()| create_agents(&context, &world, &clock));
+    let agents = match setup {
+        Ok(agents) => agents,
+        Err(error) => return failed_run(&format!("setup failed: {error}")),
+    };
+    let mut runner = LoopCommands {
+        assembly: AssemblyCommands {
+            registry: registry.clone(),
+            world: scripted.clone(),
+        },
+        context,
+        world,
+        agents,
+        clock,
+        skipped_ms,
+        jumped_ms,
+        routes,
+        journal,
+    };
+    let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
+    for LoopAgent { agent, .. } in &runner.agents {
+        agent.when_idle().await;
+    }
+    let requests = provider_requests(provider);
+    let llm_calls = runner.context.llm_calls.borrow().clone();
+    let mut agent_runs = Vec::new();
+    for LoopAgent { spec, agent } in &runner.agents {
+        let (next_turn, next_step) = agent.pending();
+        agent_runs.push(AgentRun {
+            id: spec.id.clone(),
+            log: agent.session().take_log_json(),
+            status: agent.status().to_string(),
+            pending: [next_turn, next_step],
+        });
+    }
+    let prompt_layouts = runner
+        .agents
+        .iter()
+        .flat_map(|LoopAgent { spec, agent }| {
+            agent
+                .prompt_layouts()
+                .into_iter()
+                .map(|layout| layout_of(&spec.id, layout, &case.commands))
+        })
+        .collect();
+    let main = agent_runs.remove(0);
+    let run = LoopRun {
+        log: main.log,
+        requests,
+        llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
+        status: main.status,
+        pending: main.pending,
+        live_events: runner.context.live_events.borrow().clone(),
+        failure: runner
+            .context
+            .limit_reached
+            .borrow()
+            .as_ref()
+            .map(|limit| format!("limit reached: {limit}")),
+        agents: agent_runs,
+        journal: runner.journal.borrow().clone(),
+        prompt_layouts,
+    };
+
+    CaseResult {
+        config_error: None,
+        observations,
+        run: Some(run),
+    }
+}
