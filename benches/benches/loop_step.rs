@@ -17,9 +17,7 @@ fn loop_steps(c: &mut Criterion) {
     group.throughput(Throughput::Elements(rounds as u64 + 1));
     group.bench_function("steps/tool_round_trips", |b| {
         b.iter(|| {
-            black_box(
-                dshc_reference::run_case(&loaded.case).expect("a compiled case is valid"),
-            )
+            black_box(dshc_reference::run_case(&loaded.case).expect("a compiled case is valid"))
         })
     });
     group.finish();

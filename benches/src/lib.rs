@@ -8,10 +8,10 @@
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use dshc_reference::bench::BenchRig;
-use dshc_reference::bench::fixture::load_fixture;
 use dshc_model::render::{EntryKind, SNAPSHOT_PREAMBLE, interpolate_into};
 use dshc_model::{Assembly, PromptEntry, ToolSchema, Variables};
+use dshc_reference::bench::BenchRig;
+use dshc_reference::bench::fixture::load_fixture;
 
 /// The folder of the shared fixtures.
 pub fn fixtures_dir() -> PathBuf {

@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use dshc_scenario::protocol::{CaseResult, LoopRun};
 
-use dshc_runner::adapter::{Implementation, Ran};
 use crate::generate::{self, shrink::RegressionError};
 use dshc_oracle::compare::same_result;
 use dshc_reference::run_case;
+use dshc_runner::adapter::{Implementation, Ran};
 
 /// How one generated case compared.
 #[derive(Clone, Debug, PartialEq)]
@@ -243,6 +243,7 @@ pub fn write_regression(
     let unusable = |e: &dyn std::fmt::Display| RegressionError::Unusable(e.to_string());
     let loaded = parse_scenario(&path, &source).map_err(|e| unusable(&e))?;
     let reference = run_case(&loaded.case).map_err(|e| unusable(&e))?;
-    let blessed = dshc_runner::bless::blessed_source(&loaded, &reference).map_err(|e| unusable(&e))?;
+    let blessed =
+        dshc_runner::bless::blessed_source(&loaded, &reference).map_err(|e| unusable(&e))?;
     generate::shrink::write_file(dir, &stem, &blessed)
 }

@@ -5,6 +5,7 @@
 //! Everything it needs (scopes, providers, listeners, signals) is passed in,
 //! and its collections iterate in insertion or key order, never hash order.
 
+pub mod assembled;
 pub mod assembly;
 pub mod header;
 pub mod inbox;
@@ -15,13 +16,12 @@ pub mod render;
 pub mod runtime_context;
 pub mod scope;
 pub mod session;
-pub mod session_input;
 pub mod signal;
 pub mod table;
 pub mod tool_order;
 pub mod waterfall;
 
-pub use assembly::{
+pub use assembled::{
     AgentFacts, AssembleContext, AssembleEvent, AssembleListener, Assembly, AssemblyRef, Next,
     PromptEntry, ProvidedSchema, ToolProviderResult, ToolSchema, Variables,
 };

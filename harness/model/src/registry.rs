@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use super::assembly::{AssembleContext, AssembleListener, ToolProviderResult};
+use super::assembled::{AssembleContext, AssembleListener, ToolProviderResult};
 use super::js::JsError;
 use super::render::{VARIABLE_NAME_PATTERN, is_valid_variable_name};
 use super::scope::{ScopeKey, ScopeTree};

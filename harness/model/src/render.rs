@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use super::assembly::{Assembly, PromptEntry, Variables};
+use super::assembled::{Assembly, PromptEntry, Variables};
 use super::js::{JsError, slice_utf16, utf16_len};
 
 /// Which list an entry came from; it appears in error messages.

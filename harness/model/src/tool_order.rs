@@ -8,7 +8,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
-use super::assembly::ToolSchema;
+use super::assembled::ToolSchema;
 use super::js::{JsError, cmp_utf16};
 
 /// The reserved `toolOrder` entry where unlisted tools are inserted.

@@ -7,10 +7,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::adapter::{Implementation, Ran, Reference};
-use dshc_scenario::data_file::{DataFileError, read_toml};
 use dshc_oracle::compare::{Mismatch, compare};
 use dshc_oracle::invariants::judge_loop_run;
 use dshc_oracle::{cache_report, normalize};
+use dshc_scenario::data_file::{DataFileError, read_toml};
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{CaseResult, LoopRun};
 

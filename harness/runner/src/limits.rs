@@ -25,10 +25,10 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// The loop's bounds on one run: provider attempts per step (retries) and
+/// steps in all (tool rounds).
+pub use dshc_reference::LOOP_LIMITS;
 /// `dshc serve` and every mock provider: connections served at once, the
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
-/// The loop's bounds on one run: provider attempts per step (retries) and
-/// steps in all (tool rounds).
-pub use dshc_reference::LOOP_LIMITS;

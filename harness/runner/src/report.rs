@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use dshc_scenario::protocol::ImplementationInfo;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
-use crate::coverage::Clause;
 use crate::check::{CaseReport, Summary, Verdict};
+use crate::coverage::Clause;
 
 /// One implementation's results over a run.
 #[derive(Clone, Debug, Serialize)]
@@ -378,8 +378,8 @@ fn markdown_cache_breaks(reports: &[ReportDigest]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dshc_oracle::outcome::NotRun;
     use crate::check::{CaseReport, Outcome, Summary};
+    use dshc_oracle::outcome::NotRun;
 
     fn report(name: &str, outcome: Outcome) -> Report {
         Report {

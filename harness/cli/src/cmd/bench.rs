@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use dshc_runner::adapter::External;
-use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_reference::bench::fixture::{Fixture, load_fixture, load_fixture_dir};
 use dshc_reference::bench::{
     BenchReport, BenchRig, FixtureResult, ImplementationResult, StepStats, format_ns, regressions,
 };
+use dshc_runner::adapter::External;
+use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_scenario::data_file::{parse_json, read_text};
 use dshc_scenario::protocol::{BenchReply, ImplementationInfo};
 use serde::{Deserialize, Serialize};

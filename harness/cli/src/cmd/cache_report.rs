@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use dshc_oracle::cache_report::{CacheReport, report, report_run};
-use dshc_scenario::data_file::{DataFileError, read_text};
 use dshc_oracle::replay::{dispatch_points, read_log, wire_body_at};
+use dshc_scenario::data_file::{DataFileError, read_text};
 use dshc_scenario::protocol::ProviderRequest;
 use serde_json::Value;
 

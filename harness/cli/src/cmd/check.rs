@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::adapter::{External, Implementation as _};
+use dshc_runner::check::{Verdict, describe, load_expected_failures, run_suite_pooled};
 use dshc_runner::parallel::default_jobs;
 use dshc_runner::report::{Report, write_reports};
-use dshc_runner::check::{Verdict, describe, load_expected_failures, run_suite_pooled};
 use dshc_scenario::protocol::ImplementationInfo;
 
 use super::{default_paths, load_partition, suite_exit};

@@ -7,9 +7,9 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
-use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
 

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use dshc_scenario::data_file::{DataFileError, read_text};
 use dshc_oracle::replay::{dispatch_points, read_log, wire_body_at};
+use dshc_scenario::data_file::{DataFileError, read_text};
 
 use crate::Exit;
 

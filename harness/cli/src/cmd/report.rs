@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use dshc_runner::coverage::load_catalog;
-use dshc_scenario::data_file::{parse_json, read_text};
 use dshc_runner::report::{ReportDigest, markdown_matrix, merge_partition_reports};
+use dshc_scenario::data_file::{parse_json, read_text};
 
 use crate::Exit;
 

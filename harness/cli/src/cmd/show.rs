@@ -76,10 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
             if !args.log && !run.requests.is_empty() {
                 crate::out!("# prompt-cache report");
-                for line in dshc_oracle::cache_report::report_run(run)
-                    .to_text()
-                    .lines()
-                {
+                for line in dshc_oracle::cache_report::report_run(run).to_text().lines() {
                     crate::out!("# {line}");
                 }
             }

@@ -14,8 +14,8 @@ use std::sync::LazyLock;
 use dshc_scenario::load::{LoadedScenario, parse_scenario};
 use dshc_scenario::protocol::{Case, ImplementationInfo, ReplyBody, parse_reply};
 
-use dshc_runner::adapter::{Implementation, Ran};
 use dshc_oracle::outcome::Outcome;
+use dshc_runner::adapter::{Implementation, Ran};
 use dshc_runner::check::{check_with, describe};
 
 /// Scenarios a fuzzed result is compared against: every matcher and query

@@ -64,4 +64,3 @@ pub fn run_mutated(seed: u64, seeds: &[Vec<u8>], cases: usize, oracle: fn(&[u8])
         oracle(&input);
     }
 }
-

@@ -2,9 +2,9 @@
 //! the reference agrees with itself, and shrinking reduces a disagreement to
 //! a minimal scenario.
 
-use dshc_runner::adapter::{Implementation, Ran, Reference};
 use dshc_fuzzing::diff::{Comparison, compare_once, shrink};
 use dshc_fuzzing::generate::assembly::generate;
+use dshc_runner::adapter::{Implementation, Ran, Reference};
 use dshc_scenario::protocol::{Case, Command, ImplementationInfo as Info};
 
 #[test]
@@ -51,8 +51,7 @@ fn generated_cases_exercise_scopes_listeners_and_failures() {
             &toml::to_string(&scenario).unwrap(),
         )
         .expect("generated scenarios round-trip through TOML");
-        let result =
-            dshc_reference::run_case(&loaded.case).expect("a compiled case is valid");
+        let result = dshc_reference::run_case(&loaded.case).expect("a compiled case is valid");
         listeners += scenario
             .steps
             .iter()

@@ -485,8 +485,7 @@ fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
         max_attempts_per_step: 100,
         max_steps: 3,
     };
-    let result =
-        dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
+    let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
     let run = result.run.expect("a loop run");
     assert_eq!(run.failure.as_deref(), Some("limit reached: max_steps = 3"));
     assert_eq!(run.requests.len(), 3, "no request for the refused step");

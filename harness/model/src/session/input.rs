@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use super::{Event, RawSurfaceMeta};
 use crate::js::{JsError, JsValue, is_safe_integer};
-use crate::session::{Event, RawSurfaceMeta};
 
 /// The envelope keys a seed event may have.
 const ENVELOPE_KEYS: [&str; 7] = [

@@ -6,6 +6,8 @@
 //! written here reads like one written by dsh. Time comes from an injected
 //! clock; the session never reads one itself.
 
+mod input;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -616,7 +618,7 @@ impl Session {
         let seed = seed
             .into_iter()
             .enumerate()
-            .map(|(index, event)| crate::session_input::check_seed_json(index, event.into_json()));
+            .map(|(index, event)| input::check_seed_json(index, event.into_json()));
         Session::create_checked(id, &meta, Some(seed), clock)
     }
 
@@ -633,7 +635,7 @@ impl Session {
         let seed = seed.map(|seed| {
             seed.iter()
                 .enumerate()
-                .map(|(index, value)| crate::session_input::check_seed_event(index, value))
+                .map(|(index, value)| input::check_seed_event(index, value))
         });
         Session::create_checked(id, meta, seed, clock)
     }
@@ -651,7 +653,7 @@ impl Session {
         let mut surface = Surface::default();
         for (index, object) in seed.into_iter().flatten().enumerate() {
             let object = object?;
-            let (mut event, raw) = crate::session_input::seed_event(&object);
+            let (mut event, raw) = input::seed_event(&object);
             let (op, sources) = surface
                 .apply_raw(&event.kind, event.seq, &event.data, &raw, &log)
                 .map_err(|error| {
@@ -742,11 +744,7 @@ impl Session {
                 "session event \"{kind}\" carries non-JSON-serializable data"
             )));
         };
-        crate::session_input::check_supported_request_header(
-            kind,
-            &data,
-            &format!("session event \"{kind}\""),
-        )?;
+        input::check_supported_request_header(kind, &data, &format!("session event \"{kind}\""))?;
         let metadata = |value: &JsValue| match value {
             JsValue::Undefined => Ok(None),
             value => value.to_lossless_json().map(Some).ok_or_else(|| {
