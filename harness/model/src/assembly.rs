@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::js::{JsError, js_normalize};
-use super::registry::{NamedText, Registry, Text};
+use super::registry::{LayerRef, NamedText, Registry, Text};
 use super::scope::ScopeKey;
 use super::tool_order::{KnownNames, order_tools};
 use super::waterfall::{self, DefaultFn};
@@ -107,29 +107,76 @@ impl Registry {
             || scope_layers
                 .iter()
                 .any(|layer| !layer.borrow().suppressors.is_empty());
-
         // Step 2: variables, global then farthest → nearest, live iteration.
+        let variables = self.evaluate_variables(&scope_layers, &context)?;
+        // Step 3: effective named entries, before any text provider runs.
+        let mut section_definitions =
+            merge(self, scope.as_ref(), |layer| named_entries(&layer.sections));
+        let mut context_definitions =
+            merge(self, scope.as_ref(), |layer| named_entries(&layer.contexts));
+        // Step 4: tool providers, membership snapshotted before any runs.
+        let (collected, known_names) = self.call_tool_providers(&scope_layers, &context)?;
+        // Step 5: order and evaluate.
+        sort_by_order(&mut section_definitions);
+        let (sections, complete_section) =
+            self.evaluate_sections(&section_definitions, &context)?;
+        let mut contexts = Vec::new();
+        if !suppressed {
+            sort_by_order(&mut context_definitions);
+            for definition in &context_definitions {
+                contexts.push(evaluate_text(definition, &context, self)?);
+            }
+        }
+        let tools = order_tools(collected, self.state.tool_order.as_deref(), &known_names)?;
+        let assembly = Assembly {
+            sections,
+            contexts,
+            tools,
+            variables,
+            extra: Vec::new(),
+        };
+        // Step 6: the waterfall.
+        let mut result = self.waterfall(assembly, context).await?;
+        // Step 7: hard constraints.
+        if let Some(complete_section) = complete_section {
+            result.sections = vec![complete_section];
+        }
+        if suppressed {
+            result.contexts = Vec::new();
+        }
+        Ok(result)
+    }
+
+    /// Step 2: every variable provider of the global layer, then of each
+    /// scope layer from the farthest to the nearest, iterated live (a
+    /// provider that registers a variable on a later layer sees it run).
+    fn evaluate_variables(
+        &self,
+        scope_layers: &[LayerRef],
+        context: &AssembleContext,
+    ) -> Result<Variables, JsError> {
         let mut variables = Variables::default();
-        let variable_layers: Vec<_> = std::iter::once(self.state.global.clone())
-            .chain(scope_layers.iter().cloned())
-            .collect();
-        for layer in &variable_layers {
+        let layers = std::iter::once(self.state.global.clone()).chain(scope_layers.iter().cloned());
+        for layer in layers {
             let mut cursor = layer.borrow().variables.cursor();
             loop {
                 let next = layer.borrow().variables.next(&mut cursor);
                 let Some((name, provider)) = next else { break };
-                let value = provider(&context, self)?;
+                let value = provider(context, self)?;
                 variables.set(name.as_deref().unwrap_or_default(), value);
             }
         }
+        Ok(variables)
+    }
 
-        // Step 3: effective named entries, before any text provider runs.
-        let section_definitions =
-            merge(self, scope.as_ref(), |layer| named_entries(&layer.sections));
-        let context_definitions =
-            merge(self, scope.as_ref(), |layer| named_entries(&layer.contexts));
-
-        // Step 4: tool providers, membership snapshotted before any runs.
+    /// Step 4: the tool providers of the global layer and the scope chain,
+    /// membership snapshotted before any runs, each result's schemas
+    /// rebuilt, and the names a configured tool order knows (04 T9).
+    fn call_tool_providers(
+        &self,
+        scope_layers: &[LayerRef],
+        context: &AssembleContext,
+    ) -> Result<(Vec<Rc<ToolSchema>>, KnownNames), JsError> {
         let providers: Vec<_> = std::iter::once(&self.state.global)
             .chain(scope_layers.iter())
             .flat_map(|layer| {
@@ -145,7 +192,7 @@ impl Registry {
         let mut known_names = KnownNames::default();
         for provider in providers {
             let result =
-                provider(&context, self)?.ok_or_else(|| JsError::read_of_undefined("schemas"))?;
+                provider(context, self)?.ok_or_else(|| JsError::read_of_undefined("schemas"))?;
             let schemas = result
                 .schemas
                 .iter()
@@ -162,12 +209,18 @@ impl Registry {
             }
             collected.extend(schemas);
         }
+        Ok((collected, known_names))
+    }
 
-        // Step 5: order and evaluate.
-        let mut section_definitions = section_definitions;
-        sort_by_order(&mut section_definitions);
-        let complete: Vec<&Rc<NamedText>> =
-            section_definitions.iter().filter(|s| s.complete).collect();
+    /// Step 5 for sections: at most one complete section may be active;
+    /// every section's text is evaluated in order, and the complete one is
+    /// kept apart for step 7.
+    fn evaluate_sections(
+        &self,
+        definitions: &[Rc<NamedText>],
+        context: &AssembleContext,
+    ) -> Result<(Vec<PromptEntry>, Option<PromptEntry>), JsError> {
+        let complete: Vec<&Rc<NamedText>> = definitions.iter().filter(|s| s.complete).collect();
         if complete.len() > 1 {
             let names: Vec<String> = complete.iter().map(|s| super::js::quote(&s.name)).collect();
             return Err(JsError::error(format!(
@@ -176,33 +229,26 @@ impl Registry {
             )));
         }
         let mut complete_section = None;
-        let mut sections = Vec::with_capacity(section_definitions.len());
-        for definition in &section_definitions {
-            let entry = evaluate_text(definition, &context, self)?;
+        let mut sections = Vec::with_capacity(definitions.len());
+        for definition in definitions {
+            let entry = evaluate_text(definition, context, self)?;
             if definition.complete {
                 complete_section = Some(entry.clone());
             }
             sections.push(entry);
         }
-        let mut contexts = Vec::new();
-        if !suppressed {
-            let mut context_definitions = context_definitions;
-            sort_by_order(&mut context_definitions);
-            for definition in &context_definitions {
-                contexts.push(evaluate_text(definition, &context, self)?);
-            }
-        }
-        let tools = order_tools(collected, self.state.tool_order.as_deref(), &known_names)?;
-        let assembly: AssemblyRef = Rc::new(RefCell::new(Assembly {
-            sections,
-            contexts,
-            tools,
-            variables,
-            extra: Vec::new(),
-        }));
+        Ok((sections, complete_section))
+    }
 
-        // Step 6: the waterfall; with no listener left, `next()` resolves to
-        // the original object.
+    /// Step 6: the `system-prompt/assemble` waterfall over the assembly;
+    /// with no listener left, `next()` resolves to the original object.
+    async fn waterfall(
+        &self,
+        assembly: Assembly,
+        context: AssembleContext,
+    ) -> Result<Assembly, JsError> {
+        let scope = context.scope.clone();
+        let assembly: AssemblyRef = Rc::new(RefCell::new(assembly));
         let original = assembly.clone();
         let default: DefaultFn<AssemblyRef> = Rc::new(move || {
             let assembly = original.clone();
@@ -219,16 +265,7 @@ impl Registry {
         super::signal::yield_now().await;
         // Listeners are done with the object; take it rather than copy it
         // unless one kept a reference.
-        let mut result = Rc::try_unwrap(transformed)
-            .map_or_else(|shared| shared.borrow().clone(), RefCell::into_inner);
-
-        // Step 7: hard constraints.
-        if let Some(complete_section) = complete_section {
-            result.sections = vec![complete_section];
-        }
-        if suppressed {
-            result.contexts = Vec::new();
-        }
-        Ok(result)
+        Ok(Rc::try_unwrap(transformed)
+            .map_or_else(|shared| shared.borrow().clone(), RefCell::into_inner))
     }
 }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use mock_provider::MockProvider;
 use serde_json::{Value, json};
 
-use dshc_agent::listeners::{Decision, LocalFuture, PreStepPayload};
 use dshc_agent::scripted_route::{Resolution, ScriptedFailure, ScriptedResponse, ScriptedRoute};
 use dshc_agent::transport::{Connection, Endpoint};
 use dshc_agent::{
@@ -23,20 +22,22 @@ use dshc_agent::{
 };
 use dshc_deepseek::{DeepSeekConnection, DeepSeekDefaults, DeepSeekModel, resolve_model};
 use dshc_model::js::JsValue;
-use dshc_model::session::{Clock, Session, SessionMeta, SurfaceMeta, SurfaceOp};
-use dshc_model::{AbortSignal, JsError, Registry, ScopeKey};
+use dshc_model::session::{Clock, Session, SessionMeta};
+use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
     AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
     MessageCommand, ModelResolution, Observation, PromptLayout as ProtocolLayout, ProviderRequest,
     RecordField, ScriptedError, ToolOp, ToolResultSpec,
 };
 
-use super::assembly_level::AssemblyCommands;
-use super::driver::{Commands, run_commands};
-use super::loop_listeners::{self, Acting, Journal, ListenerWorld};
-use super::plugins::{input_change, plugins_config};
-use super::scripted;
-use super::scripted::{World, config_of, dispose, observed};
+mod commands;
+
+use crate::assembly_level::AssemblyCommands;
+use crate::driver::{Commands, run_commands};
+use crate::loop_listeners::{self, Acting, Journal, ListenerWorld};
+use crate::plugins::plugins_config;
+use crate::scripted;
+use crate::scripted::{World, config_of, dispose, observed};
 
 /// The provider host name and port inside the simulation.
 pub const PROVIDER_HOST: &str = "provider";
@@ -380,12 +381,7 @@ impl Commands for LoopCommands {
         observation: &mut Observation,
     ) -> Result<(), JsError> {
         match command {
-            Command::Dispose(c) => {
-                if !scripted::try_dispose(&c.target, &Rc::downgrade(&self.assembly.world))? {
-                    self.remove_loop_listener(&c.target);
-                }
-                Ok(())
-            }
+            Command::Dispose(c) => self.dispose(c),
             Command::Section(_)
             | Command::Context(_)
             | Command::Suppress(_)
@@ -402,203 +398,25 @@ impl Commands for LoopCommands {
             Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
             Command::Steer(m) => self.agent(&m.agent).steer(self.message(m)),
             Command::Inject(m) => self.agent(&m.agent).inject(self.message(m)),
-            Command::Cancel(c) => self.agent(&c.agent).cancel(
-                c.reason.clone().unwrap_or_else(|| json!({"kind": "user"})),
-                c.keep_inbox,
-            ),
-            Command::Wait(w) => {
-                // With every agent idle nothing is in flight and no timer is
-                // armed, so the clock can jump instead of the network
-                // simulation stepping through every millisecond.
-                if self.agents.iter().all(|a| a.agent.status() == "idle") {
-                    self.skipped_ms
-                        .set(self.skipped_ms.get().saturating_add(w.ms));
-                } else {
-                    tokio::time::sleep(Duration::from_millis(w.ms)).await;
-                }
-                Ok(())
-            }
-            Command::WaitIdle(c) => {
-                match &c.agent {
-                    Some(_) => self.agent(&c.agent).when_idle().await,
-                    None => {
-                        for LoopAgent { agent, .. } in &self.agents {
-                            agent.when_idle().await;
-                        }
-                    }
-                }
-                Ok(())
-            }
-            Command::Compact(c) => {
-                let session = self.agent(&c.agent).session();
-                let nodes = session.surface_nodes();
-                let start = c
-                    .start
-                    .or(nodes.first().copied())
-                    .ok_or_else(|| JsError::error("compact: the surface is empty"))?;
-                let end = c.end.or(nodes.last().copied()).unwrap_or(start);
-                let from = nodes.iter().position(|n| *n == start).unwrap_or(0);
-                let to = nodes
-                    .iter()
-                    .position(|n| *n == end)
-                    .map_or(nodes.len(), |i| i + 1);
-                let shadowed = nodes.get(from..to).unwrap_or_default().to_vec();
-                let message = user_message(
-                    &self.context.ids,
-                    json!([{"type": "text", "text": c.text}]),
-                    json!({"kind": "compaction"}),
-                );
-                session.append(
-                    "user/message",
-                    message,
-                    SurfaceMeta {
-                        surface_op: Some(SurfaceOp::Replace { start, end }),
-                        source_event_seqs: Some(shadowed),
-                    },
-                )?;
-                Ok(())
-            }
-            Command::Resume(c) => {
-                let position = self.position(&c.agent);
-                let mut spec = self.agents[position].spec.clone();
-                for (field, value) in [
-                    (&mut spec.provider, &c.provider),
-                    (&mut spec.model, &c.model),
-                    (&mut spec.max_tokens, &c.max_tokens),
-                ] {
-                    if let Some(value) = value {
-                        *field = value.clone();
-                    }
-                }
-                let old = self.agents[position].agent.clone();
-                old.when_idle().await;
-                self.drop_agent_scope(&spec.id);
-                let old = old.session();
-                let session =
-                    Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
-                let agent =
-                    Self::new_agent(&self.context, &self.world, &spec, session, &self.clock)?;
-                self.agents[position] = LoopAgent { spec, agent };
-                Ok(())
-            }
-            Command::DisposeAgent(c) => {
-                let agent = self.agent(&c.agent).clone();
-                agent.cancel(json!({"kind": "disposed"}), false)?;
-                agent.when_idle().await;
-                let id = self.agents[self.position(&c.agent)].spec.id.clone();
-                self.drop_agent_scope(&id);
-                Ok(())
-            }
-            Command::OnPreStep(c) => {
-                loop_listeners::on_pre_step(
-                    self.agent(&c.agent),
-                    &self.listener_world(&c.agent),
-                    c,
-                );
-                Ok(())
-            }
-            Command::OnRequest(c) => {
-                loop_listeners::on_request(self.agent(&c.agent), &self.listener_world(&c.agent), c);
-                Ok(())
-            }
-            Command::OnRequestError(c) => {
-                let world = self.listener_world(&c.agent);
-                loop_listeners::on_request_error(self.agent(&c.agent), &world, c);
-                Ok(())
-            }
-            Command::OnTurnStopping(c) => {
-                let world = self.listener_world(&c.agent);
-                loop_listeners::on_turn_stopping(self.agent(&c.agent), &world, c);
-                Ok(())
-            }
-            Command::OnStatus(c) => {
-                loop_listeners::on_status(self.agent(&c.agent), &self.listener_world(&c.agent), c);
-                Ok(())
-            }
-            Command::OnSessionEvent(c) => {
-                let world = self.listener_world(&c.agent);
-                loop_listeners::on_session_event(self.agent(&c.agent), &world, c);
-                Ok(())
-            }
-            Command::Plugin(action) => {
-                dshc_agent::plugins::change_input(&self.agents[0].agent, &input_change(action));
-                Ok(())
-            }
-            Command::Append(c) => {
-                let js = |value: &Option<JsJson>| {
-                    value
-                        .as_ref()
-                        .map_or(JsValue::Undefined, |v| JsValue::from_encoded(&v.0))
-                };
-                self.agent(&c.agent).session().append_value(
-                    &c.kind,
-                    &JsValue::from_encoded(&c.data.0),
-                    &js(&c.surface_op),
-                    &js(&c.source_event_seqs),
-                )?;
-                Ok(())
-            }
-            Command::ReadSession(c) => {
-                let session = self.agent(&c.agent).session();
-                let mut value = serde_json::Map::new();
-                if let Some(header) = session.request_header() {
-                    value.insert("request_header".into(), header);
-                }
-                if let Some(context) = session.request_context() {
-                    value.insert("request_context".into(), context);
-                }
-                value.insert("surface".into(), json!(session.surface_nodes()));
-                value.insert("messages".into(), Value::Array(session.derive_messages()));
-                observation.value = Some(Value::Object(value));
-                Ok(())
-            }
-            Command::FirePreStep(c) => {
-                let agent = self.agent(&c.agent);
-                let payload = PreStepPayload {
-                    messages: c.messages.clone(),
-                    turn: c.turn,
-                    step: c.step,
-                    signal: AbortSignal::new(),
-                };
-                let messages = c.messages.clone();
-                let default: Rc<dyn Fn() -> LocalFuture<Result<Decision, JsError>>> =
-                    Rc::new(move || {
-                        let messages = messages.clone();
-                        Box::pin(async move { Ok(Decision::Enter(messages)) })
-                    });
-                let decision = agent
-                    .listeners()
-                    .pre_step
-                    .dispatch(payload, default)
-                    .await?;
-                observation.value = Some(match decision {
-                    Decision::Enter(messages) => json!({"kind": "enter", "messages": messages}),
-                    Decision::Reject => json!({"kind": "reject"}),
-                });
-                Ok(())
-            }
-            Command::ClockJump(c) => {
-                self.jumped_ms
-                    .set(self.jumped_ms.get().saturating_add(c.ms));
-                Ok(())
-            }
-            Command::RegisterRoute(c) => {
-                let route = self.route(&c.provider)?;
-                self.context
-                    .register_route(&c.provider, AdapterRoute::Scripted(route))
-            }
-            Command::UnregisterRoute(c) => {
-                if self
-                    .context
-                    .adapters
-                    .borrow()
-                    .get(&c.provider)
-                    .is_some_and(|r| matches!(r, AdapterRoute::Scripted(_)))
-                {
-                    self.context.unregister_route(&c.provider);
-                }
-                Ok(())
-            }
+            Command::Cancel(c) => self.cancel(c),
+            Command::Wait(c) => self.wait(c).await,
+            Command::WaitIdle(c) => self.wait_idle(c).await,
+            Command::Compact(c) => self.compact(c),
+            Command::Resume(c) => self.resume(c).await,
+            Command::DisposeAgent(c) => self.dispose_agent(c).await,
+            Command::OnPreStep(c) => self.listen(c, loop_listeners::on_pre_step),
+            Command::OnRequest(c) => self.listen(c, loop_listeners::on_request),
+            Command::OnRequestError(c) => self.listen(c, loop_listeners::on_request_error),
+            Command::OnTurnStopping(c) => self.listen(c, loop_listeners::on_turn_stopping),
+            Command::OnStatus(c) => self.listen(c, loop_listeners::on_status),
+            Command::OnSessionEvent(c) => self.listen(c, loop_listeners::on_session_event),
+            Command::Plugin(action) => self.plugin(action),
+            Command::Append(c) => self.append(c),
+            Command::ReadSession(c) => self.read_session(c, observation),
+            Command::FirePreStep(c) => self.fire_pre_step(c, observation).await,
+            Command::ClockJump(c) => self.clock_jump(c),
+            Command::RegisterRoute(c) => self.register_route(c),
+            Command::UnregisterRoute(c) => self.unregister_route(c),
         }
     }
 }
@@ -781,23 +599,7 @@ async fn drive(
             };
         }
     };
-    let start = tokio::time::Instant::now();
-    let start_ms = world.simulation.start_ms;
-    let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
-    let jumped_ms = Rc::new(std::cell::Cell::new(0i64));
-    let (skipped, jumped) = (skipped_ms.clone(), jumped_ms.clone());
-    // Saturating: a clock that would pass the end of JavaScript's `Date`
-    // range stops there (the loader refuses worlds that could get near it),
-    // and one jumped back past the epoch stops at 0.
-    let clock: Clock = Rc::new(move || {
-        let elapsed = tokio::time::Instant::now()
-            .duration_since(start)
-            .as_millis();
-        let monotonic = start_ms
-            .saturating_add(skipped.get())
-            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
-        monotonic.saturating_add_signed(jumped.get())
-    });
+    let clock = CaseClock::starting_at(world.simulation.start_ms);
     let scripted = Rc::new(World::default());
     let journal = Journal::default();
     let context = LoopContext {
@@ -816,7 +618,7 @@ async fn drive(
     let setup = context
         .register_loop_variables()
         .and_then(|()| register_initial_routes(&context, &world, &routes))
-        .and_then(|()| create_agents(&context, &world, &clock));
+        .and_then(|()| create_agents(&context, &world, &clock.clock));
     let agents = match setup {
         Ok(agents) => agents,
         Err(error) => return failed_run(&format!("setup failed: {error}")),
@@ -829,9 +631,9 @@ async fn drive(
         context,
         world,
         agents,
-        clock,
-        skipped_ms,
-        jumped_ms,
+        clock: clock.clock,
+        skipped_ms: clock.skipped_ms,
+        jumped_ms: clock.jumped_ms,
         routes,
         journal,
     };
@@ -839,18 +641,64 @@ async fn drive(
     for LoopAgent { agent, .. } in &runner.agents {
         agent.when_idle().await;
     }
-    let requests = provider_requests(provider);
-    let llm_calls = runner.context.llm_calls.borrow().clone();
-    let mut agent_runs = Vec::new();
-    for LoopAgent { spec, agent } in &runner.agents {
-        let (next_turn, next_step) = agent.pending();
-        agent_runs.push(AgentRun {
-            id: spec.id.clone(),
-            log: agent.session().take_log_json(),
-            status: agent.status().to_string(),
-            pending: [next_turn, next_step],
-        });
+    CaseResult {
+        config_error: None,
+        observations,
+        run: Some(finished_run(&runner, case, provider)),
     }
+}
+
+/// A case's clock: virtual time since the start, plus the milliseconds
+/// `wait` skipped while every agent was idle and the (signed) `clock_jump`s.
+struct CaseClock {
+    clock: Clock,
+    skipped_ms: Rc<std::cell::Cell<u64>>,
+    jumped_ms: Rc<std::cell::Cell<i64>>,
+}
+
+impl CaseClock {
+    fn starting_at(start_ms: u64) -> CaseClock {
+        let start = tokio::time::Instant::now();
+        let skipped_ms = Rc::new(std::cell::Cell::new(0u64));
+        let jumped_ms = Rc::new(std::cell::Cell::new(0i64));
+        let (skipped, jumped) = (skipped_ms.clone(), jumped_ms.clone());
+        // Saturating: a clock that would pass the end of JavaScript's `Date`
+        // range stops there (the loader refuses worlds that could get near
+        // it), and one jumped back past the epoch stops at 0.
+        let clock: Clock = Rc::new(move || {
+            let elapsed = tokio::time::Instant::now()
+                .duration_since(start)
+                .as_millis();
+            let monotonic = start_ms
+                .saturating_add(skipped.get())
+                .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX));
+            monotonic.saturating_add_signed(jumped.get())
+        });
+        CaseClock {
+            clock,
+            skipped_ms,
+            jumped_ms,
+        }
+    }
+}
+
+/// What a finished case's run observed: every agent's log, status and
+/// inbox, the provider's traffic, the scripted routes' calls and the
+/// prompt layouts.
+fn finished_run(runner: &LoopCommands, case: &Case, provider: &MockProvider) -> LoopRun {
+    let mut agent_runs: Vec<AgentRun> = runner
+        .agents
+        .iter()
+        .map(|LoopAgent { spec, agent }| {
+            let (next_turn, next_step) = agent.pending();
+            AgentRun {
+                id: spec.id.clone(),
+                log: agent.session().take_log_json(),
+                status: agent.status().to_string(),
+                pending: [next_turn, next_step],
+            }
+        })
+        .collect();
     let prompt_layouts = runner
         .agents
         .iter()
@@ -862,9 +710,10 @@ async fn drive(
         })
         .collect();
     let main = agent_runs.remove(0);
-    let run = LoopRun {
+    let llm_calls = runner.context.llm_calls.borrow().clone();
+    LoopRun {
         log: main.log,
-        requests,
+        requests: provider_requests(provider),
         llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
         status: main.status,
         pending: main.pending,
@@ -878,11 +727,5 @@ async fn drive(
         agents: agent_runs,
         journal: runner.journal.borrow().clone(),
         prompt_layouts,
-    };
-
-    CaseResult {
-        config_error: None,
-        observations,
-        run: Some(run),
     }
 }
