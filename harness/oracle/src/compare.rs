@@ -551,6 +551,22 @@ impl Comparison {
         violations: &[Violation],
         main_agent: &str,
     ) {
+        self.run_failure(expect, run);
+        for violation in violations {
+            self.push("invariant".into(), "(holds)".into(), violation.to_string());
+        }
+        let Some(expect) = expect else { return };
+        self.agents(expect, run, main_agent);
+        self.requests(expect, run);
+        self.scripted_calls(expect, run);
+        self.request_facts(expect, run);
+        for (index, query) in expect.live.iter().enumerate() {
+            self.query(&format!("expect.live[{index}]"), query, &run.live_events);
+        }
+    }
+
+    /// `expect.failure` against how the run ended.
+    fn run_failure(&mut self, expect: Option<&LoopExpect>, run: &LoopRun) {
         let expected_failure = expect.and_then(|e| e.failure.as_ref());
         match (&run.failure, expected_failure) {
             (None, None) => {}
@@ -567,10 +583,11 @@ impl Comparison {
                 self.value("expect.failure", Some(pattern), Some(&failure));
             }
         }
-        for violation in violations {
-            self.push("invariant".into(), "(holds)".into(), violation.to_string());
-        }
-        let Some(expect) = expect else { return };
+    }
+
+    /// The main agent's expectations (at the top of `expect`) and each
+    /// further agent's (`expect.agents`).
+    fn agents(&mut self, expect: &LoopExpect, run: &LoopRun, main_agent: &str) {
         let main = AgentExpect {
             event_types: expect.event_types.clone(),
             events: expect.events.clone(),
@@ -603,34 +620,20 @@ impl Comparison {
                 ),
             }
         }
+    }
+
+    /// The bodies the provider received, and each `request` entry.
+    fn requests(&mut self, expect: &LoopExpect, run: &LoopRun) {
         let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
         self.value("expect.requests", expect.requests.as_ref(), Some(&bodies));
         for (index, request) in expect.request.iter().enumerate() {
             self.request(request, run, index);
         }
-        let journal = Value::Array(run.journal.clone());
-        self.value("expect.journal", expect.journal.as_ref(), Some(&journal));
-        let llm_requests = Value::Array(run.llm_requests.clone());
-        self.value(
-            "expect.llm_requests",
-            expect.llm_requests.as_ref(),
-            Some(&llm_requests),
-        );
-        for (index, call) in expect.llm_request.iter().enumerate() {
-            let path = format!("expect.llm_request[{index}]");
-            match run.llm_requests.get(call.index) {
-                Some(options) => self.value(
-                    &format!("{path}.options"),
-                    Some(&call.options),
-                    Some(options),
-                ),
-                None => self.push(
-                    format!("{path}.index"),
-                    format!("a scripted-route call at position {}", call.index),
-                    format!("{} calls", run.llm_requests.len()),
-                ),
-            }
-        }
+    }
+
+    /// Facts about the provider's traffic: headers, the count, cache hits
+    /// and cache breaks.
+    fn request_facts(&mut self, expect: &LoopExpect, run: &LoopRun) {
         let headers = json!(run.requests.iter().map(|r| &r.headers).collect::<Vec<_>>());
         self.value(
             "expect.request_headers",
@@ -662,8 +665,33 @@ impl Comparison {
                 Some(&breaks),
             );
         }
-        for (index, query) in expect.live.iter().enumerate() {
-            self.query(&format!("expect.live[{index}]"), query, &run.live_events);
+    }
+
+    /// What the scenario's own actors saw: the `record` journal and the
+    /// scripted routes' calls.
+    fn scripted_calls(&mut self, expect: &LoopExpect, run: &LoopRun) {
+        let journal = Value::Array(run.journal.clone());
+        self.value("expect.journal", expect.journal.as_ref(), Some(&journal));
+        let llm_requests = Value::Array(run.llm_requests.clone());
+        self.value(
+            "expect.llm_requests",
+            expect.llm_requests.as_ref(),
+            Some(&llm_requests),
+        );
+        for (index, call) in expect.llm_request.iter().enumerate() {
+            let path = format!("expect.llm_request[{index}]");
+            match run.llm_requests.get(call.index) {
+                Some(options) => self.value(
+                    &format!("{path}.options"),
+                    Some(&call.options),
+                    Some(options),
+                ),
+                None => self.push(
+                    format!("{path}.index"),
+                    format!("a scripted-route call at position {}", call.index),
+                    format!("{} calls", run.llm_requests.len()),
+                ),
+            }
         }
     }
 

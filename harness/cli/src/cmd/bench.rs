@@ -141,50 +141,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let mut broken = false;
     // Fixture by fixture, every implementation in turn: side by side in one run.
     for fixture in &fixtures {
-        let mut results = Vec::new();
-        for subject in &mut subjects {
-            let measured = subject.measure(fixture, &args);
-            let implementation = subject.name();
-            results.push(match measured {
-                Ok(reply) => ImplementationResult {
-                    implementation,
-                    stats: StepStats::of(&reply, args.iterations),
-                    error: None,
-                    ratio: None,
-                },
-                Err(error) => {
-                    broken = true;
-                    ImplementationResult {
-                        implementation,
-                        stats: None,
-                        error: Some(error),
-                        ratio: None,
-                    }
-                }
-            });
-        }
-        let slowest = results
-            .iter()
-            .filter_map(|result| result.stats.as_ref().map(|stats| stats.median_ns))
-            .fold(0.0_f64, f64::max);
-        for result in &mut results {
-            result.ratio = result.stats.as_ref().map(|stats| slowest / stats.median_ns);
-        }
-        let sizes: Vec<u64> = results
-            .iter()
-            .filter_map(|result| result.stats.as_ref().map(|stats| stats.output_bytes))
-            .collect();
-        if sizes.windows(2).any(|pair| pair[0] != pair[1]) {
-            eprintln!(
-                "error: {}: the implementations rendered different sizes {sizes:?}: they did not build the same registry",
-                fixture.id
-            );
-            broken = true;
-        }
-        report.fixtures.push(FixtureResult {
-            id: fixture.id.clone(),
-            results,
-        });
+        let (result, fixture_broken) = measure_fixture(fixture, &mut subjects, &args);
+        broken |= fixture_broken;
+        report.fixtures.push(result);
     }
     for subject in &mut subjects {
         if let Subject::Adapter(adapter) = subject {
@@ -206,6 +165,61 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         broken |= !regressions.is_empty();
     }
     Ok(if broken { Exit::Failed } else { Exit::Passed })
+}
+
+/// One fixture on every implementation in turn, each one's ratio to the
+/// slowest; broken when one fails or the rendered sizes differ.
+fn measure_fixture(
+    fixture: &Fixture,
+    subjects: &mut [Subject],
+    args: &Args,
+) -> (FixtureResult, bool) {
+    let mut broken = false;
+    let mut results = Vec::new();
+    for subject in subjects.iter_mut() {
+        let measured = subject.measure(fixture, args);
+        let implementation = subject.name();
+        results.push(match measured {
+            Ok(reply) => ImplementationResult {
+                implementation,
+                stats: StepStats::of(&reply, args.iterations),
+                error: None,
+                ratio: None,
+            },
+            Err(error) => {
+                broken = true;
+                ImplementationResult {
+                    implementation,
+                    stats: None,
+                    error: Some(error),
+                    ratio: None,
+                }
+            }
+        });
+    }
+    let slowest = results
+        .iter()
+        .filter_map(|result| result.stats.as_ref().map(|stats| stats.median_ns))
+        .fold(0.0_f64, f64::max);
+    for result in &mut results {
+        result.ratio = result.stats.as_ref().map(|stats| slowest / stats.median_ns);
+    }
+    let sizes: Vec<u64> = results
+        .iter()
+        .filter_map(|result| result.stats.as_ref().map(|stats| stats.output_bytes))
+        .collect();
+    if sizes.windows(2).any(|pair| pair[0] != pair[1]) {
+        eprintln!(
+            "error: {}: the implementations rendered different sizes {sizes:?}: they did not build the same registry",
+            fixture.id
+        );
+        broken = true;
+    }
+    let result = FixtureResult {
+        id: fixture.id.clone(),
+        results,
+    };
+    (result, broken)
 }
 
 fn print_table(report: &BenchReport) {

@@ -5,13 +5,14 @@
 
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
+use dshc_scenario::format::Scenario;
 
 use crate::Exit;
 use crate::progress::Progress;
@@ -161,25 +162,19 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some((case, scenario, first)) = disagreement {
         progress.clear();
         crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
-        crate::out!("shrinking");
-        let implementation = &mut pool[0];
-        let minimal = shrink(&scenario, implementation, shrink_attempts);
-        let other = match compare_once(&minimal, "minimal", implementation) {
-            Comparison::Disagree { other, .. } => *other,
-            _ => Default::default(),
-        };
         let replay = Replay {
             adapter: adapter.clone(),
             loop_level: level == DiffLevel::Loop,
             seed,
             case,
         };
-        match write_regression(&regressions_dir, &replay, &minimal, &other) {
-            Ok(path) => crate::out!("wrote {}", path.display()),
-            Err(error) => eprintln!("error: cannot write the regression: {error}"),
-        }
-        crate::out!("seed {seed}, case {case}; replay with:");
-        crate::out!("  {}", replay.command());
+        shrink_and_write(
+            &scenario,
+            &mut pool[0],
+            &replay,
+            &regressions_dir,
+            shrink_attempts,
+        );
         stop(&mut pool);
         return Ok(Exit::Failed);
     }
@@ -192,6 +187,29 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         total as f64 / elapsed.max(1e-9)
     );
     Ok(Exit::failed_if(not_run > 0))
+}
+
+/// Shrink a disagreement on one adapter process, write the minimal case as a
+/// regression scenario, and print how to replay the original.
+fn shrink_and_write(
+    scenario: &Scenario,
+    implementation: &mut External,
+    replay: &Replay,
+    regressions_dir: &Path,
+    shrink_attempts: usize,
+) {
+    crate::out!("shrinking");
+    let minimal = shrink(scenario, implementation, shrink_attempts);
+    let other = match compare_once(&minimal, "minimal", implementation) {
+        Comparison::Disagree { other, .. } => *other,
+        _ => Default::default(),
+    };
+    match write_regression(regressions_dir, replay, &minimal, &other) {
+        Ok(path) => crate::out!("wrote {}", path.display()),
+        Err(error) => eprintln!("error: cannot write the regression: {error}"),
+    }
+    crate::out!("seed {}, case {}; replay with:", replay.seed, replay.case);
+    crate::out!("  {}", replay.command());
 }
 
 fn stop(pool: &mut [External]) {

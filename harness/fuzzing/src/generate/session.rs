@@ -201,140 +201,21 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         registered_tools: Vec::new(),
         counter: 0,
     };
+    let mut steps = g.registry_steps();
     let mut suppressed = false;
-    let mut steps = Vec::new();
-    for index in 0..1 + g.rng.below(3) {
-        steps.push(Command::Section(SectionCommand {
-            id: None,
-            scope: if g.rng.percent(30) {
-                Some("agent".into())
-            } else {
-                None
-            },
-            name: format!("guide{index}"),
-            order: Order(g.rng.below(5) as f64),
-            text: g.text(),
-            complete: false,
-        }));
-    }
-    if g.rng.percent(10) {
-        let text = format!("COMPLETE {}", g.words(4));
-        steps.push(Command::Section(SectionCommand {
-            id: None,
-            scope: None,
-            name: "complete".into(),
-            order: Order(50.0),
-            text: TextSpec::Static(text),
-            complete: true,
-        }));
-    }
-    for index in 0..g.rng.below(3) {
-        steps.push(Command::Context(ContextCommand {
-            id: None,
-            scope: None,
-            name: format!("ctx{index}"),
-            order: Order(index as f64),
-            text: g.text(),
-        }));
-    }
-    for _ in 0..g.rng.below(3) {
-        let tools = g.tools();
-        steps.push(tools);
-    }
-    if g.rng.percent(70) {
-        let calls: Vec<u32> = (1..=8).filter(|_| g.rng.percent(60)).collect();
-        steps.push(Command::OnRequestError(LoopListenerCommand {
-            id: "retry".into(),
-            agent: None,
-            prepend: false,
-            calls: Some(calls),
-            ops: vec![RequestErrorOp::Retry],
-        }));
-    }
     let turns = 1 + g.rng.below(4);
     for turn in 0..turns {
-        steps.push(Command::Followup(MessageCommand {
-            agent: None,
-            text: Some(format!("task {turn}: {}", g.words(4))),
-            content: None,
-            source: None,
-        }));
-        if g.rng.percent(15) {
-            steps.push(Command::Wait(WaitCommand {
-                ms: 1 + g.rng.below(20),
-            }));
-            steps.push(Command::Steer(MessageCommand {
-                agent: None,
-                text: Some(g.words(3)),
-                content: None,
-                source: None,
-            }));
-        }
-        if g.rng.percent(10) {
-            steps.push(Command::Wait(WaitCommand {
-                ms: g.rng.below(25),
-            }));
-            steps.push(Command::Cancel(CancelCommand {
-                agent: None,
-                reason: None,
-                keep_inbox: false,
-            }));
-        }
-        steps.push(Command::WaitIdle(WaitIdleCommand::default()));
-        if g.rng.percent(15) {
-            steps.push(Command::Compact(CompactCommand {
-                agent: None,
-                text: format!("summary {turn}"),
-                start: None,
-                end: None,
-            }));
-        }
-        if g.rng.percent(10) && !suppressed {
-            suppressed = true;
-            steps.push(Command::Suppress(SuppressCommand {
-                id: None,
-                scope: None,
-            }));
-        }
-        if g.rng.percent(10) {
-            steps.push(Command::Resume(ResumeCommand::default()));
-        }
-        if g.rng.percent(30) {
-            steps.push(Command::Wait(WaitCommand {
-                ms: g.rng.below(2_000),
-            }));
-        }
+        g.turn_steps(turn, &mut suppressed, &mut steps);
     }
     let responses = (0..turns * 4 + 4).map(|_| g.response()).collect();
-    let tool_results = g
-        .registered_tools
-        .iter()
-        .map(|name| ToolResultSpec {
-            name: name.clone(),
-            text: format!("{name} done"),
-            is_error: false,
-            additional_contexts: Vec::new(),
-            concludes_turn: false,
-            delay_ms: 0,
-            ops: Vec::new(),
-        })
-        .collect();
+    let tool_results = g.tool_results();
     Scenario {
         format: FORMAT_VERSION,
         title: format!("simulated session {session} of seed {seed}"),
         description: None,
         covers: vec!["00:DIFF".into()],
         level: Level::Loop,
-        config: ConfigSpec {
-            include_harness_identity: Some(g.rng.percent(50)),
-            include_runtime_context: if g.rng.percent(10) { Some(false) } else { None },
-            persona: if g.rng.percent(50) {
-                Some(g.words(5))
-            } else {
-                None
-            },
-            tool_order: None,
-        },
+        config: g.config(),
         config_error: None,
         scopes: Vec::new(),
         steps: steps.into_iter().map(Step::new).collect(),
@@ -354,5 +235,154 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         routes: Vec::new(),
         agents: Vec::new(),
         expect: None,
+    }
+}
+
+impl Generator {
+    /// The registrations before the first turn: sections (maybe a complete
+    /// one), runtime contexts, tool providers and a retrying
+    /// `agent/request-error` listener. The draws' order is the seed's
+    /// meaning: changing it changes every session.
+    fn registry_steps(&mut self) -> Vec<Command> {
+        let mut steps = Vec::new();
+        for index in 0..1 + self.rng.below(3) {
+            steps.push(Command::Section(SectionCommand {
+                id: None,
+                scope: if self.rng.percent(30) {
+                    Some("agent".into())
+                } else {
+                    None
+                },
+                name: format!("guide{index}"),
+                order: Order(self.rng.below(5) as f64),
+                text: self.text(),
+                complete: false,
+            }));
+        }
+        if self.rng.percent(10) {
+            let text = format!("COMPLETE {}", self.words(4));
+            steps.push(Command::Section(SectionCommand {
+                id: None,
+                scope: None,
+                name: "complete".into(),
+                order: Order(50.0),
+                text: TextSpec::Static(text),
+                complete: true,
+            }));
+        }
+        for index in 0..self.rng.below(3) {
+            steps.push(Command::Context(ContextCommand {
+                id: None,
+                scope: None,
+                name: format!("ctx{index}"),
+                order: Order(index as f64),
+                text: self.text(),
+            }));
+        }
+        for _ in 0..self.rng.below(3) {
+            let tools = self.tools();
+            steps.push(tools);
+        }
+        if self.rng.percent(70) {
+            let calls: Vec<u32> = (1..=8).filter(|_| self.rng.percent(60)).collect();
+            steps.push(Command::OnRequestError(LoopListenerCommand {
+                id: "retry".into(),
+                agent: None,
+                prepend: false,
+                calls: Some(calls),
+                ops: vec![RequestErrorOp::Retry],
+            }));
+        }
+        steps
+    }
+
+    /// One turn: a follow-up, maybe a steer or a cancel, the wait for idle,
+    /// then maybe a compaction, a suppression (once), a resume or a wait.
+    fn turn_steps(&mut self, turn: u64, suppressed: &mut bool, steps: &mut Vec<Command>) {
+        steps.push(Command::Followup(MessageCommand {
+            agent: None,
+            text: Some(format!("task {turn}: {}", self.words(4))),
+            content: None,
+            source: None,
+        }));
+        if self.rng.percent(15) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: 1 + self.rng.below(20),
+            }));
+            steps.push(Command::Steer(MessageCommand {
+                agent: None,
+                text: Some(self.words(3)),
+                content: None,
+                source: None,
+            }));
+        }
+        if self.rng.percent(10) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: self.rng.below(25),
+            }));
+            steps.push(Command::Cancel(CancelCommand {
+                agent: None,
+                reason: None,
+                keep_inbox: false,
+            }));
+        }
+        steps.push(Command::WaitIdle(WaitIdleCommand::default()));
+        if self.rng.percent(15) {
+            steps.push(Command::Compact(CompactCommand {
+                agent: None,
+                text: format!("summary {turn}"),
+                start: None,
+                end: None,
+            }));
+        }
+        if self.rng.percent(10) && !*suppressed {
+            *suppressed = true;
+            steps.push(Command::Suppress(SuppressCommand {
+                id: None,
+                scope: None,
+            }));
+        }
+        if self.rng.percent(10) {
+            steps.push(Command::Resume(ResumeCommand::default()));
+        }
+        if self.rng.percent(30) {
+            steps.push(Command::Wait(WaitCommand {
+                ms: self.rng.below(2_000),
+            }));
+        }
+    }
+
+    /// A result for every tool the providers registered.
+    fn tool_results(&self) -> Vec<ToolResultSpec> {
+        self.registered_tools
+            .iter()
+            .map(|name| ToolResultSpec {
+                name: name.clone(),
+                text: format!("{name} done"),
+                is_error: false,
+                additional_contexts: Vec::new(),
+                concludes_turn: false,
+                delay_ms: 0,
+                ops: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The plugin config: identity, runtime context and persona.
+    fn config(&mut self) -> ConfigSpec {
+        ConfigSpec {
+            include_harness_identity: Some(self.rng.percent(50)),
+            include_runtime_context: if self.rng.percent(10) {
+                Some(false)
+            } else {
+                None
+            },
+            persona: if self.rng.percent(50) {
+                Some(self.words(5))
+            } else {
+                None
+            },
+            tool_order: None,
+        }
     }
 }

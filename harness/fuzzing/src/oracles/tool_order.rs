@@ -100,38 +100,9 @@ pub enum Decided {
 /// Check the model on one input; panics on a violation.
 pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
     let tool_order = input.tool_order.as_deref();
-    // Load-time validation: a repeated name, else a missing marker.
-    let repeated = tool_order.and_then(|order| {
-        order
-            .iter()
-            .enumerate()
-            .find(|(i, name)| order[..*i].contains(name))
-            .map(|(_, n)| n.clone())
-    });
-    let missing_marker =
-        tool_order.is_some_and(|order| !order.iter().any(|n| n == TOOL_ORDER_REST));
-    let validation = validate_tool_order(tool_order);
-    match (&repeated, missing_marker) {
-        (Some(name), _) => {
-            let error = validation.expect_err("a repeated name must fail at load");
-            assert_eq!(
-                error.message,
-                format!("toolOrder lists \"{name}\" more than once")
-            );
-            return Decided::Repeated;
-        }
-        (None, true) => {
-            let error = validation.expect_err("a missing marker must fail at load");
-            assert!(
-                error
-                    .message
-                    .starts_with("toolOrder must contain the \"<unlisted-tools>\" rest entry")
-            );
-            return Decided::MissingMarker;
-        }
-        (None, false) => assert!(validation.is_ok(), "valid toolOrder rejected: {input:?}"),
+    if let Some(decided) = check_validation(input) {
+        return decided;
     }
-
     // Collect as assembly does; the description records the provider position.
     let mut collected = Vec::new();
     let mut known = KnownNames::default();
@@ -152,16 +123,70 @@ pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
         }
     }
     let result = order_tools(collected.clone(), tool_order, &known);
+    if let Some(decided) = check_order_errors(tool_order, &collected, &known_list, &result) {
+        return decided;
+    }
+    let ordered = result.unwrap_or_else(|e| panic!("unexpected error {e} for {input:?}"));
+    let expected = oracle_order(tool_order, &collected);
+    assert_eq!(ordered, expected, "order differs for {input:?}");
+    Decided::Ordered
+}
 
+/// Load-time validation of the tool order: a repeated name, else a missing
+/// marker, each refused with its message; `None` when the order is valid.
+fn check_validation(input: &ToolOrderInput) -> Option<Decided> {
+    let tool_order = input.tool_order.as_deref();
+    // Load-time validation: a repeated name, else a missing marker.
+    let repeated = tool_order.and_then(|order| {
+        order
+            .iter()
+            .enumerate()
+            .find(|(i, name)| order[..*i].contains(name))
+            .map(|(_, n)| n.clone())
+    });
+    let missing_marker =
+        tool_order.is_some_and(|order| !order.iter().any(|n| n == TOOL_ORDER_REST));
+    let validation = validate_tool_order(tool_order);
+    match (&repeated, missing_marker) {
+        (Some(name), _) => {
+            let error = validation.expect_err("a repeated name must fail at load");
+            assert_eq!(
+                error.message,
+                format!("toolOrder lists \"{name}\" more than once")
+            );
+            return Some(Decided::Repeated);
+        }
+        (None, true) => {
+            let error = validation.expect_err("a missing marker must fail at load");
+            assert!(
+                error
+                    .message
+                    .starts_with("toolOrder must contain the \"<unlisted-tools>\" rest entry")
+            );
+            return Some(Decided::MissingMarker);
+        }
+        (None, false) => assert!(validation.is_ok(), "valid toolOrder rejected: {input:?}"),
+    }
+    None
+}
+
+/// The errors ordering must raise: a reserved name from a provider, and
+/// names the order lists that no provider registered.
+fn check_order_errors(
+    tool_order: Option<&[String]>,
+    collected: &[ToolSchema],
+    known_list: &[String],
+    result: &Result<Vec<ToolSchema>, dshc_model::JsError>,
+) -> Option<Decided> {
     if collected.iter().any(|t| t.name == TOOL_ORDER_REST) {
-        let error = result.expect_err("a reserved name must fail");
+        let error = result.as_ref().expect_err("a reserved name must fail");
         assert!(
             error
                 .message
                 .starts_with("tool provider returned reserved tool name"),
             "{error}"
         );
-        return Decided::Reserved;
+        return Some(Decided::Reserved);
     }
     if let Some(order) = tool_order {
         let unknown: Vec<&String> = order
@@ -169,8 +194,8 @@ pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
             .filter(|n| *n != TOOL_ORDER_REST && !known_list.contains(n))
             .collect();
         if !unknown.is_empty() {
-            let error = result.expect_err("unregistered names must fail");
-            let mut sorted = known_list.clone();
+            let error = result.as_ref().expect_err("unregistered names must fail");
+            let mut sorted = known_list.to_vec();
             sorted.sort_by_key(|a| utf16(a));
             let quoted: Vec<String> = unknown.iter().map(|n| format!("\"{n}\"")).collect();
             let expected = format!(
@@ -184,12 +209,15 @@ pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
                 }
             );
             assert_eq!(error.message, expected);
-            return Decided::Unregistered;
+            return Some(Decided::Unregistered);
         }
     }
-    let ordered = result.unwrap_or_else(|e| panic!("unexpected error {e} for {input:?}"));
+    None
+}
 
-    // The oracle's order: one sort by (entry rank, rest name, provider position).
+/// The oracle's order: one sort by (entry rank, rest name, provider
+/// position).
+fn oracle_order(tool_order: Option<&[String]>, collected: &[ToolSchema]) -> Vec<ToolSchema> {
     let rank = |name: &str| -> usize {
         match tool_order {
             None => 0,
@@ -201,7 +229,7 @@ pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
         }
     };
     let in_rest = |name: &str| tool_order.is_none_or(|order| !order.iter().any(|n| n == name));
-    let mut expected = collected.clone();
+    let mut expected = collected.to_vec();
     // Descriptions are decimal positions; compare them numerically for ties.
     let position = |t: &ToolSchema| {
         t.description
@@ -218,8 +246,7 @@ pub fn check_tool_order(input: &ToolOrderInput) -> Decided {
             .then_with(|| position(a).cmp(&position(b)))
         })
     });
-    assert_eq!(ordered, expected, "order differs for {input:?}");
-    Decided::Ordered
+    expected
 }
 
 /// Decode fuzzer bytes and check; the fuzz target's whole body.

@@ -97,6 +97,64 @@ struct Running {
     next_seq: u64,
 }
 
+impl Running {
+    /// Write one request line.
+    fn send(&mut self, request: &Request) -> Result<(), AdapterFault> {
+        let mut line = serde_json::to_string(request)
+            .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
+        line.push('\n');
+        self.requests
+            .send(line)
+            .map_err(|_| AdapterFault::Crashed("the adapter's stdin is closed".into()))
+    }
+
+    /// The next reply line, by `deadline`; the process's end, a line over
+    /// `max_reply_bytes` and a failed read are faults.
+    fn next_line(
+        &mut self,
+        deadline: std::time::Instant,
+        timeout_ms: u64,
+        max_reply_bytes: usize,
+    ) -> Result<String, AdapterFault> {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the supervisor bounds a foreign process in real time"
+        )]
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let event = match self.lines.recv_timeout(left) {
+            Ok(event) => event,
+            Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(AdapterFault::Crashed(
+                    "the adapter's stdout reader stopped".into(),
+                ));
+            }
+        };
+        match event {
+            ReaderEvent::Line(line) => Ok(line),
+            ReaderEvent::Oversized(bytes) => Err(AdapterFault::Protocol(format!(
+                "reply exceeds the {max_reply_bytes} byte limit (at least {bytes} bytes)"
+            ))),
+            ReaderEvent::Closed => {
+                // The process may live on with stdout closed: kill its group
+                // first, then the wait is immediate.
+                kill_group(&self.child);
+                let status = self
+                    .child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| format!("status unknown: {e}"));
+                Err(AdapterFault::Crashed(format!(
+                    "the adapter closed stdout ({status})"
+                )))
+            }
+            ReaderEvent::Failed(error) => {
+                Err(AdapterFault::Crashed(format!("reading stdout: {error}")))
+            }
+        }
+    }
+}
+
 /// One adapter command line, with its current process (if any).
 pub struct AdapterProcess {
     command_line: String,
@@ -364,9 +422,6 @@ impl AdapterProcess {
             .ok_or_else(|| AdapterFault::Crashed("adapter is not running".into()))?;
         let seq = running.next_seq;
         running.next_seq += 1;
-        let mut line = serde_json::to_string(&Request { seq, body })
-            .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
-        line.push('\n');
         // The deadline covers the write too: the writer thread may block on a
         // full pipe, the reply wait does not.
         #[expect(
@@ -374,51 +429,9 @@ impl AdapterProcess {
             reason = "the supervisor bounds a foreign process in real time"
         )]
         let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
-        if running.requests.send(line).is_err() {
-            return Err(AdapterFault::Crashed(
-                "the adapter's stdin is closed".into(),
-            ));
-        }
+        running.send(&Request { seq, body })?;
         loop {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "the supervisor bounds a foreign process in real time"
-            )]
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let event = match running.lines.recv_timeout(left) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(AdapterFault::Crashed(
-                        "the adapter's stdout reader stopped".into(),
-                    ));
-                }
-            };
-            let line = match event {
-                ReaderEvent::Line(line) => line,
-                ReaderEvent::Oversized(bytes) => {
-                    return Err(AdapterFault::Protocol(format!(
-                        "reply exceeds the {} byte limit (at least {bytes} bytes)",
-                        self.limits.max_reply_bytes
-                    )));
-                }
-                ReaderEvent::Closed => {
-                    // The process may live on with stdout closed: kill its
-                    // group first, then the wait is immediate.
-                    kill_group(&running.child);
-                    let status = running
-                        .child
-                        .wait()
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|e| format!("status unknown: {e}"));
-                    return Err(AdapterFault::Crashed(format!(
-                        "the adapter closed stdout ({status})"
-                    )));
-                }
-                ReaderEvent::Failed(error) => {
-                    return Err(AdapterFault::Crashed(format!("reading stdout: {error}")));
-                }
-            };
+            let line = running.next_line(deadline, timeout_ms, self.limits.max_reply_bytes)?;
             let reply: Reply = parse_reply(&line).map_err(|error| {
                 let shown: String = line.chars().take(200).collect();
                 AdapterFault::Protocol(format!(
@@ -453,17 +466,10 @@ impl AdapterProcess {
                 }
                 (body, _) => return Ok(body),
             };
-            let mut line = serde_json::to_string(&Request {
+            running.send(&Request {
                 seq,
                 body: RequestBody::ProviderResponse { response },
-            })
-            .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
-            line.push('\n');
-            if running.requests.send(line).is_err() {
-                return Err(AdapterFault::Crashed(
-                    "the adapter's stdin is closed".into(),
-                ));
-            }
+            })?;
         }
     }
 
