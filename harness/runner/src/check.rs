@@ -474,3 +474,103 @@ fn escape_controls(line: &str) -> String {
         .collect();
     format!("{escaped}{newline}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshc_scenario::load::parse_scenario;
+    use dshc_scenario::protocol::ImplementationInfo;
+
+    /// An implementation that plays back a fixed sequence of runs.
+    struct Scripted(Vec<Ran>);
+
+    impl Implementation for Scripted {
+        fn info(&mut self) -> Option<ImplementationInfo> {
+            None
+        }
+
+        fn run(&mut self, _case: &dshc_scenario::protocol::Case) -> Ran {
+            self.0.remove(0)
+        }
+    }
+
+    fn scenario() -> LoadedScenario {
+        let source = r#"
+format = 2
+title = "one assembly"
+covers = ["02:A1.1"]
+
+[[steps]]
+do = "section"
+name = "a"
+order = 1
+text = "A"
+
+[[steps]]
+do = "assemble"
+"#;
+        parse_scenario(Path::new("twice.toml"), source).expect("a valid scenario")
+    }
+
+    fn observed(scenario: &LoadedScenario) -> Ran {
+        Ran::Observed(Box::new(
+            dshc_reference::run_case(&scenario.case).expect("a valid case"),
+        ))
+    }
+
+    fn crashed() -> Ran {
+        Ran::NotRun(NotRun::Crashed {
+            context: "gone".into(),
+        })
+    }
+
+    #[test]
+    fn twice_passes_two_equal_observations() {
+        let scenario = scenario();
+        let runs = vec![observed(&scenario), observed(&scenario)];
+        assert_eq!(check_twice(&scenario, &mut Scripted(runs)).0, Outcome::Pass);
+    }
+
+    #[test]
+    fn twice_fails_when_the_second_run_crashes() {
+        let scenario = scenario();
+        let runs = vec![observed(&scenario), crashed()];
+        let Outcome::Fail { mismatches } = check_twice(&scenario, &mut Scripted(runs)).0 else {
+            panic!("a crashed second run must fail the case");
+        };
+        assert_eq!(mismatches[0].path, "twice (the two runs ended differently)");
+        assert_eq!(mismatches[0].actual, "second run: crashed: gone");
+    }
+
+    #[test]
+    fn twice_fails_when_the_first_run_crashes_and_the_second_observes() {
+        let scenario = scenario();
+        let runs = vec![crashed(), observed(&scenario)];
+        assert!(matches!(
+            check_twice(&scenario, &mut Scripted(runs)).0,
+            Outcome::Fail { .. }
+        ));
+    }
+
+    #[test]
+    fn twice_fails_on_observations_that_differ() {
+        let scenario = scenario();
+        let mut other = dshc_reference::run_case(&scenario.case).expect("a valid case");
+        other.observations[1].prompt = Some(dshc_scenario::protocol::Rendered::Text("changed".into()));
+        let runs = vec![observed(&scenario), Ran::Observed(Box::new(other))];
+        let Outcome::Fail { mismatches } = check_twice(&scenario, &mut Scripted(runs)).0 else {
+            panic!("differing observations must fail the case");
+        };
+        assert!(mismatches[0].path.starts_with("twice (first divergent byte"));
+    }
+
+    #[test]
+    fn twice_reports_two_equal_ends_as_that_end() {
+        let scenario = scenario();
+        let runs = vec![crashed(), crashed()];
+        assert!(matches!(
+            check_twice(&scenario, &mut Scripted(runs)).0,
+            Outcome::NotRun(NotRun::Crashed { .. })
+        ));
+    }
+}

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
 use dshc_runner::adapter::External;
+use dshc_runner::check::KnownDisagreement;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
@@ -120,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         reason = "throughput for the person watching; never part of a result"
     )]
     let started = std::time::Instant::now();
-    let (mut agreed, mut not_run, mut known_seen) = (0u64, 0u64, 0u64);
+    let mut tally = Tally::default();
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
     for_each_ordered_on(
@@ -137,26 +138,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
         |(case, scenario, comparison)| {
             progress.tick(case);
-            match comparison {
-                Comparison::Agree => agreed += 1,
-                Comparison::NotRun(reason) => {
-                    not_run += 1;
-                    crate::out!("case {case}: not run: {reason}");
-                }
-                Comparison::Disagree { other, .. }
-                    if known.iter().any(|k| {
-                        serde_json::to_string(&other)
-                            .is_ok_and(|text| text.contains(&k.adapter_shows))
-                    }) =>
-                {
-                    known_seen += 1;
-                }
-                Comparison::Disagree { first, .. } => {
+            match tally.count(case, comparison, &known) {
+                Some(first) => {
                     disagreement = Some((case, scenario, first));
-                    return ControlFlow::Break(());
+                    ControlFlow::Break(())
                 }
+                None => ControlFlow::Continue(()),
             }
-            ControlFlow::Continue(())
         },
     );
     if let Some((case, scenario, first)) = disagreement {
@@ -181,12 +169,53 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     progress.clear();
     stop(&mut pool);
     let elapsed = started.elapsed().as_secs_f64();
+    let Tally {
+        agreed,
+        not_run,
+        known_seen,
+    } = tally;
     let total = agreed + not_run + known_seen;
     crate::out!(
         "{total} cases: {agreed} agree, 0 disagree, {known_seen} known disagreements, {not_run} not run ({:.0} cases/s)",
         total as f64 / elapsed.max(1e-9)
     );
     Ok(Exit::failed_if(not_run > 0))
+}
+
+/// How the seeded cases compared so far.
+#[derive(Default)]
+struct Tally {
+    agreed: u64,
+    not_run: u64,
+    known_seen: u64,
+}
+
+impl Tally {
+    /// Count one case; a new disagreement is returned (where the two sides
+    /// first differ) instead of counted.
+    fn count(
+        &mut self,
+        case: u64,
+        comparison: Comparison,
+        known: &[KnownDisagreement],
+    ) -> Option<String> {
+        match comparison {
+            Comparison::Agree => self.agreed += 1,
+            Comparison::NotRun(reason) => {
+                self.not_run += 1;
+                crate::out!("case {case}: not run: {reason}");
+            }
+            Comparison::Disagree { other, .. }
+                if known.iter().any(|k| {
+                    serde_json::to_string(&other).is_ok_and(|text| text.contains(&k.adapter_shows))
+                }) =>
+            {
+                self.known_seen += 1;
+            }
+            Comparison::Disagree { first, .. } => return Some(first),
+        }
+        None
+    }
 }
 
 /// Shrink a disagreement on one adapter process, write the minimal case as a
