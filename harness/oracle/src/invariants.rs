@@ -171,6 +171,19 @@ mod tests {
     }
 
     #[test]
+    fn a_log_whose_seqs_skip_or_repeat_is_flagged() {
+        let counted = [event(0, "turn/start", json!({})), event(1, "turn/end", json!({}))];
+        assert!(seqs_contiguous(&counted).is_empty());
+        let skipped = [event(0, "turn/start", json!({})), event(2, "turn/end", json!({}))];
+        assert_eq!(
+            seqs_contiguous(&skipped),
+            ["event 1 of the log has seq 2 (a log counts its seqs from 0, one per event)"]
+        );
+        let repeated = [event(0, "turn/start", json!({})), event(0, "turn/end", json!({}))];
+        assert_eq!(seqs_contiguous(&repeated).len(), 1);
+    }
+
+    #[test]
     fn a_repeated_change_header_is_flagged() {
         let ok = [
             event(0, "request/header", header("a", "initial")),
@@ -288,6 +301,8 @@ pub enum ViolationKind {
     SnapshotLogging,
     /// A request's cache hits shrank while it only extended the previous one.
     CacheHits,
+    /// The log is not append-only: its `seq`s do not count 0, 1, 2, ...
+    LogSeq,
 }
 
 impl ViolationKind {
@@ -298,6 +313,7 @@ impl ViolationKind {
             Self::HeaderLogging => "header-logging",
             Self::SnapshotLogging => "snapshot-logging",
             Self::CacheHits => "cache-hits",
+            Self::LogSeq => "log-seq",
         }
     }
 }
@@ -346,66 +362,12 @@ pub fn judge_loop_run(
     );
     let single = run.agents.is_empty();
     for (agent, log) in logs {
-        let mut push = |kind, detail: String| {
+        for (kind, detail) in judge_agent_log(agent, log, run, single, &defaults) {
             found.push(Violation {
                 kind,
                 agent: agent.to_owned(),
                 detail,
             });
-        };
-        let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
-        let events = match events {
-            Ok(events) => events,
-            Err(error) => {
-                push(
-                    ViolationKind::Replay,
-                    format!("the log is not a session log: {error}"),
-                );
-                continue;
-            }
-        };
-        let dispatches = crate::replay::dispatch_points(&events);
-        let wire: Vec<&Value> = run
-            .requests
-            .iter()
-            .filter(|request| {
-                let session = request
-                    .headers
-                    .iter()
-                    .find(|[name, _]| name == "x-deepseek-harness-session-id");
-                session.map_or(single, |[_, value]| value == agent)
-            })
-            .map(|request| &request.body)
-            .collect();
-        let scripted: Vec<&Value> = run
-            .llm_requests
-            .iter()
-            .filter(|request| {
-                request["sessionId"]
-                    .as_str()
-                    .map_or(single, |id| id == agent)
-            })
-            .collect();
-        // Each attempt went to the wire or to a scripted route. The log does
-        // not say which, so a session whose traffic went both ways (or
-        // nowhere) is not replay-checked.
-        let problems = match (wire.is_empty(), scripted.is_empty()) {
-            (false, true) => {
-                crate::replay::check_replay(&events, agent, &dispatches, &wire, &defaults)
-            }
-            (true, false) => {
-                crate::replay::check_scripted_replay(&events, agent, &dispatches, &scripted)
-            }
-            _ => Vec::new(),
-        };
-        for problem in problems {
-            push(ViolationKind::Replay, problem);
-        }
-        for problem in headers_change_only_when_different(&events) {
-            push(ViolationKind::HeaderLogging, problem);
-        }
-        for problem in snapshots_change_only_when_different(&events) {
-            push(ViolationKind::SnapshotLogging, problem);
         }
     }
     for detail in cache_hits_monotonic(&run.requests) {
@@ -416,4 +378,88 @@ pub fn judge_loop_run(
         });
     }
     found
+}
+
+/// The invariants of one agent's log and of the traffic its session sent
+/// (`single`: the run's only agent, whose requests need not name it).
+fn judge_agent_log(
+    agent: &str,
+    log: &[Value],
+    run: &dshc_scenario::protocol::LoopRun,
+    single: bool,
+    defaults: &dshc_deepseek::DeepSeekDefaults,
+) -> Vec<(ViolationKind, String)> {
+    let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
+    let events = match events {
+        Ok(events) => events,
+        Err(error) => {
+            let detail = format!("the log is not a session log: {error}");
+            return vec![(ViolationKind::Replay, detail)];
+        }
+    };
+    let mut found: Vec<(ViolationKind, String)> = seqs_contiguous(&events)
+        .into_iter()
+        .map(|detail| (ViolationKind::LogSeq, detail))
+        .collect();
+    let dispatches = crate::replay::dispatch_points(&events);
+    let wire: Vec<&Value> = run
+        .requests
+        .iter()
+        .filter(|request| {
+            let session = request
+                .headers
+                .iter()
+                .find(|[name, _]| name == "x-deepseek-harness-session-id");
+            session.map_or(single, |[_, value]| value == agent)
+        })
+        .map(|request| &request.body)
+        .collect();
+    let scripted: Vec<&Value> = run
+        .llm_requests
+        .iter()
+        .filter(|request| {
+            request["sessionId"]
+                .as_str()
+                .map_or(single, |id| id == agent)
+        })
+        .collect();
+    // Each attempt went to the wire or to a scripted route. The log does not
+    // say which, so a session whose traffic went both ways (or nowhere) is
+    // not replay-checked.
+    let problems = match (wire.is_empty(), scripted.is_empty()) {
+        (false, true) => crate::replay::check_replay(&events, agent, &dispatches, &wire, defaults),
+        (true, false) => {
+            crate::replay::check_scripted_replay(&events, agent, &dispatches, &scripted)
+        }
+        _ => Vec::new(),
+    };
+    found.extend(problems.into_iter().map(|p| (ViolationKind::Replay, p)));
+    found.extend(
+        headers_change_only_when_different(&events)
+            .into_iter()
+            .map(|p| (ViolationKind::HeaderLogging, p)),
+    );
+    found.extend(
+        snapshots_change_only_when_different(&events)
+            .into_iter()
+            .map(|p| (ViolationKind::SnapshotLogging, p)),
+    );
+    found
+}
+
+/// The read side of the session's append-only rule (the write side is
+/// `Session::append_raw`'s assertion): event `k` of a log has `seq` `k`.
+pub fn seqs_contiguous(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .enumerate()
+        .filter(|(index, event)| event.seq != *index as u64)
+        .take(1)
+        .map(|(index, event)| {
+            format!(
+                "event {index} of the log has seq {} (a log counts its seqs from 0, one per event)",
+                event.seq
+            )
+        })
+        .collect()
 }

@@ -556,12 +556,17 @@ do = "assemble"
     fn twice_fails_on_observations_that_differ() {
         let scenario = scenario();
         let mut other = dshc_reference::run_case(&scenario.case).expect("a valid case");
-        other.observations[1].prompt = Some(dshc_scenario::protocol::Rendered::Text("changed".into()));
+        other.observations[1].prompt =
+            Some(dshc_scenario::protocol::Rendered::Text("changed".into()));
         let runs = vec![observed(&scenario), Ran::Observed(Box::new(other))];
         let Outcome::Fail { mismatches } = check_twice(&scenario, &mut Scripted(runs)).0 else {
             panic!("differing observations must fail the case");
         };
-        assert!(mismatches[0].path.starts_with("twice (first divergent byte"));
+        assert!(
+            mismatches[0]
+                .path
+                .starts_with("twice (first divergent byte")
+        );
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
 use dshc_runner::adapter::External;
-use dshc_runner::check::KnownDisagreement;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
+use dshc_runner::check::KnownDisagreement;
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
 use dshc_scenario::format::Scenario;

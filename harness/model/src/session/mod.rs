@@ -781,7 +781,9 @@ impl Session {
                 seeded: None,
             };
             state.log.push(event.clone());
-            debug_assert_eq!(
+            // The write side of the append-only rule; the judge checks the
+            // read side on every implementation's log (`[log-seq]`).
+            assert_eq!(
                 state.log.last().map(|e| e.seq),
                 Some(state.log.len() as u64 - 1),
                 "seqs are contiguous from 0"
