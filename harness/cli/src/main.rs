@@ -1,6 +1,7 @@
 //! `dshc`: the command-line front end. Glue only: each subcommand parses its
-//! arguments, calls the library and prints; the work is in `dshc-harness`
-//! and `dshc-scenario`.
+//! arguments, calls the library and prints; the work is in the harness's
+//! crates (`dshc-runner`, `dshc-reference`, `dshc-oracle`, `dshc-fuzzing`,
+//! `dshc-scenario`).
 //!
 //! Exit codes ([`Exit`]): 0 everything passed; 1 some case failed; 2 bad
 //! input or usage (a malformed scenario, a missing path, an unknown flag).

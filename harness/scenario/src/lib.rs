@@ -8,8 +8,12 @@
 //! - [`protocol`]: the adapter protocol's messages, cases and results;
 //! - [`schema`]: the committed JSON Schemas of both.
 //!
-//! Nothing here runs anything: the reference, the simulator and the oracles
-//! live in `dshc-harness`.
+//! - [`data_file`]: the other data files dshc reads (catalogs, expected
+//!   failures, scripts, logs), with the same positioned errors.
+//!
+//! Nothing here runs anything: the reference (`dshc-reference`), the judge
+//! (`dshc-oracle`), the simulator (`dshc-fuzzing`) and supervision
+//! (`dshc-runner`) live above it.
 
 pub mod compile;
 pub mod data_file;
