@@ -448,3 +448,61 @@ fn longer_cycles(edges: &BTreeSet<(String, String)>) -> Vec<String> {
     }
     cycles
 }
+
+/// The layering ARCHITECTURE.md states, read off `cargo tree` (each
+/// package's own feature resolution, normal dependencies only): the pure
+/// crates reach no async runtime, network stack or simulator, and the mock
+/// provider reaches no dshc crate.
+#[test]
+fn the_crate_graph_keeps_its_layers() {
+    let forbidden_in_pure = ["tokio", "hyper", "turmoil", "hyper-util"];
+    let rules: &[(&str, &[&str])] = &[
+        ("dshc-model", &forbidden_in_pure),
+        ("dshc-deepseek", &forbidden_in_pure),
+        ("dshc-scenario", &forbidden_in_pure),
+        ("dshc-oracle", &forbidden_in_pure),
+        (
+            "mock-provider",
+            &[
+                "dshc-model",
+                "dshc-deepseek",
+                "dshc-scenario",
+                "dshc-agent",
+                "dshc-oracle",
+                "dshc-reference",
+                "dshc-runner",
+                "dshc-fuzzing",
+            ],
+        ),
+        ("dshc-agent", &["dshc-scenario"]),
+        ("dshc-reference", &["dshc-oracle", "dshc-runner", "dshc-fuzzing"]),
+        ("dshc-oracle", &["dshc-reference", "dshc-agent", "dshc-runner"]),
+        ("dshc-runner", &["dshc-fuzzing"]),
+    ];
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut broken = Vec::new();
+    for (package, forbidden) in rules {
+        let output = std::process::Command::new(&cargo)
+            .current_dir(repository())
+            .args(["tree", "--offline", "-e", "normal", "--prefix", "none", "-p", package])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run cargo tree: {e}"));
+        assert!(
+            output.status.success(),
+            "cargo tree -p {package}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let tree = String::from_utf8_lossy(&output.stdout);
+        let reached: BTreeSet<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .collect();
+        assert!(reached.contains(package), "{package} is not in its own tree");
+        for name in *forbidden {
+            if reached.contains(name) {
+                broken.push(format!("{package} depends on {name}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
