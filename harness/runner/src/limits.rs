@@ -32,3 +32,8 @@ pub use dshc_reference::LOOP_LIMITS;
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
+/// The most copies one bench fixture's `repeat`s expand to.
+pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
+/// How long `dshc bench` waits for one fixture's measurement from an
+/// adapter (`bench --timeout-ms`).
+pub const BENCH_TIMEOUT_MS: u64 = 300_000;

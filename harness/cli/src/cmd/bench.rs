@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value_t = 25.0)]
     max_regression_percent: f64,
     /// Longest wait for one fixture's measurement from an adapter.
-    #[arg(long, default_value_t = 300_000)]
+    #[arg(long, default_value_t = dshc_runner::limits::BENCH_TIMEOUT_MS)]
     timeout_ms: u64,
     /// Count the reference's instructions per step under valgrind's
     /// callgrind instead of timing: a figure the machine's load does not
