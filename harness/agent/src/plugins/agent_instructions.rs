@@ -13,6 +13,14 @@
 //! unique per write). Projections queued at `step/end` run in a spawned
 //! local task, or inline when the next pre-step listener waits for them,
 //! i.e. after that step's claim (upstream's usual order with real I/O).
+//!
+//! This module holds the listener, the observer, composition and the inbox
+//! sync; `discovery` reads the file system, `reconcile` compares what it
+//! finds with what the session shows, and `super::instructions_render`
+//! writes the texts.
+
+mod discovery;
+mod reconcile;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -22,416 +30,27 @@ use indexmap::{IndexMap, IndexSet};
 use serde_json::{Map, Value, json};
 
 use super::config::AgentInstructionsConfig;
-use super::instructions_render::{
-    InstructionFile, Rendered, Style, render_baseline, render_context,
-};
-use super::posix_path::{basename, dirname, is_absolute, join, relative, resolve};
-use super::{FakeFs, Stat, on_pre_step, warn};
+use super::{FakeFs, on_pre_step, warn};
 use crate::listeners::Decision;
 use crate::{Agent, user_message};
+use discovery::{Resolved, find_project_root, resolve_config};
 use dshc_model::JsError;
 use dshc_model::inbox::Target;
 use dshc_model::session::Event;
+use reconcile::{Change, ReconcileOptions, VersionState, VersionUpdate, baseline_state, reconcile};
 
 /// The plugin's name.
 pub const NAME: &str = "agent-instructions";
-const USER_GLOBAL_DIRECTORY: &str = "user-global";
-const USER_GLOBAL_FILE: &str = "AGENTS.md";
 /// The simulated OS home directory (`os.homedir()`).
 pub const SIMULATED_HOME: &str = "/home/user";
 const FILE_TOUCH_TOOLS: [&str; 3] = ["read", "write", "edit"];
-
-/// Normalized config.
-#[derive(Clone, Debug)]
-struct Resolved {
-    dsh_home: String,
-    markers: Vec<String>,
-    candidates: Vec<String>,
-    local_candidates: Vec<String>,
-    max_bytes: u64,
-    max_source_bytes: u64,
-    fs: bool,
-}
-
-fn resolve_candidates(candidates: &Option<Vec<String>>, fallback: &[&str]) -> Vec<String> {
-    candidates
-        .clone()
-        .unwrap_or_else(|| fallback.iter().map(|s| s.to_string()).collect())
-        .into_iter()
-        .filter(|c| !matches!(c.as_str(), "" | "." | "..") && !c.contains(['/', '\\']))
-        .collect()
-}
-
-fn resolve_config(spec: &AgentInstructionsConfig) -> Resolved {
-    let home = spec
-        .dsh_home
-        .clone()
-        .unwrap_or_else(|| format!("{SIMULATED_HOME}/.dsh"));
-    let expanded = if home == "~" {
-        SIMULATED_HOME.to_string()
-    } else if let Some(rest) = home.strip_prefix("~/") {
-        join(SIMULATED_HOME, rest)
-    } else {
-        home
-    };
-    Resolved {
-        dsh_home: resolve("/", &expanded),
-        markers: spec
-            .project_root_markers
-            .clone()
-            .unwrap_or_else(|| vec![".git".into()]),
-        candidates: resolve_candidates(
-            &spec.instruction_file_candidates,
-            &["AGENTS.md", "CLAUDE.md"],
-        ),
-        local_candidates: resolve_candidates(
-            &spec.local_instruction_file_candidates,
-            &["AGENTS.local.md", "CLAUDE.local.md"],
-        ),
-        max_bytes: spec.max_bytes,
-        max_source_bytes: spec.max_source_bytes.unwrap_or(1_048_576),
-        fs: spec.fs,
-    }
-}
-
-fn user_global_display(dsh_home: &str) -> String {
-    let display = if dsh_home == format!("{SIMULATED_HOME}/.dsh") {
-        "~/.dsh"
-    } else {
-        "$DSH_HOME"
-    };
-    format!("{display}/{USER_GLOBAL_FILE}")
-}
-
-fn scope_for_display(display: &str) -> String {
-    if display == "~/.dsh/AGENTS.md" || display == "$DSH_HOME/AGENTS.md" {
-        USER_GLOBAL_DIRECTORY.into()
-    } else {
-        dirname(display)
-    }
-}
-
-/// `<directory>\0<candidate>`.
-fn scope_key(directory: &str, candidate: &str) -> String {
-    format!("{directory}\0{candidate}")
-}
-
-fn instruction_scope_key(display: &str) -> String {
-    scope_key(&scope_for_display(display), &basename(display))
-}
-
-fn decode_scope_key(scope: &str) -> (&str, &str) {
-    scope.split_once('\0').unwrap_or((scope, ""))
-}
-
-/// One reconciliation transition, as the typed source carries it.
-#[derive(Clone, Debug, PartialEq)]
-struct Change {
-    action: String,
-    scope: String,
-    path: String,
-    digest: Option<String>,
-}
-
-impl Change {
-    fn to_json(&self) -> Value {
-        let mut object = Map::new();
-        object.insert("action".into(), json!(self.action));
-        object.insert("scope".into(), json!(self.scope));
-        object.insert("path".into(), json!(self.path));
-        if let Some(digest) = &self.digest {
-            object.insert("digest".into(), json!(digest));
-        }
-        Value::Object(object)
-    }
-
-    fn is_remove(&self) -> bool {
-        self.action == "remove"
-    }
-}
-
-fn is_workspace_source(source: &Value) -> bool {
-    source["kind"] == NAME && source["changes"].is_array()
-}
 
 fn is_workspace_context(message: &Value) -> bool {
     message["source"]["kind"] == NAME
 }
 
-/// The well-formed changes of a typed source.
-fn source_changes(source: &Value) -> Vec<Change> {
-    let mut changes = Vec::new();
-    for value in source["changes"].as_array().into_iter().flatten() {
-        let Some(record) = value.as_object() else {
-            continue;
-        };
-        let action = record.get("action").and_then(Value::as_str);
-        if !matches!(action, Some("set" | "replace" | "remove")) {
-            continue;
-        }
-        let (Some(scope), Some(path)) = (
-            record.get("scope").and_then(Value::as_str),
-            record.get("path").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        let digest = match record.get("digest") {
-            None => None,
-            Some(Value::String(digest)) => Some(digest.clone()),
-            Some(_) => continue,
-        };
-        changes.push(Change {
-            action: action.unwrap_or_default().into(),
-            scope: scope.into(),
-            path: path.into(),
-            digest,
-        });
-    }
-    changes
-}
-
 fn same_payload(left: &Value, right: &Value) -> bool {
     left["content"] == right["content"] && left["source"] == right["source"]
-}
-
-/// Metadata cached per scope to skip re-reading unchanged files.
-#[derive(Clone, Debug, PartialEq)]
-struct VersionState {
-    path: String,
-    version: u64,
-    digest: String,
-    trimmed_digest: String,
-}
-
-/// A file found by discovery, before reading.
-#[derive(Clone, Debug)]
-struct Probed {
-    absolute_path: String,
-    display_path: String,
-    version: u64,
-    size: u64,
-}
-
-/// A file read.
-#[derive(Clone, Debug)]
-struct Loaded {
-    file: InstructionFile,
-    version: u64,
-}
-
-fn trimmed_digest(content: &str) -> String {
-    sha1_hex(content.trim().as_bytes())
-}
-
-fn find_project_root(fs: &FakeFs, cwd: &str, markers: &[String]) -> String {
-    let start = resolve("/", cwd);
-    let mut current = start.clone();
-    loop {
-        if markers
-            .iter()
-            .any(|marker| fs.stat(&join(&current, marker)).is_some())
-        {
-            return current;
-        }
-        let parent = dirname(&current);
-        if parent == current {
-            return start;
-        }
-        current = parent;
-    }
-}
-
-/// Directories from `root` down to `cwd`, inclusive.
-fn ancestor_chain(root: &str, cwd: &str) -> Vec<String> {
-    let mut chain = Vec::new();
-    let mut current = resolve("/", cwd);
-    let root = resolve("/", root);
-    while current != root {
-        chain.push(current.clone());
-        let parent = dirname(&current);
-        if parent == current {
-            break;
-        }
-        current = parent;
-    }
-    chain.push(root);
-    chain.reverse();
-    chain
-}
-
-/// Directories below `root` crossed on the way to a touched file.
-fn descendant_dirs_between(root: &str, touched: &str) -> Vec<String> {
-    let root = resolve("/", root);
-    let target = if is_absolute(touched) {
-        resolve("/", touched)
-    } else {
-        resolve(&root, touched)
-    };
-    let target_dir = dirname(&target);
-    let rel = relative(&root, &target_dir);
-    if rel.is_empty() || rel.starts_with("..") || is_absolute(&rel) {
-        return Vec::new();
-    }
-    ancestor_chain(&root, &target_dir).split_off(1)
-}
-
-fn relative_scope(project_root: &str, dir: &str) -> String {
-    let scope = relative(project_root, dir);
-    if scope.is_empty() { ".".into() } else { scope }
-}
-
-fn probe_file(fs: &FakeFs, absolute_path: &str, display_path: String) -> Option<Probed> {
-    match fs.stat(absolute_path)? {
-        Stat::File { version, size } => Some(Probed {
-            absolute_path: absolute_path.to_string(),
-            display_path,
-            version,
-            size,
-        }),
-        Stat::Directory => None,
-    }
-}
-
-fn read_bounded(fs: &FakeFs, probed: &Probed, max_source_bytes: u64) -> Option<Loaded> {
-    if probed.size > max_source_bytes {
-        return None;
-    }
-    let file = fs.read(&probed.absolute_path)?;
-    if file.content.len() as u64 > max_source_bytes {
-        return None;
-    }
-    Some(Loaded {
-        file: InstructionFile {
-            absolute_path: probed.absolute_path.clone(),
-            display_path: probed.display_path.clone(),
-            content: file.content.clone(),
-        },
-        version: probed.version,
-    })
-}
-
-/// The baseline as loaded: its rendering, every file read, and the files
-/// the rendering represents.
-struct BaselineSet {
-    rendered: Rendered,
-    observed: Vec<Loaded>,
-    included: Vec<Loaded>,
-}
-
-/// Baseline transitions and version states keyed by scope.
-fn baseline_state(files: &[Loaded]) -> (IndexMap<String, Change>, IndexMap<String, VersionState>) {
-    let mut changes = IndexMap::new();
-    let mut versions = IndexMap::new();
-    for loaded in files {
-        let digest = sha1_hex(loaded.file.content.as_bytes());
-        let scope = instruction_scope_key(&loaded.file.display_path);
-        changes.insert(
-            scope.clone(),
-            Change {
-                action: "set".into(),
-                scope: scope.clone(),
-                path: loaded.file.display_path.clone(),
-                digest: Some(digest.clone()),
-            },
-        );
-        versions.insert(
-            scope,
-            VersionState {
-                path: loaded.file.display_path.clone(),
-                version: loaded.version,
-                digest,
-                trimmed_digest: trimmed_digest(&loaded.file.content),
-            },
-        );
-    }
-    (changes, versions)
-}
-
-struct Item {
-    change: Change,
-    file: InstructionFile,
-}
-
-struct VersionUpdate {
-    change: Change,
-    state: Option<VersionState>,
-}
-
-struct Update {
-    text: String,
-    changes: Vec<Change>,
-    version_updates: Vec<VersionUpdate>,
-}
-
-struct ReconcileOptions<'a> {
-    authority: &'a [Value],
-    scope_messages: &'a [Value],
-    include_baseline_scopes: bool,
-    excluded_baseline_scopes: Option<&'a IndexSet<String>>,
-    touched_paths: &'a [String],
-    project_root: &'a str,
-}
-
-fn additional_section_text(file: &InstructionFile) -> String {
-    let scope = scope_for_display(&file.display_path);
-    [
-        format!("Additional instructions from: {}", file.display_path),
-        String::new(),
-        format!(
-            "These instructions apply to work under `{scope}`. Use them as guidance when relevant; more specific instructions take precedence. They do not override system, developer, or direct user instructions."
-        ),
-        String::new(),
-        file.content.clone(),
-    ]
-    .join("\n")
-}
-
-fn changed_section_text(change: &Change, file: &InstructionFile) -> String {
-    match change.action.as_str() {
-        "set" => additional_section_text(file),
-        "remove" => format!(
-            "Instructions removed: {}\n\nThe previously loaded instructions from this file no longer apply.",
-            change.path
-        ),
-        _ => format!(
-            "Updated instructions from: {}\n\nThis file changed after it was loaded. Use the following content instead of the previously loaded instructions from this file.\n\n{}",
-            change.path, file.content
-        ),
-    }
-}
-
-/// `renderInstructionChanges`: the batch text and the transitions it kept.
-fn render_changes(items: &[Item], max_bytes: u64) -> (String, Vec<Change>) {
-    let by_path: BTreeMap<&str, &Item> = items
-        .iter()
-        .map(|item| (item.file.absolute_path.as_str(), item))
-        .collect();
-    let section = |file: &InstructionFile| {
-        by_path
-            .get(file.absolute_path.as_str())
-            .map(|item| changed_section_text(&item.change, file))
-            .unwrap_or_default()
-    };
-    let files: Vec<InstructionFile> = items.iter().map(|i| i.file.clone()).collect();
-    let rendered = render_context(
-        &files,
-        max_bytes,
-        &Style {
-            intro: "",
-            section: &section,
-        },
-    );
-    let represented: Vec<&str> = rendered
-        .represented
-        .iter()
-        .map(|f| f.absolute_path.as_str())
-        .collect();
-    let changes = items
-        .iter()
-        .filter(|item| represented.contains(&item.file.absolute_path.as_str()))
-        .map(|item| item.change.clone())
-        .collect();
-    (rendered.text, changes)
 }
 
 #[derive(Clone, Debug)]
@@ -486,341 +105,79 @@ fn inbox_splice_at(agent: &Agent, id: &Value, inserted: Vec<Value>) -> Result<()
     Ok(())
 }
 
-impl Plugin {
-    fn identity(&self, cwd: &str, project_root: &str) -> String {
-        let r = &self.resolved;
+/// A freshly rendered baseline: its text block and its transitions.
+struct NewBaseline {
+    block: Value,
+    changes: Vec<Value>,
+}
+
+impl NewBaseline {
+    /// As the authority message reconciliation must treat as shown.
+    fn authority(&self, identity: &str) -> Value {
         json!({
-            "projectRoot": relative(cwd, project_root),
-            "projectRootMarkers": r.markers,
-            "maxBytes": r.max_bytes,
-            "maxSourceBytes": r.max_source_bytes,
-            "instructionFileCandidates": r.candidates,
-            "localInstructionFileCandidates": r.local_candidates,
-        })
-        .to_string()
-    }
-
-    fn discover(&self, fs: &FakeFs, cwd: &str, project_root: &str) -> Vec<Probed> {
-        let r = &self.resolved;
-        let mut files: Vec<Probed> = Vec::new();
-        let mut add = |probed: Probed| {
-            if !files
-                .iter()
-                .any(|f| f.absolute_path == probed.absolute_path)
-            {
-                files.push(probed);
-            }
-        };
-        let user_global = join(&r.dsh_home, USER_GLOBAL_FILE);
-        if let Some(probed) = probe_file(fs, &user_global, user_global_display(&r.dsh_home)) {
-            add(probed);
-        }
-        for dir in ancestor_chain(project_root, cwd) {
-            for candidates in [&r.candidates, &r.local_candidates] {
-                for candidate in candidates {
-                    let path = join(&dir, candidate);
-                    if let Some(probed) = probe_file(fs, &path, relative(project_root, &path)) {
-                        add(probed);
-                    }
-                }
-            }
-        }
-        files
-    }
-
-    /// `loadBaselineInstructionSet`.
-    fn load_baseline(
-        &self,
-        fs: &FakeFs,
-        cwd: &str,
-        project_root: &str,
-        replace: bool,
-    ) -> Option<BaselineSet> {
-        let r = &self.resolved;
-        if r.max_bytes == 0 || r.max_source_bytes == 0 {
-            return None;
-        }
-        let loaded: Vec<Loaded> = self
-            .discover(fs, cwd, project_root)
-            .iter()
-            .filter_map(|probed| read_bounded(fs, probed, r.max_source_bytes))
-            .collect();
-        // Trimmed-content duplicates within one directory collapse to the first.
-        let mut kept_by_dir: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut deduped: Vec<InstructionFile> = Vec::new();
-        for loaded in &loaded {
-            let digests = kept_by_dir
-                .entry(dirname(&loaded.file.display_path))
-                .or_default();
-            let digest = trimmed_digest(&loaded.file.content);
-            if digests.contains(&digest) {
-                continue;
-            }
-            digests.push(digest);
-            deduped.push(loaded.file.clone());
-        }
-        if deduped.is_empty() && !replace {
-            return None;
-        }
-        let rendered = render_baseline(&deduped, r.max_bytes, replace);
-        let included = rendered
-            .represented
-            .iter()
-            .filter_map(|file| {
-                loaded
-                    .iter()
-                    .find(|l| l.file.absolute_path == file.absolute_path)
-                    .cloned()
-            })
-            .collect();
-        let observed = if deduped.is_empty() {
-            Vec::new()
-        } else {
-            loaded
-        };
-        Some(BaselineSet {
-            rendered,
-            observed,
-            included,
+            "content": [self.block],
+            "source": {"kind": NAME, "form": "instructions", "baseline": true, "baselineIdentity": identity, "changes": self.changes},
+            "role": "user",
         })
     }
+}
 
-    fn probe_scope(&self, fs: &FakeFs, scope: &str, project_root: &str) -> Option<Probed> {
-        let (directory, candidate) = decode_scope_key(scope);
-        let base = match directory {
-            USER_GLOBAL_DIRECTORY => self.resolved.dsh_home.clone(),
-            "." => project_root.to_string(),
-            other => join(project_root, other),
-        };
-        let absolute_path = join(&base, candidate);
-        let display = if directory == USER_GLOBAL_DIRECTORY {
-            user_global_display(&self.resolved.dsh_home)
-        } else {
-            relative(project_root, &absolute_path)
-        };
-        probe_file(fs, &absolute_path, display)
-    }
-
-    /// `reconcileInstructionContext`: compare the visible state with the
-    /// files and render the transitions.
-    fn reconcile(&self, agent: &Agent, fs: &FakeFs, options: &ReconcileOptions) -> Option<Update> {
-        let session = agent.session();
-        let visible: IndexSet<u64> = session.surface_nodes().into_iter().collect();
-        let mut effective: IndexMap<String, Change> = IndexMap::new();
-        session.with_events(|events| {
-            for event in events {
-                if event.kind != "user/message" || !is_workspace_source(&event.data["source"]) {
-                    continue;
-                }
-                if visible.contains(&event.seq) {
-                    for change in source_changes(&event.data["source"]) {
-                        effective.insert(change.scope.clone(), change);
-                    }
-                }
-            }
-        });
-        for message in options.authority {
-            if is_workspace_source(&message["source"]) {
-                for change in source_changes(&message["source"]) {
-                    effective.insert(change.scope.clone(), change);
-                }
-            }
-        }
-        let cwd = session.cwd().unwrap_or_else(|| "/".into());
-        let root = options.project_root;
-        let r = &self.resolved;
-        let add_dir_scopes = |target: &mut IndexSet<String>, directory: &str| {
-            for candidate in r.candidates.iter().chain(&r.local_candidates) {
-                target.insert(scope_key(directory, candidate));
-            }
-        };
-        let mut baseline_scopes = IndexSet::new();
-        baseline_scopes.insert(scope_key(USER_GLOBAL_DIRECTORY, USER_GLOBAL_FILE));
-        for dir in ancestor_chain(root, &cwd) {
-            add_dir_scopes(&mut baseline_scopes, &relative_scope(root, &dir));
-        }
-        let mut scopes: IndexSet<String> = IndexSet::new();
-        if options.include_baseline_scopes {
-            scopes.extend(baseline_scopes.iter().cloned());
-        }
-        let skip =
-            |scope: &str| !options.include_baseline_scopes && baseline_scopes.contains(scope);
-        for message in options.scope_messages {
-            if !is_workspace_source(&message["source"]) {
+/// The transitions of a new baseline: when it replaces `replaced`, first a
+/// removal of every scope that one set and the new one does not, then the
+/// new baseline's own.
+fn baseline_changes_json(
+    replaced: Option<&Value>,
+    baseline: &IndexMap<String, Change>,
+) -> Vec<Value> {
+    let mut changes: Vec<Value> = Vec::new();
+    if let Some(replaced) = replaced {
+        for change in replaced["changes"].as_array().into_iter().flatten() {
+            let scope = change["scope"].as_str().unwrap_or_default();
+            if change["action"] == "remove" || baseline.contains_key(scope) {
                 continue;
             }
-            for change in source_changes(&message["source"]) {
-                if !skip(&change.scope) {
-                    scopes.insert(change.scope);
-                }
-            }
+            changes.push(
+                json!({"action": "remove", "scope": change["scope"], "path": change["path"]}),
+            );
         }
-        for scope in effective.keys() {
-            if skip(scope) {
-                continue;
-            }
-            let (directory, _) = decode_scope_key(scope);
-            if directory == USER_GLOBAL_DIRECTORY {
-                scopes.insert(scope_key(USER_GLOBAL_DIRECTORY, USER_GLOBAL_FILE));
-            } else {
-                add_dir_scopes(&mut scopes, directory);
-            }
-        }
-        for touched in options.touched_paths {
-            for dir in descendant_dirs_between(&cwd, touched) {
-                add_dir_scopes(&mut scopes, &relative_scope(root, &dir));
-            }
-        }
-
-        let mut versions = self.versions.borrow_mut();
-        let mut seen_paths: IndexSet<String> = IndexSet::new();
-        let mut kept_trimmed: BTreeMap<String, IndexSet<String>> = BTreeMap::new();
-        let mut items: Vec<Item> = Vec::new();
-        let mut updates: Vec<VersionUpdate> = Vec::new();
-        let push_removal =
-            |items: &mut Vec<Item>, updates: &mut Vec<VersionUpdate>, scope: &str, path: &str| {
-                let change = Change {
-                    action: "remove".into(),
-                    scope: scope.into(),
-                    path: path.into(),
-                    digest: None,
-                };
-                items.push(Item {
-                    change: change.clone(),
-                    file: InstructionFile {
-                        absolute_path: format!("removed:{scope}"),
-                        display_path: path.into(),
-                        content: String::new(),
-                    },
-                });
-                updates.push(VersionUpdate {
-                    change,
-                    state: None,
-                });
-            };
-        // A scope that yields nothing now: retract what it showed, or forget
-        // the version nothing showed.
-        let retract = |items: &mut Vec<Item>,
-                       updates: &mut Vec<VersionUpdate>,
-                       versions: &mut IndexMap<String, VersionState>,
-                       scope: &str,
-                       previous: Option<&Change>| match previous {
-            Some(previous) => push_removal(items, updates, scope, &previous.path),
-            None => {
-                versions.shift_remove(scope);
-            }
-        };
-        let mut by_directory: IndexMap<String, Vec<String>> = IndexMap::new();
-        for scope in &scopes {
-            let (directory, _) = decode_scope_key(scope);
-            by_directory
-                .entry(directory.to_string())
-                .or_default()
-                .push(scope.clone());
-        }
-        for (directory, directory_scopes) in &by_directory {
-            let mut probed_scopes = Vec::new();
-            for scope in directory_scopes {
-                let excluded = options
-                    .excluded_baseline_scopes
-                    .is_some_and(|e| e.contains(scope));
-                if excluded && baseline_scopes.contains(scope) {
-                    match effective.get(scope) {
-                        Some(previous) if !previous.is_remove() => {
-                            push_removal(&mut items, &mut updates, scope, &previous.path);
-                        }
-                        _ => {
-                            versions.shift_remove(scope);
-                        }
-                    }
-                } else {
-                    probed_scopes.push(scope);
-                }
-            }
-            // The fake file system is never "unavailable", so upstream's
-            // per-directory rollback never happens here.
-            for scope in probed_scopes {
-                let previous = effective.get(scope).filter(|p| !p.is_remove());
-                let Some(probed) = self.probe_scope(fs, scope, root) else {
-                    retract(&mut items, &mut updates, &mut versions, scope, previous);
-                    continue;
-                };
-                if !seen_paths.insert(probed.absolute_path.clone()) {
-                    continue;
-                }
-                let mut register_trimmed = |digest: &str| {
-                    !kept_trimmed
-                        .entry(directory.clone())
-                        .or_default()
-                        .insert(digest.to_string())
-                };
-                if let (Some(cached), Some(previous)) = (versions.get(scope), previous)
-                    && cached.path == probed.display_path
-                    && cached.version == probed.version
-                    && previous.path == cached.path
-                    && previous.digest.as_deref() == Some(cached.digest.as_str())
-                {
-                    if register_trimmed(&cached.trimmed_digest.clone()) {
-                        push_removal(&mut items, &mut updates, scope, &previous.path);
-                    }
-                    continue;
-                }
-                let Some(loaded) = read_bounded(fs, &probed, r.max_source_bytes) else {
-                    continue;
-                };
-                let digest = sha1_hex(loaded.file.content.as_bytes());
-                let trimmed = trimmed_digest(&loaded.file.content);
-                if register_trimmed(&trimmed) {
-                    retract(&mut items, &mut updates, &mut versions, scope, previous);
-                    continue;
-                }
-                let next_version = VersionState {
-                    path: loaded.file.display_path.clone(),
-                    version: probed.version,
-                    digest: digest.clone(),
-                    trimmed_digest: trimmed,
-                };
-                if let Some(previous) = previous
-                    && previous.path == loaded.file.display_path
-                    && previous.digest.as_deref() == Some(digest.as_str())
-                {
-                    versions.insert(scope.clone(), next_version);
-                    continue;
-                }
-                let change = Change {
-                    action: if previous.is_none() { "set" } else { "replace" }.into(),
-                    scope: scope.clone(),
-                    path: loaded.file.display_path.clone(),
-                    digest: Some(digest),
-                };
-                items.push(Item {
-                    change: change.clone(),
-                    file: loaded.file,
-                });
-                updates.push(VersionUpdate {
-                    change,
-                    state: Some(next_version),
-                });
-            }
-        }
-        if items.is_empty() {
-            return None;
-        }
-        let (text, changes) = render_changes(&items, r.max_bytes);
-        if text.is_empty() || changes.is_empty() {
-            return None;
-        }
-        let version_updates = updates
-            .into_iter()
-            .filter(|u| changes.contains(&u.change))
-            .collect();
-        Some(Update {
-            text,
-            changes,
-            version_updates,
-        })
     }
+    changes.extend(baseline.values().map(Change::to_json));
+    changes
+}
 
+/// The workspace-context message being composed: a baseline block and a
+/// change block, each optional, with the transitions they carry.
+#[derive(Default)]
+struct Composed {
+    content: Vec<Value>,
+    changes: Vec<Value>,
+    /// Whether it carries a new baseline.
+    baseline: bool,
+}
+
+impl Composed {
+    /// The user message, or `None` when there is nothing to show.
+    fn into_message(self, agent: &Agent, identity: &str) -> Option<Value> {
+        if self.content.is_empty() {
+            return None;
+        }
+        let mut source = Map::new();
+        source.insert("kind".into(), json!(NAME));
+        source.insert("form".into(), json!("instructions"));
+        if self.baseline {
+            source.insert("baseline".into(), json!(true));
+            source.insert("baselineIdentity".into(), json!(identity));
+        }
+        source.insert("changes".into(), Value::Array(self.changes));
+        Some(user_message(
+            &agent.context().ids,
+            Value::Array(self.content),
+            Value::Object(source),
+        ))
+    }
+}
+
+impl Plugin {
     /// `compose(agent, signal, claimed, pending, touchedPaths)`: the desired
     /// workspace-context message, if any.
     fn compose(
@@ -843,6 +200,9 @@ impl Plugin {
         world.with(|world| self.compose_with(agent, &world.fs, claimed, pending, touched))
     }
 
+    /// `compose` over `fs`: reload the baseline when it must be (none
+    /// visible, a stale one, or one this plugin did not prepare), then
+    /// reconcile the rest; the message carries both parts.
     fn compose_with(
         &self,
         agent: &Agent,
@@ -852,17 +212,14 @@ impl Plugin {
         touched: &[String],
     ) -> Option<Value> {
         let session = agent.session();
-        let mut content: Vec<Value> = Vec::new();
-        let mut changes: Vec<Value> = Vec::new();
-        let mut desired_baseline = false;
+        let mut composed = Composed::default();
         let mut authority: Vec<Value> = claimed.to_vec();
         let cwd = session.cwd().unwrap_or_else(|| "/".into());
         let project_root = find_project_root(fs, &cwd, &self.resolved.markers);
-        let identity = self.identity(&cwd, &project_root);
+        let identity = self.resolved.identity(&cwd, &project_root);
         let surface = session.surface_nodes();
         let visible_baseline =
             session.with_events(|events| visible_baseline_source(events, &surface, &authority));
-        let baseline_present = visible_baseline.is_some();
         let keep_visible = visible_baseline
             .as_ref()
             .is_some_and(|source| source["baselineIdentity"] == identity.as_str());
@@ -871,59 +228,21 @@ impl Plugin {
             .filter(|p| keep_visible && p.identity == identity)
             .map(|p| p.excluded_scopes);
         let mut next_preparation = None;
-        if !baseline_present || !keep_visible || excluded.is_none() {
-            let replace = baseline_present && !keep_visible;
-            let instructions = self.load_baseline(fs, &cwd, &project_root, replace);
-            let included = instructions
-                .as_ref()
-                .map(|i| i.included.as_slice())
-                .unwrap_or_default();
-            let observed = instructions
-                .as_ref()
-                .map(|i| i.observed.as_slice())
-                .unwrap_or_default();
-            let (baseline_changes, baseline_versions) = baseline_state(included);
-            let (observed_changes, _) = baseline_state(observed);
-            let excluded_scopes: IndexSet<String> = observed_changes
-                .keys()
-                .filter(|scope| !baseline_changes.contains_key(*scope))
-                .cloned()
-                .collect();
-            excluded = Some(excluded_scopes.clone());
-            next_preparation = Some(Preparation {
-                identity: identity.clone(),
-                excluded_scopes,
-            });
-            {
-                let mut versions = self.versions.borrow_mut();
-                for (scope, state) in baseline_versions {
-                    versions.insert(scope, state);
-                }
-            }
-            if !keep_visible
-                && let Some(instructions) = &instructions
-                && !instructions.rendered.text.is_empty()
-            {
-                let block = json!({"type": "text", "text": instructions.rendered.text});
-                content.push(block.clone());
-                let mut baseline_json: Vec<Value> = Vec::new();
-                if replace && let Some(visible) = &visible_baseline {
-                    for change in visible["changes"].as_array().into_iter().flatten() {
-                        let scope = change["scope"].as_str().unwrap_or_default();
-                        if change["action"] == "remove" || baseline_changes.contains_key(scope) {
-                            continue;
-                        }
-                        baseline_json.push(json!({"action": "remove", "scope": change["scope"], "path": change["path"]}));
-                    }
-                }
-                baseline_json.extend(baseline_changes.values().map(Change::to_json));
-                changes.extend(baseline_json.iter().cloned());
-                authority.push(json!({
-                    "content": [block],
-                    "source": {"kind": NAME, "form": "instructions", "baseline": true, "baselineIdentity": identity, "changes": baseline_json},
-                    "role": "user",
-                }));
-                desired_baseline = true;
+        if visible_baseline.is_none() || !keep_visible || excluded.is_none() {
+            let (preparation, baseline) = self.prepare_baseline(
+                fs,
+                (&cwd, &project_root),
+                &identity,
+                visible_baseline.as_ref(),
+                keep_visible,
+            );
+            excluded = Some(preparation.excluded_scopes.clone());
+            next_preparation = Some(preparation);
+            if let Some(baseline) = baseline {
+                composed.content.push(baseline.block.clone());
+                composed.changes.extend(baseline.changes.iter().cloned());
+                authority.push(baseline.authority(&identity));
+                composed.baseline = true;
             }
         }
         let options = ReconcileOptions {
@@ -938,40 +257,90 @@ impl Plugin {
             touched_paths: touched,
             project_root: &project_root,
         };
-        if let Some(update) = self.reconcile(agent, fs, &options) {
-            content.push(json!({"type": "text", "text": update.text}));
-            changes.extend(update.changes.iter().map(Change::to_json));
-            let mut versions = self.versions.borrow_mut();
-            for version_update in update.version_updates {
-                match version_update.state {
-                    Some(state) => {
-                        versions.insert(version_update.change.scope, state);
-                    }
-                    None => {
-                        versions.shift_remove(&version_update.change.scope);
-                    }
-                }
-            }
+        let update = reconcile(
+            &self.resolved,
+            &mut self.versions.borrow_mut(),
+            session,
+            fs,
+            &options,
+        );
+        if let Some(update) = update {
+            composed
+                .content
+                .push(json!({"type": "text", "text": update.text}));
+            composed
+                .changes
+                .extend(update.changes.iter().map(Change::to_json));
+            self.apply_version_updates(update.version_updates);
         }
         if let Some(preparation) = next_preparation {
             *self.preparation.borrow_mut() = Some(preparation);
         }
-        if content.is_empty() {
-            return None;
+        composed.into_message(agent, &identity)
+    }
+
+    /// `loadBaselineInstructionSet` and what follows from it: the versions
+    /// of the files it includes are cached, the scopes it observed but left
+    /// out are remembered as excluded, and unless the visible baseline is
+    /// kept, a non-empty rendering becomes the new baseline (replacing the
+    /// visible one, if any).
+    fn prepare_baseline(
+        &self,
+        fs: &FakeFs,
+        (cwd, project_root): (&str, &str),
+        identity: &str,
+        visible: Option<&Value>,
+        keep_visible: bool,
+    ) -> (Preparation, Option<NewBaseline>) {
+        let replace = visible.is_some() && !keep_visible;
+        let instructions = self.resolved.load_baseline(fs, cwd, project_root, replace);
+        let included = instructions
+            .as_ref()
+            .map(|i| i.included.as_slice())
+            .unwrap_or_default();
+        let observed = instructions
+            .as_ref()
+            .map(|i| i.observed.as_slice())
+            .unwrap_or_default();
+        let (baseline_changes, baseline_versions) = baseline_state(included);
+        let (observed_changes, _) = baseline_state(observed);
+        let excluded_scopes: IndexSet<String> = observed_changes
+            .keys()
+            .filter(|scope| !baseline_changes.contains_key(*scope))
+            .cloned()
+            .collect();
+        let preparation = Preparation {
+            identity: identity.to_string(),
+            excluded_scopes,
+        };
+        {
+            let mut versions = self.versions.borrow_mut();
+            for (scope, state) in baseline_versions {
+                versions.insert(scope, state);
+            }
         }
-        let mut source = Map::new();
-        source.insert("kind".into(), json!(NAME));
-        source.insert("form".into(), json!("instructions"));
-        if desired_baseline {
-            source.insert("baseline".into(), json!(true));
-            source.insert("baselineIdentity".into(), json!(identity));
+        let baseline = instructions
+            .filter(|instructions| !keep_visible && !instructions.rendered.text.is_empty())
+            .map(|instructions| NewBaseline {
+                block: json!({"type": "text", "text": instructions.rendered.text}),
+                changes: baseline_changes_json(visible.filter(|_| replace), &baseline_changes),
+            });
+        (preparation, baseline)
+    }
+
+    /// Record the version states a reconciliation left.
+    fn apply_version_updates(&self, updates: Vec<VersionUpdate>) {
+        let mut versions = self.versions.borrow_mut();
+        for version_update in updates {
+            match version_update.state {
+                Some(state) => {
+                    versions.insert(version_update.change.scope, state);
+                }
+                None => {
+                    versions.shift_remove(&version_update.change.scope);
+                }
+            }
         }
-        source.insert("changes".into(), Value::Array(changes));
-        Some(user_message(
-            &agent.context().ids,
-            Value::Array(content),
-            Value::Object(source),
-        ))
     }
 
     /// `syncInbox`: keep exactly one pending copy of `desired` (or none).
@@ -1191,51 +560,9 @@ pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsEr
     Ok(())
 }
 
-/// `createHash('sha1').update(data).digest('hex')`.
-fn sha1_hex(data: &[u8]) -> String {
-    sha1_smol::Sha1::from(data).digest().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scope_keys_and_display_paths() {
-        assert_eq!(instruction_scope_key("AGENTS.md"), ".\0AGENTS.md");
-        assert_eq!(
-            instruction_scope_key("sub/AGENTS.local.md"),
-            "sub\0AGENTS.local.md"
-        );
-        assert_eq!(
-            instruction_scope_key("~/.dsh/AGENTS.md"),
-            "user-global\0AGENTS.md"
-        );
-        assert_eq!(user_global_display("/home/user/.dsh"), "~/.dsh/AGENTS.md");
-        assert_eq!(user_global_display("/opt/dsh"), "$DSH_HOME/AGENTS.md");
-    }
-
-    #[test]
-    fn discovery_helpers() {
-        let mut fs = FakeFs::default();
-        fs.mkdir("/repo/.git");
-        assert_eq!(
-            find_project_root(&fs, "/repo/a/b", &[".git".into()]),
-            "/repo"
-        );
-        assert_eq!(find_project_root(&fs, "/other", &[".git".into()]), "/other");
-        assert_eq!(
-            ancestor_chain("/repo", "/repo/a/b"),
-            vec!["/repo", "/repo/a", "/repo/a/b"]
-        );
-        assert_eq!(
-            descendant_dirs_between("/repo", "/repo/a/b/c.rs"),
-            vec!["/repo/a", "/repo/a/b"]
-        );
-        assert!(descendant_dirs_between("/repo", "/repo/c.rs").is_empty());
-        assert!(descendant_dirs_between("/repo", "/elsewhere/c.rs").is_empty());
-        assert_eq!(descendant_dirs_between("/repo", "a/x.rs"), vec!["/repo/a"]);
-    }
 
     #[test]
     fn touches_come_from_file_tools_only() {
@@ -1249,23 +576,31 @@ mod tests {
     }
 
     #[test]
-    fn changes_are_validated_like_upstream() {
-        let source = json!({"kind": NAME, "changes": [
-            {"action": "set", "scope": "s", "path": "p", "digest": "d"},
-            {"action": "bogus", "scope": "s", "path": "p"},
-            {"action": "remove", "scope": "s", "path": "p", "digest": 1},
-            {"action": "remove", "scope": "t", "path": "q"},
-        ]});
-        let changes: Vec<Value> = source_changes(&source)
-            .iter()
-            .map(Change::to_json)
+    fn a_replacing_baseline_first_removes_what_it_no_longer_sets() {
+        let set = |scope: &str, path: &str| Change {
+            action: "set".into(),
+            scope: scope.into(),
+            path: path.into(),
+            digest: Some("d".into()),
+        };
+        let baseline: IndexMap<String, Change> = [("kept", "AGENTS.md"), ("new", "sub/AGENTS.md")]
+            .into_iter()
+            .map(|(scope, path)| (scope.to_string(), set(scope, path)))
             .collect();
+        let visible = json!({"changes": [
+            {"action": "set", "scope": "gone", "path": "old/AGENTS.md", "digest": "x"},
+            {"action": "remove", "scope": "removed", "path": "r/AGENTS.md"},
+            {"action": "set", "scope": "kept", "path": "AGENTS.md", "digest": "y"},
+        ]});
         assert_eq!(
-            changes,
-            vec![
-                json!({"action": "set", "scope": "s", "path": "p", "digest": "d"}),
-                json!({"action": "remove", "scope": "t", "path": "q"}),
+            baseline_changes_json(Some(&visible), &baseline),
+            [
+                json!({"action": "remove", "scope": "gone", "path": "old/AGENTS.md"}),
+                json!({"action": "set", "scope": "kept", "path": "AGENTS.md", "digest": "d"}),
+                json!({"action": "set", "scope": "new", "path": "sub/AGENTS.md", "digest": "d"}),
             ]
         );
+        // A first baseline replaces nothing.
+        assert_eq!(baseline_changes_json(None, &baseline).len(), 2);
     }
 }

@@ -177,16 +177,26 @@ fn truncate_to_fit(
     best
 }
 
-/// `renderInstructionContext(files, maxBytes, style)`.
-pub fn render_context(files: &[InstructionFile], max_bytes: u64, style: &Style) -> Rendered {
-    let nothing = |omitted: Vec<String>| Rendered {
+/// An empty rendering that leaves `omitted` out.
+fn nothing(omitted: Vec<String>) -> Rendered {
+    Rendered {
         text: String::new(),
         omitted,
         truncated: Vec::new(),
         represented: Vec::new(),
-    };
+    }
+}
+
+fn display_paths(files: &[InstructionFile]) -> Vec<String> {
+    files.iter().map(|f| f.display_path.clone()).collect()
+}
+
+/// `renderInstructionContext(files, maxBytes, style)`: the whole batch if it
+/// fits the budget, else the first fallback that does: drop the broadest
+/// files, then truncate the most specific one, then a compact notice.
+pub fn render_context(files: &[InstructionFile], max_bytes: u64, style: &Style) -> Rendered {
     if max_bytes == 0 {
-        return nothing(files.iter().map(|f| f.display_path.clone()).collect());
+        return nothing(display_paths(files));
     }
     let full = build_text(files, max_bytes, &[], &[], style);
     if full.len() as u64 <= max_bytes {
@@ -197,36 +207,53 @@ pub fn render_context(files: &[InstructionFile], max_bytes: u64, style: &Style) 
             represented: files.to_vec(),
         };
     }
-    for start in 1..files.len() {
-        let included = &files[start..];
-        let omitted: Vec<String> = files[..start]
-            .iter()
-            .map(|f| f.display_path.clone())
-            .collect();
-        let text = build_text(included, max_bytes, &omitted, &[], style);
-        if text.len() as u64 <= max_bytes {
-            return Rendered {
-                text,
-                omitted,
-                truncated: Vec::new(),
-                represented: included.to_vec(),
-            };
-        }
+    if let Some(rendered) = drop_broadest(files, max_bytes, style) {
+        return rendered;
     }
     let Some(most_specific) = files.last() else {
         return nothing(Vec::new());
     };
-    let omitted: Vec<String> = files[..files.len() - 1]
-        .iter()
-        .map(|f| f.display_path.clone())
-        .collect();
+    let omitted = display_paths(&files[..files.len() - 1]);
+    truncate_most_specific(most_specific, &omitted, max_bytes, style)
+        .unwrap_or_else(|| budget_notice(most_specific, omitted, max_bytes, style))
+}
+
+/// First fallback: leave out the broadest files (the front of the batch)
+/// until the rest fits with the omission marker; never all of them.
+fn drop_broadest(files: &[InstructionFile], max_bytes: u64, style: &Style) -> Option<Rendered> {
+    for start in 1..files.len() {
+        let included = &files[start..];
+        let omitted = display_paths(&files[..start]);
+        let text = build_text(included, max_bytes, &omitted, &[], style);
+        if text.len() as u64 <= max_bytes {
+            return Some(Rendered {
+                text,
+                omitted,
+                truncated: Vec::new(),
+                represented: included.to_vec(),
+            });
+        }
+    }
+    None
+}
+
+/// Second fallback: only the most specific file, cut to the longest prefix
+/// that fits, with the batch's own intro and then with the compact one. The
+/// file counts as represented only if some of its content survived (or it
+/// had none).
+fn truncate_most_specific(
+    most_specific: &InstructionFile,
+    omitted: &[String],
+    max_bytes: u64,
+    style: &Style,
+) -> Option<Rendered> {
     let original = most_specific.content.len();
     let compact = Style {
         intro: COMPACT_WORKSPACE_CONTEXT_INTRO,
         section: style.section,
     };
     for candidate_style in [style, &compact] {
-        let cut = truncate_to_fit(most_specific, max_bytes, &omitted, candidate_style);
+        let cut = truncate_to_fit(most_specific, max_bytes, omitted, candidate_style);
         let truncated = vec![Truncation {
             display_path: most_specific.display_path.clone(),
             original_bytes: original,
@@ -235,7 +262,7 @@ pub fn render_context(files: &[InstructionFile], max_bytes: u64, style: &Style) 
         let text = build_text(
             std::slice::from_ref(&cut),
             max_bytes,
-            &omitted,
+            omitted,
             &truncated,
             candidate_style,
         );
@@ -245,14 +272,27 @@ pub fn render_context(files: &[InstructionFile], max_bytes: u64, style: &Style) 
             } else {
                 Vec::new()
             };
-            return Rendered {
+            return Some(Rendered {
                 text,
-                omitted,
+                omitted: omitted.to_vec(),
                 truncated,
                 represented,
-            };
+            });
         }
     }
+    None
+}
+
+/// Last resort: the unframed budget notice, followed by the most specific
+/// file's bare heading when that fits, else the notice alone, cut to the
+/// budget if need be.
+fn budget_notice(
+    most_specific: &InstructionFile,
+    omitted: Vec<String>,
+    max_bytes: u64,
+    style: &Style,
+) -> Rendered {
+    let original = most_specific.content.len();
     let truncated = vec![Truncation {
         display_path: most_specific.display_path.clone(),
         original_bytes: original,
@@ -355,6 +395,65 @@ mod tests {
         assert_eq!(rendered.truncated.len(), 1);
         assert!(rendered.truncated[0].included_bytes.is_multiple_of(2));
         assert!(rendered.text.starts_with(SYSTEM_REMINDER_OPEN));
+    }
+
+    /// Which rung of the fallback ladder a rendering came from.
+    fn rung(rendered: &Rendered) -> &'static str {
+        if rendered.text.is_empty() {
+            "nothing"
+        } else if !rendered.text.starts_with(SYSTEM_REMINDER_OPEN) {
+            if rendered.text.contains("Instructions from:") {
+                "notice with heading"
+            } else {
+                "notice"
+            }
+        } else if !rendered.truncated.is_empty() {
+            "truncated"
+        } else if !rendered.omitted.is_empty() {
+            "dropped"
+        } else {
+            "full"
+        }
+    }
+
+    #[test]
+    fn every_budget_is_kept_and_every_fallback_is_reached() {
+        let files = [
+            file("AGENTS.md", &"a".repeat(50)),
+            file("sub/AGENTS.md", &"b".repeat(300)),
+        ];
+        let mut rungs = std::collections::BTreeSet::new();
+        for max_bytes in 0..1_000 {
+            let rendered = render_baseline(&files, max_bytes, false);
+            assert!(rendered.text.len() as u64 <= max_bytes, "{max_bytes}");
+            let rung = rung(&rendered);
+            match rung {
+                "nothing" => assert_eq!(rendered.omitted.len(), 2),
+                // A cut file is represented only while some content survives.
+                "truncated" => assert_eq!(
+                    rendered.represented.is_empty(),
+                    rendered.truncated[0].included_bytes == 0,
+                    "{max_bytes}"
+                ),
+                "notice" | "notice with heading" => {
+                    assert!(rendered.represented.is_empty());
+                    assert_eq!(rendered.truncated[0].included_bytes, 0);
+                }
+                _ => {}
+            }
+            rungs.insert(rung);
+        }
+        assert_eq!(
+            rungs.into_iter().collect::<Vec<_>>(),
+            [
+                "dropped",
+                "full",
+                "nothing",
+                "notice",
+                "notice with heading",
+                "truncated"
+            ]
+        );
     }
 
     #[test]

@@ -1,0 +1,268 @@
+//! The agent handle: one agent over one session, its per-agent state, how
+//! it is created (restoring the inbox and runtime-context state from the
+//! log), what it exposes, and the helpers every phase uses to write the
+//! session log and the live events.
+//!
+//! It exists apart from the driver so the other modules (`driver`,
+//! `request`, `stream`, `tools`) can each add their part of `impl Agent`
+//! over one shared state without reaching into each other.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use serde_json::{Value, json};
+
+use dshc_model::inbox::Inbox;
+use dshc_model::js::{JsValue, object};
+use dshc_model::runtime_context::RuntimeContextProjection;
+use dshc_model::session::{Session, SurfaceMeta};
+use dshc_model::{JsError, PromptEntry, ScopeKey};
+
+use crate::context::{LoopContext, logger_warn};
+use crate::driver::Phase;
+use crate::listeners::LoopListeners;
+
+/// `AgentOptions`.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    /// Provider route.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Explicit output cap: any value, checked when the agent is created.
+    pub max_tokens: JsValue,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            provider: None,
+            model: None,
+            max_tokens: JsValue::Undefined,
+        }
+    }
+}
+
+impl AgentOptions {
+    /// `assertAgentOptions`: an output cap that cannot be represented exactly
+    /// on the request wire is refused before anything is published.
+    pub(crate) fn checked_max_tokens(&self) -> Result<Option<u64>, JsError> {
+        match &self.max_tokens {
+            JsValue::Undefined => Ok(None),
+            value => match value.as_number() {
+                Some(tokens) if value.is_safe_integer() && tokens > 0.0 => Ok(Some(tokens as u64)),
+                _ => Err(JsError::type_error(
+                    "agent maxTokens must be a positive safe integer",
+                )),
+            },
+        }
+    }
+}
+
+pub(crate) struct AgentState {
+    pub(crate) context: LoopContext,
+    pub(crate) id: String,
+    pub(crate) options: AgentOptions,
+    /// `options.maxTokens`, checked.
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) session: Session,
+    pub(crate) inbox: Inbox,
+    pub(crate) phase: RefCell<Phase>,
+    pub(crate) scope: ScopeKey,
+    pub(crate) projection: RuntimeContextProjection,
+    pub(crate) header_logged: Cell<bool>,
+    pub(crate) listeners: LoopListeners,
+    pub(crate) drivers: Cell<u64>,
+    pub(crate) idle: RefCell<Vec<std::task::Waker>>,
+    /// Each distinct system text this agent sent, with its sections.
+    pub(crate) prompt_layouts: RefCell<Vec<PromptLayout>>,
+}
+
+/// How one system text was put together, so a cache report can name the
+/// section a changed byte belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptLayout {
+    /// The rendered system text (the sections' texts joined with `"\n\n"`).
+    pub system: String,
+    /// The non-empty rendered sections, in prompt order.
+    pub sections: Vec<LaidOutSection>,
+}
+
+/// One section of a [`PromptLayout`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaidOutSection {
+    /// The section name.
+    pub name: String,
+    /// Its rendered text.
+    pub text: String,
+    /// The layer whose registration it is: `Some(None)` the global layer,
+    /// `Some(Some(scope))` a scope's, `None` none (an assemble listener added it).
+    pub layer: Option<Option<ScopeKey>>,
+}
+
+/// One agent over one session. Cloning shares it.
+#[derive(Clone)]
+pub struct Agent(pub(crate) Rc<AgentState>);
+
+/// A weak handle to an [`Agent`], for closures the agent itself stores.
+#[derive(Clone)]
+pub struct WeakAgent(pub(crate) std::rc::Weak<AgentState>);
+
+impl WeakAgent {
+    /// The agent, if it still exists.
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.0.upgrade().map(Agent)
+    }
+}
+
+impl Agent {
+    /// A weak handle.
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent(Rc::downgrade(&self.0))
+    }
+
+    /// Create an agent over `session` (constructing also restores the inbox and
+    /// the runtime-context state from the log).
+    pub fn new(
+        context: LoopContext,
+        id: &str,
+        scope: ScopeKey,
+        options: AgentOptions,
+        session: Session,
+    ) -> Result<Agent, JsError> {
+        let max_tokens = options.checked_max_tokens()?;
+        let last_turn = session.with_events(|events| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e.kind == "turn/start")
+                .and_then(|e| e.data["turn"].as_u64())
+                .unwrap_or(0)
+        });
+        let inbox = Inbox::replay(&session, 0)?;
+        let warnings = context.live_events.clone();
+        session.set_warning_sink(Rc::new(move |message| {
+            warnings.borrow_mut().push(logger_warn(message));
+        }));
+        let projection = RuntimeContextProjection::attach(&session);
+        Ok(Agent(Rc::new(AgentState {
+            context,
+            id: id.to_string(),
+            options,
+            max_tokens,
+            session,
+            inbox,
+            phase: RefCell::new(Phase::Idle { last_turn }),
+            scope,
+            projection,
+            header_logged: Cell::new(false),
+            listeners: LoopListeners::default(),
+            drivers: Cell::new(0),
+            idle: RefCell::new(Vec::new()),
+            prompt_layouts: RefCell::new(Vec::new()),
+        })))
+    }
+
+    /// Each distinct system text this agent rendered, in first-use order.
+    pub fn prompt_layouts(&self) -> Vec<PromptLayout> {
+        self.0.prompt_layouts.borrow().clone()
+    }
+
+    /// Remember how `system` was laid out, once per distinct text.
+    pub(crate) fn record_layout(&self, system: &str, sections: &[PromptEntry]) {
+        let mut layouts = self.0.prompt_layouts.borrow_mut();
+        if layouts.iter().any(|layout| layout.system == system) {
+            return;
+        }
+        let registry = &self.0.context.registry;
+        layouts.push(PromptLayout {
+            system: system.to_owned(),
+            sections: sections
+                .iter()
+                .map(|section| LaidOutSection {
+                    name: section.name.to_string(),
+                    text: section.text.as_deref().unwrap_or_default().to_owned(),
+                    layer: registry.section_origin(Some(&self.0.scope), &section.name),
+                })
+                .collect(),
+        });
+    }
+
+    /// The agent's session.
+    pub fn session(&self) -> &Session {
+        &self.0.session
+    }
+
+    /// The agent's scope key.
+    pub fn scope(&self) -> &ScopeKey {
+        &self.0.scope
+    }
+
+    /// The agent's listeners.
+    pub fn listeners(&self) -> &LoopListeners {
+        &self.0.listeners
+    }
+
+    /// The agent's inbox (context plugins keep pending input there, 10 AI2).
+    pub fn inbox(&self) -> &Inbox {
+        &self.0.inbox
+    }
+
+    /// The shared loop context.
+    pub fn context(&self) -> &LoopContext {
+        &self.0.context
+    }
+
+    /// Pending inbox counts `(next-turn, next-step)`.
+    pub fn pending(&self) -> (usize, usize) {
+        (
+            self.0.inbox.next_turn().len(),
+            self.0.inbox.next_step().len(),
+        )
+    }
+
+    pub(crate) fn emit(&self, kind: &str, data: Value) {
+        self.0.context.live_events.borrow_mut().push(object([
+            ("type", json!(kind)),
+            ("agent", json!(self.0.id)),
+            ("data", data),
+        ]));
+    }
+
+    /// `dispatch.emit('agent/status', {status})`: each listener runs
+    /// contained (dsh-agent `agentEvents`): a throw or a later rejection is
+    /// a warning, never the loop's failure.
+    pub(crate) fn notify_status(&self, status: &str) {
+        let status = status.to_string();
+        let warnings = self.0.context.live_events.clone();
+        let warn = move |what: &str, error: JsError| {
+            warnings.borrow_mut().push(logger_warn(format!(
+                "agent event \"agent/status\" listener {what}: {}",
+                error.to_js_string()
+            )));
+        };
+        for listener in self.0.listeners.status.snapshot() {
+            match listener(&status) {
+                Ok(None) => {}
+                Ok(Some(rest)) => {
+                    let warn = warn.clone();
+                    tokio::task::spawn_local(async move {
+                        if let Err(error) = rest.await {
+                            warn("rejected", error);
+                        }
+                    });
+                }
+                Err(error) => warn("threw", error),
+            }
+        }
+    }
+
+    pub(crate) fn append(
+        &self,
+        kind: &str,
+        data: Value,
+        meta: SurfaceMeta,
+    ) -> Result<dshc_model::session::Event, JsError> {
+        self.0.session.append(kind, data, meta)
+    }
+}
