@@ -17,6 +17,11 @@
 // The case is one promise; `drive` runs it, letting every pending callback
 // settle before it moves the clock to the next timer, so time only passes
 // when nothing else can happen, as in the reference's simulation.
+//
+// "Settled" is measured, not assumed (`settle`): one turn of the real event
+// loop runs every microtask, however long its chain, and the adapter keeps
+// turning while Node reports real work the case started that completes
+// without the clock (a pending `setImmediate`, a file-system request).
 
 import FakeTimers from '@sinonjs/fake-timers'
 
@@ -24,10 +29,16 @@ import { readLine, writeLine } from './channel.mjs'
 
 const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance']
 
-/** Turns of the real event loop that let every pending callback run before
- * the clock moves (each drains the microtask queue and one round of
- * immediates). */
-const SETTLE_TURNS = 4
+/**
+ * Kinds of pending real work (as `process.getActiveResourcesInfo()` names
+ * them) that finish on their own without the fake clock moving, so the case
+ * is not quiet while one is outstanding: a `setImmediate` (never faked: it
+ * means "as soon as possible", i.e. at this instant) and a file-system
+ * request in flight. Long-lived handles in that list (the protocol's pipes,
+ * a real timer some module might hold) are not work that is due now.
+ * An unref'd immediate is not reported by Node, and so not waited for.
+ */
+const INSTANT_WORK = new Set(['Immediate', 'FSReqCallback', 'FSReqPromise'])
 
 /** The base URL the bridged DeepSeek adapter is pointed at: the
  * reference's simulated provider (host `provider`, port 443), so messages
@@ -36,12 +47,34 @@ export const BRIDGE_BASE_URL = 'http://provider:443'
 
 const realSetImmediate = globalThis.setImmediate
 
+/** One turn of the real event loop: resolves from a real immediate. */
 function turn() {
   return new Promise((resolve) => realSetImmediate(resolve))
 }
 
-async function settle() {
-  for (let index = 0; index < SETTLE_TURNS; index += 1) await turn()
+/** Whether real work that completes without the clock is still pending. */
+export function instantWorkPending() {
+  return process.getActiveResourcesInfo().some((kind) => INSTANT_WORK.has(kind))
+}
+
+/**
+ * Resolve once everything that can run at this instant has run, so the
+ * clock may move.
+ *
+ * Why this is enough: Node runs an immediate's callback only once the
+ * microtask and `process.nextTick` queues are empty, and drains both again
+ * after it. So when the immediate of one `turn` fires, every microtask that
+ * was queued before it has run, and so has every microtask those queued in
+ * turn (a chain of any length runs in one drain). What a single turn can
+ * miss is real macrotask work: an immediate the case queued during the turn
+ * runs in the next one, and an I/O completion whenever it comes. Those are
+ * what `instantWorkPending` reports, so the loop takes exactly as many
+ * turns as the case needs, and stops at the first turn after which nothing
+ * is left but timers (which only the clock brings).
+ */
+export async function settle() {
+  do await turn()
+  while (instantWorkPending())
 }
 
 /** What a fetch rejects with when its signal aborts. */
