@@ -1,3 +1,4 @@
+// @ts-check
 // Extension virtual_time/1 (docs/adapter-protocol.md, "Virtual time"): a
 // loop case runs on a clock the harness drives, and its provider traffic
 // goes over the protocol to the harness's mock provider.
@@ -27,6 +28,7 @@ import FakeTimers from '@sinonjs/fake-timers'
 
 import { readLine, writeLine } from './channel.mjs'
 
+/** @type {import('@sinonjs/fake-timers').FakeMethod[]} */
 const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance']
 
 /**
@@ -77,7 +79,8 @@ export async function settle() {
   while (instantWorkPending())
 }
 
-/** What a fetch rejects with when its signal aborts. */
+/** What a fetch rejects with when its signal aborts.
+ * @param {AbortSignal | null | undefined} signal */
 function abortReason(signal) {
   return signal?.reason ?? new DOMException('This operation was aborted', 'AbortError')
 }
@@ -88,13 +91,15 @@ function abortReason(signal) {
  * behaviour depends on it (adapters/node-dsh/README.md, "A finding"), so
  * the bridge does the same. An abort during the body errors the stream
  * with the reason untouched, as undici does. */
+/** @param {AbortSignal | null | undefined} signal */
 function headAbortReason(signal) {
   const reason = abortReason(signal)
   if (typeof reason === 'object' && reason !== null && Object.isExtensible(reason)) Error.captureStackTrace(reason)
   return reason
 }
 
-/** A failed connection, as undici reports one. */
+/** A failed connection, as undici reports one.
+ * @param {string} message */
 function networkError(message) {
   return new TypeError('fetch failed', { cause: new Error(message) })
 }
@@ -107,22 +112,39 @@ export class StuckCase extends Error {
 }
 
 export class VirtualTime {
-  /** @param seq the `run` request's seq, which provider requests carry. */
+  /**
+   * @param {{start_ms: number, budget_ms: number}} simulation the case's `world.simulation`
+   * @param {number} seq the `run` request's seq, which provider requests carry
+   */
   constructor(simulation, seq) {
     this.startMs = simulation.start_ms
     this.budgetMs = simulation.budget_ms
     this.seq = seq
+    /** The fake clock, from `install` to `uninstall`.
+     * @type {import('@sinonjs/fake-timers').Clock | undefined} */
+    this.installedClock = undefined
+    /** What `install` replaced, for `uninstall`.
+     * @type {{fetch: typeof fetch, randomUUID: typeof crypto.randomUUID} | undefined} */
+    this.saved = undefined
     this.ids = 0
     /** Provider requests sent so far (each is numbered from 0). */
     this.requests = 0
     /** The wall clock's jumps so far (`clock_jump`), which the budget does not count. */
     this.jumpedMs = 0
-    /** Callers of `quiet`, woken when nothing else is left at this instant. */
+    /** Callers of `quiet`, woken when nothing else is left at this instant.
+     * @type {(() => void)[]} */
     this.quietWaiters = []
     /** Provider bytes that arrived at this instant, handed over once every
      * timer due at it has run (the reference's hosts see a frame after their
-     * own timers of the same millisecond). */
+     * own timers of the same millisecond).
+     * @type {(() => void)[]} */
     this.arrivals = []
+  }
+
+  /** The installed fake clock; using it before `install` is a bug. */
+  get clock() {
+    if (this.installedClock === undefined) throw new Error('the virtual clock is not installed')
+    return this.installedClock
   }
 
   /** Move the wall clock (`Date`) by `ms` without running any timer or
@@ -134,37 +156,48 @@ export class VirtualTime {
 
   install() {
     this.saved = { fetch: globalThis.fetch, randomUUID: globalThis.crypto.randomUUID }
-    this.clock = FakeTimers.withGlobal(globalThis).install({ now: this.startMs, toFake: FAKED })
+    this.installedClock = FakeTimers.withGlobal(globalThis).install({ now: this.startMs, toFake: FAKED })
     globalThis.fetch = (url, init) => this.fetch(url, init)
-    globalThis.crypto.randomUUID = () => {
-      this.ids += 1
-      return `msg-${this.ids}`
-    }
+    globalThis.crypto.randomUUID = () => this.mintId()
+  }
+
+  /** The next message id: `msg-1`, `msg-2`, ... (the reference's). These are
+   * not UUIDs, whatever `randomUUID`'s type promises: upstream only needs
+   * them unique, and the reference's logs hold exactly these. */
+  mintId() {
+    this.ids += 1
+    return /** @type {ReturnType<typeof crypto.randomUUID>} */ (`msg-${this.ids}`)
   }
 
   /** Whether a timer is due at the current instant. */
   timerDueNow() {
     const timers = this.clock.timers
     const pending = timers instanceof Map ? timers.values() : Object.values(timers ?? {})
-    for (const timer of pending) if (timer.callAt <= this.clock.now) return true
+    for (const timer of pending) if (timer.callAt !== undefined && timer.callAt <= this.clock.now) return true
     return false
   }
 
   /** Resolves once everything else due at this instant has run: the clock
    * does not move until it has. */
   quiet() {
-    return new Promise((resolve) => this.quietWaiters.push(resolve))
+    return new Promise((/** @type {(value?: undefined) => void} */ resolve) => this.quietWaiters.push(resolve))
   }
 
   uninstall() {
     this.clock.uninstall()
-    globalThis.fetch = this.saved.fetch
-    globalThis.crypto.randomUUID = this.saved.randomUUID
+    this.installedClock = undefined
+    if (this.saved !== undefined) {
+      globalThis.fetch = this.saved.fetch
+      globalThis.crypto.randomUUID = this.saved.randomUUID
+    }
   }
 
   /** Run `promise` to its end on the fake clock. Throws when it can never
    * end (nothing is scheduled) or the case's virtual budget runs out, as
-   * the reference's simulation does. */
+   * the reference's simulation does.
+   * @template T
+   * @param {Promise<T>} promise
+   * @returns {Promise<T>} */
   async drive(promise) {
     let done = false
     const watched = promise.then(
