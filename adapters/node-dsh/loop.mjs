@@ -194,7 +194,7 @@ class Acting {
  * `turn/end`). Measured: these cases flake; other real-time cases, whose
  * margins are tens of milliseconds, do not (README.md).
  */
-function cancelsPacedRequest(caseData) {
+export function cancelsPacedRequest(caseData) {
   const paced = (caseData.world.provider?.responses ?? []).some((response) => response.delay_ms > 0)
   if (!paced) return false
   let waited = false

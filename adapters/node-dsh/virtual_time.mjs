@@ -36,11 +36,13 @@ const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Da
  * them) that finish on their own without the fake clock moving, so the case
  * is not quiet while one is outstanding: a `setImmediate` (never faked: it
  * means "as soon as possible", i.e. at this instant) and a file-system
- * request in flight. Long-lived handles in that list (the protocol's pipes,
- * a real timer some module might hold) are not work that is due now.
- * An unref'd immediate is not reported by Node, and so not waited for.
+ * request in flight, a handle's close included (`fs/promises` closes its
+ * file handle before the read it serves resolves). Long-lived handles in
+ * that list (the protocol's pipes, a real timer some module might hold) are
+ * not work that is due now. An unref'd immediate is not reported by Node,
+ * and so not waited for.
  */
-const INSTANT_WORK = new Set(['Immediate', 'FSReqCallback', 'FSReqPromise'])
+const INSTANT_WORK = new Set(['Immediate', 'FSReqCallback', 'FSReqPromise', 'CloseReq'])
 
 /** The base URL the bridged DeepSeek adapter is pointed at: the
  * reference's simulated provider (host `provider`, port 443), so messages
