@@ -15,7 +15,7 @@
 // provider the harness started for it (loop.mjs). This code only scripts the
 // providers, listeners and tools a case describes and reports what happened.
 
-import { PROTOCOL_VERSION, recoverSeq, stackOf } from './protocol.mjs'
+import { answerStart, recoverSeq, stackOf } from './protocol.mjs'
 
 // ---------------------------------------------------------------------------
 // Runtime preparation (before any upstream module is loaded; the module
@@ -175,12 +175,17 @@ async function handle(line) {
   if (!Number.isSafeInteger(seq) || seq < 0) return badRequest(line, 'missing or invalid seq')
 
   switch (request.cmd) {
-    case 'start':
-      if (request.version !== PROTOCOL_VERSION) {
-        log(`harness speaks protocol ${JSON.stringify(request.version)}; this adapter speaks ${PROTOCOL_VERSION}`)
+    case 'start': {
+      const reply = answerStart(request, IMPLEMENTATION, CAPABILITIES)
+      send(reply)
+      // A dshc of another version has nothing to send that this adapter
+      // could answer: say so (`errored`) and exit.
+      if (reply.errored !== undefined) {
+        log(reply.errored.context)
+        process.exit(1)
       }
-      send({ seq, started: { version: PROTOCOL_VERSION, implementation: IMPLEMENTATION, capabilities: CAPABILITIES } })
       return false
+    }
     case 'run': {
       const caseData = request.case
       if (caseData === null || typeof caseData !== 'object' || !Array.isArray(caseData.commands)) {

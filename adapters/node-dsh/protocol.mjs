@@ -1,8 +1,8 @@
 // @ts-check
 // The parts of the protocol's request handling that need no upstream
 // package (docs/adapter-protocol.md, "Transport" and "Messages"): the
-// version this adapter speaks, the seq of a line that could not be read and
-// how a thrown value is written into a reply. Kept apart from adapter.mjs, which serves stdin as
+// version this adapter speaks and the `start` handshake, the seq of a line
+// that could not be read and how a thrown value is written into a reply. Kept apart from adapter.mjs, which serves stdin as
 // soon as it is loaded, so that they can be tested on their own.
 
 /** The protocol version this adapter speaks. */
@@ -25,6 +25,33 @@ export function recoverSeq(line) {
     if (match) return Number(match[1])
   }
   return undefined
+}
+
+/**
+ * @typedef {{name: string, version: string, language: string, homepage?: string}} Implementation
+ * @typedef {{levels: string[], bench?: boolean, virtual_time?: boolean}} Capabilities
+ */
+
+/**
+ * The reply to `start`: `started` when dshc asks for the version this
+ * adapter speaks, else `errored` naming both versions. An adapter never
+ * answers `started` with a version other than the one asked for
+ * (docs/adapter-protocol.md, "Messages").
+ * @param {{seq: number, version?: unknown}} request
+ * @param {Implementation} implementation
+ * @param {Capabilities} capabilities
+ */
+export function answerStart(request, implementation, capabilities) {
+  const { seq, version } = request
+  if (version !== PROTOCOL_VERSION) {
+    return {
+      seq,
+      errored: {
+        context: `dshc asks for protocol version ${JSON.stringify(version ?? null)}; this adapter speaks only version ${PROTOCOL_VERSION}`,
+      },
+    }
+  }
+  return { seq, started: { version: PROTOCOL_VERSION, implementation, capabilities } }
 }
 
 /** `String(value)`, or its `Object.prototype.toString` tag when even that

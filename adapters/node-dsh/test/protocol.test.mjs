@@ -1,12 +1,13 @@
 // @ts-check
-// protocol.mjs: the seq a reply echoes and how errors are written into
-// replies (docs/adapter-protocol.md, "Transport": every request has a `seq`,
-// 0, 1, 2, ..., and the reply echoes it).
+// protocol.mjs: the `start` handshake, the seq a reply echoes and how
+// errors are written into replies (docs/adapter-protocol.md, "Messages":
+// `start`'s version; "Transport": every request has a `seq`, 0, 1, 2, ...,
+// and the reply echoes it).
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 
-import { recoverSeq, safeString, stackOf } from '../protocol.mjs'
+import { PROTOCOL_VERSION, answerStart, recoverSeq, safeString, stackOf } from '../protocol.mjs'
 
 describe('recoverSeq', () => {
   test('takes the seq of a JSON request, 0 included', () => {
@@ -63,5 +64,29 @@ describe('stackOf and safeString', () => {
     }
     assert.equal(safeString(hostile), '[object Object]')
     assert.equal(stackOf(Object.create(null)), '[object Object]')
+  })
+})
+
+describe('answerStart', () => {
+  const implementation = { name: 'impl', version: '1.2.3', language: 'typescript' }
+  const capabilities = { levels: ['assembly'], bench: true }
+
+  test('version 1 is answered with started, echoing seq and the version', () => {
+    assert.deepEqual(answerStart({ seq: 0, version: 1 }, implementation, capabilities), {
+      seq: 0,
+      started: { version: PROTOCOL_VERSION, implementation, capabilities },
+    })
+    assert.equal(PROTOCOL_VERSION, 1)
+  })
+
+  test('any other version is answered errored, naming both, and never started', () => {
+    for (const version of [2, 0, '1', null, undefined]) {
+      const reply = answerStart({ seq: 0, version }, implementation, capabilities)
+      assert.equal('started' in reply, false, `version ${String(version)}`)
+      assert.equal(reply.seq, 0)
+      const context = reply.errored?.context ?? ''
+      assert.ok(context.includes(`protocol version ${JSON.stringify(version ?? null)}`), context)
+      assert.match(context, /speaks only version 1/)
+    }
   })
 })
