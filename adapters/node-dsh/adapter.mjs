@@ -16,10 +16,11 @@
 // providers, listeners and tools a case describes and reports what happened.
 
 import { answerStart, recoverSeq, stackOf } from './protocol.mjs'
+import { CaseRejections, caseReply } from './rejections.mjs'
 
 // ---------------------------------------------------------------------------
-// Runtime preparation (before any upstream module is loaded; the module
-// above loads none).
+// Runtime preparation (before any upstream module is loaded; the two
+// modules above load none).
 
 // Node 20 has no Promise.withResolvers (added in Node 22); the upstream
 // packages target a runtime that has it.
@@ -50,9 +51,10 @@ function log(...args) {
   console.error('[node-dsh]', ...args)
 }
 
-process.on('unhandledRejection', (reason) => {
-  log('unhandled rejection (ignored):', stackOf(reason))
-})
+// A rejection nobody handles fails the case it happened in (the case's
+// reply is `errored`); outside any case it is only logged.
+const caseRejections = new CaseRejections((message) => log(message))
+process.on('unhandledRejection', (reason) => caseRejections.unhandled(reason))
 
 process.stdout.on('error', (error) => {
   // The harness closed our stdout: nobody is listening any more.
@@ -197,14 +199,15 @@ async function handle(line) {
         send({ seq, skipped: { reason: `level ${JSON.stringify(caseData.level)} is not implemented` } })
         return false
       }
-      try {
-        send({ seq, ...(await runCase(request, level)) })
-      } catch (error) {
-        log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
-        send({ seq, errored: { context: `adapter error in case ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
-        // A case stuck on the harness's clock leaves its agents running: exit
-        // rather than let them into the next case (dshc starts a fresh process).
-        if (error instanceof Error && error.name === 'StuckCase') process.exit(0)
+      const outcome = await caseRejections.during(() => runCase(request, level))
+      const reply = caseReply(`case ${JSON.stringify(caseData.id)}`, outcome, (body) => body)
+      if ('errored' in reply) log(`case ${JSON.stringify(caseData.id)} errored:`, reply.errored.context)
+      send({ seq, ...reply })
+      // A case stuck on the harness's clock leaves its agents running: exit
+      // rather than let them into the next case (dshc starts a fresh process).
+      const { settled } = outcome
+      if (settled.status === 'rejected' && settled.reason instanceof Error && settled.reason.name === 'StuckCase') {
+        process.exit(0)
       }
       return false
     }
@@ -214,11 +217,8 @@ async function handle(line) {
         send({ seq, errored: { context: 'bad request: `bench` needs a case with a commands array' } })
         return false
       }
-      try {
-        send({ seq, benched: await benchCase(caseData, request.iterations, request.batches) })
-      } catch (error) {
-        send({ seq, errored: { context: `bench of ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
-      }
+      const outcome = await caseRejections.during(() => benchCase(caseData, request.iterations, request.batches))
+      send({ seq, ...caseReply(`bench of ${JSON.stringify(caseData.id)}`, outcome, (benched) => ({ benched })) })
       return false
     }
     case 'stop':
