@@ -46,7 +46,6 @@ import {
 } from './world.mjs'
 import { BRIDGE_BASE_URL, VirtualTime } from './virtual_time.mjs'
 
-
 /** The key the reference's simulated provider connection uses, so the
  * `authorization` header is the same on both sides. */
 const API_KEY = 'sk-dshc-simulated'
@@ -499,7 +498,7 @@ class LoopWorld extends CaseWorld {
    * @param {import('@deepseek-ai/cordis').Context} host
    * @param {{changes: number}} counter
    * @param {any} world the case's `world` (JSON, docs/adapter-protocol.md "What to build")
-   * @param {Promise<unknown>[]} fibers the plugins `bootCase` loaded; the loop's join them
+   * @param {import('@deepseek-ai/cordis').Fiber[]} fibers the plugins `bootCase` loaded; `setup` adds the loop's
    * @param {VirtualTime | undefined} time the harness's clock, on a `virtual_time` case
    */
   constructor(root, host, counter, world, fibers, time) {
@@ -776,7 +775,7 @@ class LoopWorld extends CaseWorld {
         return this.pluginAction(command)
       case 'clock_jump':
         // Only reachable on the harness's clock (real time skips the case).
-        if (this.time === undefined) throw this.faulted(new AdapterFault('clock_jump needs the harness\'s clock'))
+        if (this.time === undefined) throw this.faulted(new AdapterFault("clock_jump needs the harness's clock"))
         this.time.jump(command.ms)
         return undefined
       case 'wait_idle': {

@@ -92,8 +92,8 @@ function abortReason(signal) {
  * `stack` by `Error.captureStackTrace` when it is an object. Upstream's
  * behaviour depends on it (adapters/node-dsh/README.md, "A finding"), so
  * the bridge does the same. An abort during the body errors the stream
- * with the reason untouched, as undici does. */
-/** @param {AbortSignal | null | undefined} signal */
+ * with the reason untouched, as undici does.
+ * @param {AbortSignal | null | undefined} signal */
 function headAbortReason(signal) {
   const reason = abortReason(signal)
   if (typeof reason === 'object' && reason !== null && Object.isExtensible(reason)) Error.captureStackTrace(reason)
