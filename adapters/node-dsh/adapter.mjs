@@ -1,3 +1,4 @@
+// @ts-check
 // dshc adapter for the published TypeScript implementation of DeepSeek
 // Harness: the prompt-assembly contract (@deepseek-ai/dsh-system-prompt) and
 // the agent loop around it (@deepseek-ai/dsh-agent-loop).
@@ -14,8 +15,12 @@
 // provider the harness started for it (loop.mjs). This code only scripts the
 // providers, listeners and tools a case describes and reports what happened.
 
+import { answerStart, recoverSeq, stackOf } from './protocol.mjs'
+import { CaseRejections, caseReply } from './rejections.mjs'
+
 // ---------------------------------------------------------------------------
-// Runtime preparation (before any upstream module is loaded).
+// Runtime preparation (before any upstream module is loaded; the two
+// modules above load none).
 
 // Node 20 has no Promise.withResolvers (added in Node 22); the upstream
 // packages target a runtime that has it.
@@ -41,17 +46,19 @@ for (const method of ['log', 'info', 'debug', 'warn', 'trace', 'dir']) {
   console[method] = (...args) => console.error(...args)
 }
 
+/** @param {...unknown} args */
 function log(...args) {
   console.error('[node-dsh]', ...args)
 }
 
-process.on('unhandledRejection', (reason) => {
-  log('unhandled rejection (ignored):', reason?.stack ?? reason)
-})
+// A rejection nobody handles fails the case it happened in (the case's
+// reply is `errored`); outside any case it is only logged.
+const caseRejections = new CaseRejections((message) => log(message))
+process.on('unhandledRejection', (reason) => caseRejections.unhandled(reason))
 
 process.stdout.on('error', (error) => {
   // The harness closed our stdout: nobody is listening any more.
-  log('stdout error, exiting:', error?.message ?? error)
+  log('stdout error, exiting:', error.message)
   process.exit(0)
 })
 
@@ -62,19 +69,18 @@ const require = createRequire(import.meta.url)
 const PROMPT_PACKAGE = '@deepseek-ai/dsh-system-prompt'
 const promptPackage = require(`${PROMPT_PACKAGE}/package.json`)
 
-const { CaseWorld, bootCase, clean, disposeCase, present, stackOf } = await import('./world.mjs')
+const { CaseWorld, bootCase, clean, disposeCase, present } = await import('./world.mjs')
 const { joinContextSections, renderContextSections, renderPrompt } = await import(PROMPT_PACKAGE)
 // The loop level needs packages a release may not have published (the
 // DeepSeek adapter first appeared in rc.8): without them only the assembly
 // level is offered.
+/** @type {typeof import('./loop.mjs') | undefined} */
 let loopLevel
 try {
   loopLevel = await import('./loop.mjs')
 } catch (error) {
-  log(`the loop level is unavailable with these packages: ${error?.message ?? error}`)
+  log(`the loop level is unavailable with these packages: ${stackOf(error)}`)
 }
-
-const PROTOCOL_VERSION = 1
 
 const IMPLEMENTATION = {
   name: PROMPT_PACKAGE,
@@ -83,9 +89,15 @@ const IMPLEMENTATION = {
   homepage: `https://www.npmjs.com/package/${PROMPT_PACKAGE}`,
 }
 
+/** @param {object} reply */
 function send(reply) {
   writeLine(clean(reply))
 }
+
+const CAPABILITIES =
+  loopLevel === undefined
+    ? { levels: ['assembly'], bench: true }
+    : { levels: ['assembly', 'loop'], bench: true, virtual_time: true }
 
 /** Execute one assembly-level case; the `result` body of the reply. */
 async function runAssemblyCase(caseData) {
@@ -98,6 +110,16 @@ async function runAssemblyCase(caseData) {
   } finally {
     await disposeCase(booted)
   }
+}
+
+/** One `run` request's reply body: `{result}`, or at the loop level
+ * `{result}` or `{skipped}`. Throws what the adapter could not handle. */
+async function runCase(request, level) {
+  if (level === 'assembly') return { result: await runAssemblyCase(request.case) }
+  // dshc sends no case of a level the adapter did not offer.
+  if (loopLevel === undefined) throw new Error('the loop level is unavailable with these packages')
+  const virtualSeq = request.virtual_time === true ? request.seq : undefined
+  return loopLevel.runLoopCase(request.case, request.provider_url, virtualSeq)
 }
 
 /** Extension bench/1: build the fixture's registry once (every command but
@@ -140,23 +162,13 @@ async function timeBatches(world, caseData, iterations, batches) {
 // ---------------------------------------------------------------------------
 // The request loop.
 
-function recoverSeq(line) {
-  try {
-    const value = JSON.parse(line)
-    if (Number.isSafeInteger(value?.seq) && value.seq >= 0) return value.seq
-  } catch {
-    const match = /"seq"\s*:\s*(\d+)/.exec(line)
-    if (match) return Number(match[1])
-  }
-  return undefined
-}
-
+/** Handle one request line; `true` when the adapter should exit. */
 async function handle(line) {
   let request
   try {
     request = JSON.parse(line)
   } catch (error) {
-    return badRequest(line, `not JSON: ${error.message}`)
+    return badRequest(line, `not JSON: ${safeMessage(error)}`)
   }
   if (request === null || typeof request !== 'object' || Array.isArray(request)) {
     return badRequest(line, 'not a JSON object')
@@ -165,22 +177,17 @@ async function handle(line) {
   if (!Number.isSafeInteger(seq) || seq < 0) return badRequest(line, 'missing or invalid seq')
 
   switch (request.cmd) {
-    case 'start':
-      if (request.version !== PROTOCOL_VERSION) {
-        log(`harness speaks protocol ${JSON.stringify(request.version)}; this adapter speaks ${PROTOCOL_VERSION}`)
+    case 'start': {
+      const reply = answerStart(request, IMPLEMENTATION, CAPABILITIES)
+      send(reply)
+      // A dshc of another version has nothing to send that this adapter
+      // could answer: say so (`errored`) and exit.
+      if (reply.errored !== undefined) {
+        log(reply.errored.context)
+        process.exit(1)
       }
-      send({
-        seq,
-        started: {
-          version: PROTOCOL_VERSION,
-          implementation: IMPLEMENTATION,
-          capabilities:
-            loopLevel === undefined
-              ? { levels: ['assembly'], bench: true }
-              : { levels: ['assembly', 'loop'], bench: true, virtual_time: true },
-        },
-      })
       return false
+    }
     case 'run': {
       const caseData = request.case
       if (caseData === null || typeof caseData !== 'object' || !Array.isArray(caseData.commands)) {
@@ -192,20 +199,15 @@ async function handle(line) {
         send({ seq, skipped: { reason: `level ${JSON.stringify(caseData.level)} is not implemented` } })
         return false
       }
-      try {
-        if (level === 'assembly') {
-          send({ seq, result: await runAssemblyCase(caseData) })
-        } else {
-          // `{result}` or `{skipped}`.
-          const virtualSeq = request.virtual_time === true ? seq : undefined
-          send({ seq, ...(await loopLevel.runLoopCase(caseData, request.provider_url, virtualSeq)) })
-        }
-      } catch (error) {
-        log(`case ${JSON.stringify(caseData.id)} errored:`, stackOf(error))
-        send({ seq, errored: { context: `adapter error in case ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
-        // A case stuck on the harness's clock leaves its agents running: exit
-        // rather than let them into the next case (dshc starts a fresh process).
-        if (error?.name === 'StuckCase') process.exit(0)
+      const outcome = await caseRejections.during(() => runCase(request, level))
+      const reply = caseReply(`case ${JSON.stringify(caseData.id)}`, outcome, (body) => body)
+      if ('errored' in reply) log(`case ${JSON.stringify(caseData.id)} errored:`, reply.errored.context)
+      send({ seq, ...reply })
+      // A case stuck on the harness's clock leaves its agents running: exit
+      // rather than let them into the next case (dshc starts a fresh process).
+      const { settled } = outcome
+      if (settled.status === 'rejected' && settled.reason instanceof Error && settled.reason.name === 'StuckCase') {
+        process.exit(0)
       }
       return false
     }
@@ -215,11 +217,8 @@ async function handle(line) {
         send({ seq, errored: { context: 'bad request: `bench` needs a case with a commands array' } })
         return false
       }
-      try {
-        send({ seq, benched: await benchCase(caseData, request.iterations, request.batches) })
-      } catch (error) {
-        send({ seq, errored: { context: `bench of ${JSON.stringify(caseData.id)}: ${stackOf(error)}` } })
-      }
+      const outcome = await caseRejections.during(() => benchCase(caseData, request.iterations, request.batches))
+      send({ seq, ...caseReply(`bench of ${JSON.stringify(caseData.id)}`, outcome, (benched) => ({ benched })) })
       return false
     }
     case 'stop':
@@ -231,6 +230,16 @@ async function handle(line) {
   }
 }
 
+/** The message of a thrown value, for a one-line explanation.
+ * @param {unknown} error */
+function safeMessage(error) {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** Answer a request that cannot be handled (`errored`, when its seq can be
+ * recovered); `false`: the adapter goes on serving.
+ * @param {string} line
+ * @param {string} why */
 function badRequest(line, why) {
   const seq = recoverSeq(line)
   if (seq === undefined) {

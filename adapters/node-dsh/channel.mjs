@@ -1,3 +1,4 @@
+// @ts-check
 // The protocol channel: JSON lines on fd 0 and fd 1, read and written
 // synchronously.
 //
@@ -24,7 +25,13 @@ function waitBriefly() {
 let pending = Buffer.alloc(0)
 let ended = false
 
-/** The next line from the harness without its newline, or `null` at end of input. */
+/** The `code` of a failed system call (`EAGAIN`, `EOF`, ...), if it has one. */
+function errorCode(error) {
+  return /** @type {NodeJS.ErrnoException} */ (error)?.code
+}
+
+/** The next line from the harness without its newline, or `null` at end of input.
+ * @returns {string | null} */
 export function readLine() {
   const chunk = Buffer.alloc(CHUNK_BYTES)
   for (;;) {
@@ -44,11 +51,11 @@ export function readLine() {
     try {
       read = readSync(IN, chunk, 0, chunk.length, null)
     } catch (error) {
-      if (error.code === 'EAGAIN') {
+      if (errorCode(error) === 'EAGAIN') {
         waitBriefly()
         continue
       }
-      if (error.code === 'EOF') read = 0
+      if (errorCode(error) === 'EOF') read = 0
       else throw error
     }
     if (read === 0) ended = true
@@ -56,7 +63,8 @@ export function readLine() {
   }
 }
 
-/** Write one JSON line to the harness, all of it. */
+/** Write one JSON line to the harness, all of it.
+ * @param {unknown} value */
 export function writeLine(value) {
   let bytes = Buffer.from(`${JSON.stringify(value)}\n`, 'utf8')
   while (bytes.length > 0) {
@@ -64,7 +72,7 @@ export function writeLine(value) {
       const written = writeSync(OUT, bytes)
       bytes = bytes.subarray(written)
     } catch (error) {
-      if (error.code !== 'EAGAIN') throw error
+      if (errorCode(error) !== 'EAGAIN') throw error
       waitBriefly()
     }
   }

@@ -1,3 +1,4 @@
+// @ts-check
 // The loop level of the node-dsh adapter (docs/adapter-protocol.md, "Loop
 // cases"): a loop case's commands run against a real upstream agent loop
 // built from the pinned packages, in a fresh cordis Context per case:
@@ -192,7 +193,7 @@ class Acting {
  * `turn/end`). Measured: these cases flake; other real-time cases, whose
  * margins are tens of milliseconds, do not (README.md).
  */
-function cancelsPacedRequest(caseData) {
+export function cancelsPacedRequest(caseData) {
   const paced = (caseData.world.provider?.responses ?? []).some((response) => response.delay_ms > 0)
   if (!paced) return false
   let waited = false
@@ -350,6 +351,10 @@ class ScriptedShell {
   }
 }
 
+/**
+ * @param {string} text
+ * @param {import('@deepseek-ai/dsh-llm').MessageSource} [source]
+ */
 function userPrompt(text, source = { kind: 'user' }) {
   return createUserMessage({ content: [{ type: 'text', text }], source })
 }
@@ -488,9 +493,27 @@ function deepseekConfig(spec, baseURL) {
 
 /** A loop case's world: the registry commands of `CaseWorld` plus the agent. */
 class LoopWorld extends CaseWorld {
-  constructor(root, host, counter, world) {
+  /**
+   * @param {import('@deepseek-ai/cordis').Context} root
+   * @param {import('@deepseek-ai/cordis').Context} host
+   * @param {{changes: number}} counter
+   * @param {any} world the case's `world` (JSON, docs/adapter-protocol.md "What to build")
+   * @param {import('@deepseek-ai/cordis').Fiber[]} fibers the plugins `bootCase` loaded; `setup` adds the loop's
+   * @param {VirtualTime | undefined} time the harness's clock, on a `virtual_time` case
+   */
+  constructor(root, host, counter, world, fibers, time) {
     super(root, host, counter)
     this.world = world
+    this.fibers = fibers
+    this.time = time
+    // The driven context plugins' simulated inputs, set when the plugin
+    // loads (`loadContextPlugin`); `plugin` commands change them.
+    /** @type {ScriptedFileSystem | undefined} */
+    this.files = undefined
+    /** @type {Record<string, any> | undefined} */
+    this.referencedSessions = undefined
+    /** @type {any} */
+    this.tmuxQuery = undefined
     /** The agents' specs: `world.agent` first, then `world.agents`. */
     this.specs = [world.agent, ...(world.agents ?? [])]
     /** `{agent, dispose}` of each live agent by position in `specs` (replaced by `resume`). */
@@ -711,7 +734,7 @@ class LoopWorld extends CaseWorld {
     const acting = new Acting(this, Math.max(0, position), exec.agent, spec.name, call, facts)
     for (const op of spec.ops ?? []) {
       if (op === 'wait_for_abort') {
-        await new Promise((resolve) => {
+        await new Promise((/** @type {(value?: undefined) => void} */ resolve) => {
           if (exec.signal.aborted) resolve()
           else exec.signal.addEventListener('abort', resolve, { once: true })
         })
@@ -752,6 +775,7 @@ class LoopWorld extends CaseWorld {
         return this.pluginAction(command)
       case 'clock_jump':
         // Only reachable on the harness's clock (real time skips the case).
+        if (this.time === undefined) throw this.faulted(new AdapterFault("clock_jump needs the harness's clock"))
         this.time.jump(command.ms)
         return undefined
       case 'wait_idle': {
@@ -759,7 +783,8 @@ class LoopWorld extends CaseWorld {
         // On the harness's clock, idle also means quiet: whatever the agent
         // left running at this instant (a projection queued at the last
         // `step/end`) finishes before the next command, as in the reference.
-        return this.time === undefined ? idle : idle.then(() => this.time.quiet())
+        const time = this.time
+        return time === undefined ? idle : idle.then(() => time.quiet())
       }
       case 'compact':
         this.compact(command)
@@ -829,18 +854,26 @@ class LoopWorld extends CaseWorld {
       return undefined
     }
     if (present(command.write_file)) {
-      this.files.write(command.write_file.path, command.write_file.content)
+      this.scriptedFiles(command).write(command.write_file.path, command.write_file.content)
       return undefined
     }
     if (present(command.remove_file)) {
-      this.files.remove(command.remove_file)
+      this.scriptedFiles(command).remove(command.remove_file)
       return undefined
     }
     if (present(command.set_session)) {
+      if (this.referencedSessions === undefined) throw this.unsupported(command)
       this.referencedSessions[command.set_session.id] = command.set_session.session
       return undefined
     }
     throw this.unsupported(command)
+  }
+
+  /** The agent-instructions plugin's files, which a `plugin` command edits;
+   * a case that edits files without that plugin is not one this adapter runs. */
+  scriptedFiles(command) {
+    if (this.files === undefined) throw this.unsupported(command)
+    return this.files
   }
 
   /** A compaction summary replacing a surface range (default: all of it). */
@@ -943,6 +976,7 @@ class LoopWorld extends CaseWorld {
 
   /** `agent/pre-step`: `current` starts as `enter` with the claimed messages. */
   async preStep(ops, payload, next, acting) {
+    /** @type {import('@deepseek-ai/dsh-agent').PreStepDecision} */
     let current = { kind: 'enter', messages: payload.messages }
     const messages = (edit) => {
       if (current.kind === 'enter') current = { ...current, messages: edit([...current.messages]) }
@@ -1099,9 +1133,7 @@ async function runLoopWorld(caseData, providerUrl, time) {
     return { result: { config_error: booted.configError, observations: [] } }
   }
   const { root, host, counter } = booted
-  const world = new LoopWorld(root, host, counter, caseData.world)
-  world.fibers = booted.fibers
-  world.time = time
+  const world = new LoopWorld(root, host, counter, caseData.world, booted.fibers, time)
   try {
     try {
       await world.setup(providerUrl)

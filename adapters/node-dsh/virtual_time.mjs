@@ -1,3 +1,4 @@
+// @ts-check
 // Extension virtual_time/1 (docs/adapter-protocol.md, "Virtual time"): a
 // loop case runs on a clock the harness drives, and its provider traffic
 // goes over the protocol to the harness's mock provider.
@@ -17,17 +18,31 @@
 // The case is one promise; `drive` runs it, letting every pending callback
 // settle before it moves the clock to the next timer, so time only passes
 // when nothing else can happen, as in the reference's simulation.
+//
+// "Settled" is measured, not assumed (`settle`): one turn of the real event
+// loop runs every microtask, however long its chain, and the adapter keeps
+// turning while Node reports real work the case started that completes
+// without the clock (a pending `setImmediate`, a file-system request).
 
 import FakeTimers from '@sinonjs/fake-timers'
 
 import { readLine, writeLine } from './channel.mjs'
 
+/** @type {import('@sinonjs/fake-timers').FakeMethod[]} */
 const FAKED = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance']
 
-/** Turns of the real event loop that let every pending callback run before
- * the clock moves (each drains the microtask queue and one round of
- * immediates). */
-const SETTLE_TURNS = 4
+/**
+ * Kinds of pending real work (as `process.getActiveResourcesInfo()` names
+ * them) that finish on their own without the fake clock moving, so the case
+ * is not quiet while one is outstanding: a `setImmediate` (never faked: it
+ * means "as soon as possible", i.e. at this instant) and a file-system
+ * request in flight, a handle's close included (`fs/promises` closes its
+ * file handle before the read it serves resolves). Long-lived handles in
+ * that list (the protocol's pipes, a real timer some module might hold) are
+ * not work that is due now. An unref'd immediate is not reported by Node,
+ * and so not waited for.
+ */
+const INSTANT_WORK = new Set(['Immediate', 'FSReqCallback', 'FSReqPromise', 'CloseReq'])
 
 /** The base URL the bridged DeepSeek adapter is pointed at: the
  * reference's simulated provider (host `provider`, port 443), so messages
@@ -36,15 +51,38 @@ export const BRIDGE_BASE_URL = 'http://provider:443'
 
 const realSetImmediate = globalThis.setImmediate
 
+/** One turn of the real event loop: resolves from a real immediate. */
 function turn() {
   return new Promise((resolve) => realSetImmediate(resolve))
 }
 
-async function settle() {
-  for (let index = 0; index < SETTLE_TURNS; index += 1) await turn()
+/** Whether real work that completes without the clock is still pending. */
+export function instantWorkPending() {
+  return process.getActiveResourcesInfo().some((kind) => INSTANT_WORK.has(kind))
 }
 
-/** What a fetch rejects with when its signal aborts. */
+/**
+ * Resolve once everything that can run at this instant has run, so the
+ * clock may move.
+ *
+ * Why this is enough: Node runs an immediate's callback only once the
+ * microtask and `process.nextTick` queues are empty, and drains both again
+ * after it. So when the immediate of one `turn` fires, every microtask that
+ * was queued before it has run, and so has every microtask those queued in
+ * turn (a chain of any length runs in one drain). What a single turn can
+ * miss is real macrotask work: an immediate the case queued during the turn
+ * runs in the next one, and an I/O completion whenever it comes. Those are
+ * what `instantWorkPending` reports, so the loop takes exactly as many
+ * turns as the case needs, and stops at the first turn after which nothing
+ * is left but timers (which only the clock brings).
+ */
+export async function settle() {
+  do await turn()
+  while (instantWorkPending())
+}
+
+/** What a fetch rejects with when its signal aborts.
+ * @param {AbortSignal | null | undefined} signal */
 function abortReason(signal) {
   return signal?.reason ?? new DOMException('This operation was aborted', 'AbortError')
 }
@@ -54,14 +92,16 @@ function abortReason(signal) {
  * `stack` by `Error.captureStackTrace` when it is an object. Upstream's
  * behaviour depends on it (adapters/node-dsh/README.md, "A finding"), so
  * the bridge does the same. An abort during the body errors the stream
- * with the reason untouched, as undici does. */
+ * with the reason untouched, as undici does.
+ * @param {AbortSignal | null | undefined} signal */
 function headAbortReason(signal) {
   const reason = abortReason(signal)
   if (typeof reason === 'object' && reason !== null && Object.isExtensible(reason)) Error.captureStackTrace(reason)
   return reason
 }
 
-/** A failed connection, as undici reports one. */
+/** A failed connection, as undici reports one.
+ * @param {string} message */
 function networkError(message) {
   return new TypeError('fetch failed', { cause: new Error(message) })
 }
@@ -74,22 +114,39 @@ export class StuckCase extends Error {
 }
 
 export class VirtualTime {
-  /** @param seq the `run` request's seq, which provider requests carry. */
+  /**
+   * @param {{start_ms: number, budget_ms: number}} simulation the case's `world.simulation`
+   * @param {number} seq the `run` request's seq, which provider requests carry
+   */
   constructor(simulation, seq) {
     this.startMs = simulation.start_ms
     this.budgetMs = simulation.budget_ms
     this.seq = seq
+    /** The fake clock, from `install` to `uninstall`.
+     * @type {import('@sinonjs/fake-timers').Clock | undefined} */
+    this.installedClock = undefined
+    /** What `install` replaced, for `uninstall`.
+     * @type {{fetch: typeof fetch, randomUUID: typeof crypto.randomUUID} | undefined} */
+    this.saved = undefined
     this.ids = 0
     /** Provider requests sent so far (each is numbered from 0). */
     this.requests = 0
     /** The wall clock's jumps so far (`clock_jump`), which the budget does not count. */
     this.jumpedMs = 0
-    /** Callers of `quiet`, woken when nothing else is left at this instant. */
+    /** Callers of `quiet`, woken when nothing else is left at this instant.
+     * @type {(() => void)[]} */
     this.quietWaiters = []
     /** Provider bytes that arrived at this instant, handed over once every
      * timer due at it has run (the reference's hosts see a frame after their
-     * own timers of the same millisecond). */
+     * own timers of the same millisecond).
+     * @type {(() => void)[]} */
     this.arrivals = []
+  }
+
+  /** The installed fake clock; using it before `install` is a bug. */
+  get clock() {
+    if (this.installedClock === undefined) throw new Error('the virtual clock is not installed')
+    return this.installedClock
   }
 
   /** Move the wall clock (`Date`) by `ms` without running any timer or
@@ -101,37 +158,48 @@ export class VirtualTime {
 
   install() {
     this.saved = { fetch: globalThis.fetch, randomUUID: globalThis.crypto.randomUUID }
-    this.clock = FakeTimers.withGlobal(globalThis).install({ now: this.startMs, toFake: FAKED })
+    this.installedClock = FakeTimers.withGlobal(globalThis).install({ now: this.startMs, toFake: FAKED })
     globalThis.fetch = (url, init) => this.fetch(url, init)
-    globalThis.crypto.randomUUID = () => {
-      this.ids += 1
-      return `msg-${this.ids}`
-    }
+    globalThis.crypto.randomUUID = () => this.mintId()
+  }
+
+  /** The next message id: `msg-1`, `msg-2`, ... (the reference's). These are
+   * not UUIDs, whatever `randomUUID`'s type promises: upstream only needs
+   * them unique, and the reference's logs hold exactly these. */
+  mintId() {
+    this.ids += 1
+    return /** @type {ReturnType<typeof crypto.randomUUID>} */ (`msg-${this.ids}`)
   }
 
   /** Whether a timer is due at the current instant. */
   timerDueNow() {
     const timers = this.clock.timers
     const pending = timers instanceof Map ? timers.values() : Object.values(timers ?? {})
-    for (const timer of pending) if (timer.callAt <= this.clock.now) return true
+    for (const timer of pending) if (timer.callAt !== undefined && timer.callAt <= this.clock.now) return true
     return false
   }
 
   /** Resolves once everything else due at this instant has run: the clock
    * does not move until it has. */
   quiet() {
-    return new Promise((resolve) => this.quietWaiters.push(resolve))
+    return new Promise((/** @type {(value?: undefined) => void} */ resolve) => this.quietWaiters.push(resolve))
   }
 
   uninstall() {
     this.clock.uninstall()
-    globalThis.fetch = this.saved.fetch
-    globalThis.crypto.randomUUID = this.saved.randomUUID
+    this.installedClock = undefined
+    if (this.saved !== undefined) {
+      globalThis.fetch = this.saved.fetch
+      globalThis.crypto.randomUUID = this.saved.randomUUID
+    }
   }
 
   /** Run `promise` to its end on the fake clock. Throws when it can never
    * end (nothing is scheduled) or the case's virtual budget runs out, as
-   * the reference's simulation does. */
+   * the reference's simulation does.
+   * @template T
+   * @param {Promise<T>} promise
+   * @returns {Promise<T>} */
   async drive(promise) {
     let done = false
     const watched = promise.then(

@@ -1,3 +1,4 @@
+// @ts-check
 // Shared by both levels of the node-dsh adapter: output hygiene, observation
 // of thrown values and assemblies, and `CaseWorld`, which performs a case's
 // registration and assembly commands (scopes, scripted providers, scripted
@@ -17,12 +18,18 @@ import {
   joinContextSections,
 } from '@deepseek-ai/dsh-system-prompt'
 
+import { safeString, stackOf } from './protocol.mjs'
+
 // ---------------------------------------------------------------------------
 // Output hygiene.
 
+const nativeToWellFormed = String.prototype.toWellFormed
+
+/** `text` with every lone UTF-16 surrogate replaced by U+FFFD.
+ * @type {(text: string) => string} */
 const toWellFormed =
-  typeof String.prototype.toWellFormed === 'function'
-    ? (text) => text.toWellFormed()
+  nativeToWellFormed !== undefined
+    ? (text) => nativeToWellFormed.call(text)
     : (text) =>
         text.replace(
           /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
@@ -86,18 +93,7 @@ export function observed(error) {
   return { name: typeof error, message: safeString(error) }
 }
 
-export function safeString(value) {
-  try {
-    return String(value)
-  } catch {
-    return Object.prototype.toString.call(value)
-  }
-}
-
-export function stackOf(error) {
-  if (error && typeof error.stack === 'string') return error.stack
-  return safeString(error)
-}
+export { safeString, stackOf }
 
 export function present(value) {
   return value !== undefined && value !== null
@@ -290,7 +286,7 @@ export async function disposeCase({ fibers }) {
     try {
       await fiber.dispose()
     } catch (error) {
-      console.error('[node-dsh] unloading a plugin failed:', error?.stack ?? error)
+      console.error('[node-dsh] unloading a plugin failed:', stackOf(error))
     }
   }
 }
