@@ -1,6 +1,7 @@
 //! The bench fixtures are what they say they are.
 
 use dshc_benches::{CopyBound, rig};
+use dshc_model::session::event_kind;
 
 #[test]
 fn the_copy_bound_renders_what_a_step_renders() {
@@ -62,7 +63,11 @@ fn loop_bench_scenario_runs_one_step_per_round_trip_plus_the_answer() {
     let world = loaded.case.world.as_ref().expect("a loop case has a world");
     let violations = dshc_oracle::invariants::judge_loop_run(world, &run);
     assert!(violations.is_empty(), "{violations:?}");
-    let steps = run.log.iter().filter(|e| e["type"] == "step/start").count();
+    let steps = run
+        .log
+        .iter()
+        .filter(|e| e["type"] == event_kind::STEP_START)
+        .count();
     assert_eq!(steps, 10);
     assert_eq!(run.requests.len(), 10);
     let last = run.log.last().unwrap();

@@ -21,6 +21,7 @@ use dshc_model::{JsError, PromptEntry, ScopeKey};
 use crate::context::{LoopContext, logger_warn};
 use crate::driver::Phase;
 use crate::listeners::LoopListeners;
+use dshc_model::session::event_kind;
 
 /// `AgentOptions`.
 #[derive(Clone, Debug)]
@@ -135,7 +136,7 @@ impl Agent {
             events
                 .iter()
                 .rev()
-                .find(|e| e.kind == "turn/start")
+                .find(|e| e.kind == event_kind::TURN_START)
                 .and_then(|e| e.data["turn"].as_u64())
                 .unwrap_or(0)
         });

@@ -20,6 +20,7 @@ use crate::plugins;
 use crate::scripted_route::ScriptedRoute;
 use crate::tools::ToolRunner;
 use crate::transport::Connection;
+use dshc_model::session::event_kind;
 
 /// Deterministic id minting: `msg-1`, `msg-2`, ...
 #[derive(Clone, Default)]
@@ -189,7 +190,7 @@ impl LoopContext {
 
 /// A live `ctx.logger.warn` record.
 pub fn logger_warn(message: String) -> Value {
-    json!({"type": "logger/warn", "data": {"message": message}})
+    json!({"type": event_kind::LOGGER_WARN, "data": {"message": message}})
 }
 
 /// `signal.throwIfAborted()` for a signal aborted without a reason object.

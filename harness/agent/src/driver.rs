@@ -26,6 +26,7 @@ use crate::listeners::{
 };
 use crate::stream::AttemptLog;
 use crate::tools::{ToolSchemas, tool_calls};
+use dshc_model::session::event_kind;
 
 /// The agent's phase (05 §1): idle after its last turn, or running a turn
 /// with that turn's signal, its open step, and whether a wake came in after
@@ -82,7 +83,7 @@ impl Agent {
         *self.0.phase.borrow_mut() = running.unwrap_or(Phase::Idle { last_turn: 0 });
         let now = self.status();
         if now != previous {
-            self.emit("agent/status", json!({"status": now}));
+            self.emit(event_kind::AGENT_STATUS, json!({"status": now}));
             self.notify_status(now);
         }
     }
@@ -233,7 +234,11 @@ impl Agent {
         throw_if_aborted(&signal)?;
         let (last_turn, _) = self.phase_turn_step();
         let turn = last_turn + 1;
-        self.append("turn/start", json!({"turn": turn}), SurfaceMeta::default())?;
+        self.append(
+            event_kind::TURN_START,
+            json!({"turn": turn}),
+            SurfaceMeta::default(),
+        )?;
         self.set_phase_turn(turn);
         let mut turn_ends: Option<Value> = None;
         let outcome = self.turn_body(turn, &signal, &mut turn_ends).await;
@@ -253,7 +258,7 @@ impl Agent {
                     // The live event carries the Error itself; its message
                     // (not the cause chain `turn/end` logs) is what listeners see.
                     self.emit(
-                        "agent/error",
+                        event_kind::AGENT_ERROR,
                         json!({"turn": turn, "step": step, "error": error.message}),
                     );
                 }
@@ -261,7 +266,7 @@ impl Agent {
             }
         };
         self.append(
-            "turn/end",
+            event_kind::TURN_END,
             json!({"turn": turn, "reason": turn_ends}),
             SurfaceMeta::default(),
         )?;
@@ -321,20 +326,20 @@ impl Agent {
             }
             context.steps_opened.set(steps);
             self.append(
-                "step/start",
+                event_kind::STEP_START,
                 json!({"turn": turn, "step": step}),
                 SurfaceMeta::default(),
             )?;
             self.set_phase_step(step);
             let stepped = async {
                 for message in messages {
-                    self.append("user/message", message, SurfaceMeta::append())?;
+                    self.append(event_kind::USER_MESSAGE, message, SurfaceMeta::append())?;
                 }
                 self.step(&assembly, turn, step, signal).await
             }
             .await;
             self.append(
-                "step/end",
+                event_kind::STEP_END,
                 json!({"turn": turn, "step": step}),
                 SurfaceMeta::default(),
             )?;

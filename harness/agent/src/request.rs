@@ -21,6 +21,7 @@ use crate::agent::Agent;
 use crate::context::{AdapterRoute, throw_if_aborted};
 use crate::listeners::{LocalFuture, RequestPayload};
 use crate::tools::ToolSchemas;
+use dshc_model::session::event_kind;
 
 /// The proposal as `prepareCall` resolved it (07 H5–H6).
 struct ResolvedCall {
@@ -258,7 +259,7 @@ impl Agent {
             ));
         }
         self.append(
-            "request/header",
+            event_kind::REQUEST_HEADER,
             object([("header", header), ("reason", json!(reason))]),
             SurfaceMeta::default(),
         )?;
@@ -270,7 +271,7 @@ impl Agent {
     fn log_request_context(&self, resolved: &ResolvedCall) -> Result<(), JsError> {
         let context = request_context(resolved);
         if context_differs(self.0.session.request_context().as_ref(), &context) {
-            self.append("request/context", context, SurfaceMeta::default())?;
+            self.append(event_kind::REQUEST_CONTEXT, context, SurfaceMeta::default())?;
         }
         Ok(())
     }

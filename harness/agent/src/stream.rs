@@ -21,6 +21,7 @@ use crate::agent::Agent;
 use crate::context::{AdapterRoute, LlmCall, throw_if_aborted};
 use crate::scripted_route::ScriptedStream;
 use crate::transport::ChunkStream;
+use dshc_model::session::event_kind;
 
 /// The chunk source of one attempt.
 enum Chunks {
@@ -71,7 +72,7 @@ impl Agent {
     /// Log one `assistant/chunk` and feed it to the assembler.
     fn log_chunk(&self, log: &mut AttemptLog, chunk: Value) -> Result<(), JsError> {
         let event = self.append(
-            "assistant/chunk",
+            event_kind::ASSISTANT_CHUNK,
             object([
                 ("turn", json!(log.turn)),
                 ("step", json!(log.step)),
@@ -103,7 +104,7 @@ impl Agent {
             data.insert("usage".into(), usage.clone());
         }
         self.append(
-            "assistant/message",
+            event_kind::ASSISTANT_MESSAGE,
             Value::Object(data),
             SurfaceMeta::append_citing(log.chunk_seqs),
         )?;

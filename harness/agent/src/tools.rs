@@ -19,6 +19,7 @@ use dshc_model::{AbortSignal, JsError, ToolSchema};
 use crate::agent::{Agent, WeakAgent};
 use crate::context::user_message;
 use crate::listeners::LocalFuture;
+use dshc_model::session::event_kind;
 
 /// A scripted tool result (the loop-level contract of 99 §2).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -208,14 +209,14 @@ impl Agent {
         let name = call["name"].as_str().unwrap_or_default();
         let arguments = call["arguments"].as_str().unwrap_or_default();
         let call_event = self.append(
-            "tool/call",
+            event_kind::TOOL_CALL,
             json!({"turn": turn, "step": step, "callId": id, "name": name, "arguments": arguments}),
             SurfaceMeta::default(),
         )?;
         let (outcome, abort_code) = self.call_tool(id, name, arguments, signal).await;
         let message = tool_result_message(id, &outcome, self.0.context.ids.next("msg"));
         self.append(
-            "tool/result",
+            event_kind::TOOL_RESULT,
             tool_result_data(turn, step, message, abort_code, outcome.error_info.as_ref()),
             SurfaceMeta::append_citing(vec![call_event.seq]),
         )?;

@@ -13,6 +13,7 @@ use dshc_scenario::protocol::{CaseResult, Command, LoopRun};
 
 use crate::generate::session::SessionFacts;
 use crate::generate::shrink::{self, RegressionError};
+use dshc_model::session::event_kind;
 use dshc_oracle::invariants;
 use dshc_reference::run_case;
 
@@ -89,7 +90,11 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
         found.push(violation("tools", detail));
     }
     if let Some(text) = &facts.complete_text {
-        for event in run.log.iter().filter(|e| e["type"] == "request/header") {
+        for event in run
+            .log
+            .iter()
+            .filter(|e| e["type"] == event_kind::REQUEST_HEADER)
+        {
             if event["data"]["header"]["system"] != Value::String(text.clone()) {
                 found.push(violation(
                     "complete",
@@ -104,7 +109,9 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
     let owned: Vec<&Value> = run
         .log
         .iter()
-        .filter(|e| e["type"] == "user/message" && e["data"]["source"]["plugin"] == SOURCE)
+        .filter(|e| {
+            e["type"] == event_kind::USER_MESSAGE && e["data"]["source"]["plugin"] == SOURCE
+        })
         .collect();
     if scenario.config.include_runtime_context == Some(false) && !owned.is_empty() {
         found.push(violation(
@@ -166,7 +173,10 @@ pub fn write_session(
 
 /// Count the provider requests and steps of a run (for throughput).
 pub fn steps_of(run: &LoopRun) -> usize {
-    run.log.iter().filter(|e| e["type"] == "step/start").count()
+    run.log
+        .iter()
+        .filter(|e| e["type"] == event_kind::STEP_START)
+        .count()
 }
 
 /// Whether any step of the scenario is a registration on the agent scope

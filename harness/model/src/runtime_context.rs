@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::assembly::PromptEntry;
 use super::session::{Event, Session, SurfaceOp};
+use crate::session::event_kind;
 
 /// The plugin id that owns runtime-context snapshot messages.
 pub const SOURCE: &str = "@deepseek-ai/dsh-system-prompt";
@@ -61,7 +62,7 @@ impl RuntimeContextProjection {
         let retained = session.with_events(|events| {
             let mut retained = Retained::Never;
             for event in events.iter().rev() {
-                if event.kind != "user/message" || !is_owned(&event.data) {
+                if event.kind != event_kind::USER_MESSAGE || !is_owned(&event.data) {
                     continue;
                 }
                 if retained == Retained::Never {
@@ -123,7 +124,7 @@ impl RuntimeContextProjection {
 }
 
 fn follow(state: &RefCell<Retained>, event: &Event) {
-    if event.kind == "user/message" && is_owned(&event.data) {
+    if event.kind == event_kind::USER_MESSAGE && is_owned(&event.data) {
         *state.borrow_mut() = Retained::Snapshot {
             seq: event.seq,
             text: text_of(&event.data),

@@ -452,6 +452,7 @@ fn message_sources(logs: &[&[Value]]) -> BTreeMap<String, (String, u64, Value)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dshc_model::session::event_kind;
     use dshc_scenario::protocol::LayoutSection;
 
     fn request(system: &str, user: &[&str]) -> ProviderRequest {
@@ -555,9 +556,11 @@ mod tests {
             json!({"kind": "tool", "index": 0, "name": "write"})
         );
 
-        let log = vec![json!({"type": "user/message", "seq": 0, "time": 0,
+        let log = vec![
+            json!({"type": event_kind::USER_MESSAGE, "seq": 0, "time": 0,
             "data": {"role": "user", "id": "m1", "content": [{"type": "text", "text": "edited"}],
-                     "source": {"kind": "user"}}})];
+                     "source": {"kind": "user"}}}),
+        ];
         let session = |mut request: ProviderRequest| {
             request.headers = vec![["x-deepseek-harness-session-id".into(), "s".into()]];
             request
@@ -570,7 +573,7 @@ mod tests {
         let element = &report.requests[1].cache_break.as_ref().unwrap().element;
         assert_eq!(element["kind"], "message");
         assert_eq!(element["index"], 2);
-        assert_eq!(element["event"], "user/message");
+        assert_eq!(element["event"], event_kind::USER_MESSAGE);
         assert_eq!(element["source"], json!({"kind": "user"}));
         // Without a shared session the same divergence is another conversation.
         let unrelated = [request("S", &["hi", "x"]), request("S", &["hi", "edited"])];

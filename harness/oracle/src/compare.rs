@@ -21,6 +21,7 @@ use dshc_scenario::protocol::{
 };
 
 use super::matching::{Matcher, Miss, show};
+use dshc_model::session::event_kind;
 
 /// One expectation that did not hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -742,7 +743,7 @@ impl Comparison {
                 .filter(move |e| e["type"] == kind && e["agent"] == agent.id.as_str())
         };
         let transitions = Value::Array(
-            own("agent/status")
+            own(event_kind::AGENT_STATUS)
                 .map(|e| e["data"]["status"].clone())
                 .collect(),
         );
@@ -758,7 +759,7 @@ impl Comparison {
             Some(&pending),
         );
         let errors = Value::Array(
-            own("agent/error")
+            own(event_kind::AGENT_ERROR)
                 .map(|e| e["data"]["error"].clone())
                 .collect(),
         );

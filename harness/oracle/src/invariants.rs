@@ -10,6 +10,7 @@ use dshc_model::header::header_equals;
 use dshc_model::js::cmp_utf16;
 use dshc_model::render::SNAPSHOT_PREAMBLE;
 use dshc_model::runtime_context::{CLEARED, is_owned};
+use dshc_model::session::event_kind;
 use dshc_model::session::{Event, SurfaceOp};
 use dshc_scenario::protocol::ProviderRequest;
 
@@ -17,7 +18,10 @@ use dshc_scenario::protocol::ProviderRequest;
 pub fn headers_change_only_when_different(events: &[Event]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut current: Option<Value> = None;
-    for event in events.iter().filter(|e| e.kind == "request/header") {
+    for event in events
+        .iter()
+        .filter(|e| e.kind == event_kind::REQUEST_HEADER)
+    {
         let header = dshc_model::header::canonical_header(&event.data["header"]);
         if event.data["reason"] == "change"
             && let Some(previous) = &current
@@ -49,7 +53,7 @@ pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
         {
             retained = None;
         }
-        if event.kind != "user/message" || !is_owned(&event.data) {
+        if event.kind != event_kind::USER_MESSAGE || !is_owned(&event.data) {
             continue;
         }
         let text = event.data["content"][0]["text"]
@@ -153,7 +157,7 @@ mod tests {
     use dshc_model::session::SurfaceOp;
 
     fn event(seq: u64, kind: &str, data: Value) -> Event {
-        let surface = (kind == "user/message").then_some(SurfaceOp::Append);
+        let surface = (kind == event_kind::USER_MESSAGE).then_some(SurfaceOp::Append);
         Event {
             kind: kind.into(),
             seq,
@@ -173,21 +177,21 @@ mod tests {
     #[test]
     fn a_log_whose_seqs_skip_or_repeat_is_flagged() {
         let counted = [
-            event(0, "turn/start", json!({})),
-            event(1, "turn/end", json!({})),
+            event(0, event_kind::TURN_START, json!({})),
+            event(1, event_kind::TURN_END, json!({})),
         ];
         assert!(seqs_contiguous(&counted).is_empty());
         let skipped = [
-            event(0, "turn/start", json!({})),
-            event(2, "turn/end", json!({})),
+            event(0, event_kind::TURN_START, json!({})),
+            event(2, event_kind::TURN_END, json!({})),
         ];
         assert_eq!(
             seqs_contiguous(&skipped),
             ["event 1 of the log has seq 2 (a log counts its seqs from 0, one per event)"]
         );
         let repeated = [
-            event(0, "turn/start", json!({})),
-            event(0, "turn/end", json!({})),
+            event(0, event_kind::TURN_START, json!({})),
+            event(0, event_kind::TURN_END, json!({})),
         ];
         assert_eq!(seqs_contiguous(&repeated).len(), 1);
     }
@@ -195,13 +199,13 @@ mod tests {
     #[test]
     fn a_repeated_change_header_is_flagged() {
         let ok = [
-            event(0, "request/header", header("a", "initial")),
-            event(1, "request/header", header("b", "change")),
+            event(0, event_kind::REQUEST_HEADER, header("a", "initial")),
+            event(1, event_kind::REQUEST_HEADER, header("b", "change")),
         ];
         assert!(headers_change_only_when_different(&ok).is_empty());
         let repeated = [
-            event(0, "request/header", header("a", "initial")),
-            event(1, "request/header", header("a", "change")),
+            event(0, event_kind::REQUEST_HEADER, header("a", "initial")),
+            event(1, event_kind::REQUEST_HEADER, header("a", "change")),
         ];
         assert_eq!(headers_change_only_when_different(&repeated).len(), 1);
     }
@@ -223,7 +227,7 @@ mod tests {
         };
         event(
             seq,
-            "user/message",
+            event_kind::USER_MESSAGE,
             json!({"content": [{"type": "text", "text": content}], "source": source, "role": "user", "id": format!("m{seq}")}),
         )
     }

@@ -189,12 +189,13 @@ fn redact_log_expectations(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dshc_model::session::event_kind;
     use serde_json::json;
 
     #[test]
     fn message_ids_are_redacted_and_tool_call_ids_kept() {
         let mut event = json!({
-            "type": "assistant/message", "seq": 12, "time": 1767225600003u64,
+            "type": event_kind::ASSISTANT_MESSAGE, "seq": 12, "time": 1767225600003u64,
             "data": {"turn": 1, "message": {"role": "assistant",
                 "content": [{"type": "tool-call", "id": "call_1", "name": "read"}],
                 "id": "msg-2"}},

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use dshc_model::JsError;
 
 use dshc_deepseek::{DeepSeekDefaults, serialize_request};
+use dshc_model::session::event_kind;
 use dshc_model::session::{Event, SurfaceFold, derive_messages, fold_request_header, fold_surface};
 
 /// Why a request cannot be rebuilt from a log.
@@ -97,7 +98,7 @@ impl<'a> Rebuilder<'a> {
             *self = Rebuilder::new(self.events, self.session_id);
         }
         for index in self.scanned..length {
-            if self.events[index].kind == "request/header" {
+            if self.events[index].kind == event_kind::REQUEST_HEADER {
                 self.last_header = Some(index);
             }
         }
@@ -148,10 +149,10 @@ pub fn dispatch_points(events: &[Event]) -> Vec<usize> {
     let mut points = Vec::new();
     let mut in_attempt = false;
     for (index, event) in events.iter().enumerate() {
-        if event.kind != "assistant/chunk" {
-            if event.kind == "step/end"
-                || event.kind == "request/header"
-                || event.kind == "request/context"
+        if event.kind != event_kind::ASSISTANT_CHUNK {
+            if event.kind == event_kind::STEP_END
+                || event.kind == event_kind::REQUEST_HEADER
+                || event.kind == event_kind::REQUEST_CONTEXT
             {
                 in_attempt = false;
             }
@@ -189,7 +190,7 @@ pub fn read_log(text: &str) -> Result<Vec<Event>, ReplayError> {
 fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) -> bool {
     let end = events[at.min(events.len())..]
         .iter()
-        .position(|e| e.kind == "turn/end")
+        .position(|e| e.kind == event_kind::TURN_END)
         .map(|offset| at + offset);
     match end {
         Some(end) => {
@@ -210,15 +211,17 @@ fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
     let mut open: Option<(usize, bool)> = None;
     for (index, event) in events.iter().enumerate() {
         match event.kind.as_str() {
-            "step/start" => open = Some((index + 1, false)),
-            "assistant/chunk" => {
+            event_kind::STEP_START => open = Some((index + 1, false)),
+            event_kind::ASSISTANT_CHUNK => {
                 if let Some((_, chunked)) = open.as_mut() {
                     *chunked = true;
                 }
             }
-            "step/end" => {
+            event_kind::STEP_END => {
                 if let Some((from, false)) = open.take() {
-                    let turn_end = events[index..].iter().find(|e| e.kind == "turn/end");
+                    let turn_end = events[index..]
+                        .iter()
+                        .find(|e| e.kind == event_kind::TURN_END);
                     if turn_end.is_none_or(|end| end.data["reason"]["kind"] == "aborted") {
                         attempts.push((from, index));
                     }
@@ -243,7 +246,7 @@ fn failed_without_response(events: &[Event], at: usize) -> bool {
     let chunk = &first.data["chunk"];
     let alone = events
         .get(at + 1)
-        .is_none_or(|next| next.kind != "assistant/chunk");
+        .is_none_or(|next| next.kind != event_kind::ASSISTANT_CHUNK);
     alone
         && chunk["type"] == "finish"
         && chunk["reason"]["failure"].get("status").is_none()
@@ -379,7 +382,7 @@ mod tests {
         let prompt = json!({"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "role": "user", "id": "msg-1"});
         vec![
             Event {
-                kind: "user/message".into(),
+                kind: event_kind::USER_MESSAGE.into(),
                 seq: 0,
                 time: 0,
                 data: prompt,
@@ -389,7 +392,7 @@ mod tests {
                 seeded: None,
             },
             Event {
-                kind: "request/header".into(),
+                kind: event_kind::REQUEST_HEADER.into(),
                 seq: 1,
                 time: 0,
                 data: header,

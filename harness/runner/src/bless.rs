@@ -13,6 +13,7 @@ use dshc_scenario::format::{AssembleExpect, CommandExpect, LoopExpect, Pattern, 
 use dshc_scenario::pattern::is_matcher;
 use serde_json::{Map, Value, json};
 
+use dshc_model::session::event_kind;
 use dshc_oracle::matching::Matcher;
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{
@@ -211,14 +212,14 @@ fn blessed_loop(old: &LoopExpect, run: &LoopRun) -> LoopExpect {
     let errors = Value::Array(
         run.live_events
             .iter()
-            .filter(|e| e["type"] == "agent/error")
+            .filter(|e| e["type"] == event_kind::AGENT_ERROR)
             .map(|e| e["data"]["error"].clone())
             .collect(),
     );
     let transitions = Value::Array(
         run.live_events
             .iter()
-            .filter(|e| e["type"] == "agent/status")
+            .filter(|e| e["type"] == event_kind::AGENT_STATUS)
             .map(|e| e["data"]["status"].clone())
             .collect(),
     );

@@ -37,6 +37,7 @@ use discovery::{Resolved, find_project_root, resolve_config};
 use dshc_model::JsError;
 use dshc_model::inbox::Target;
 use dshc_model::session::Event;
+use dshc_model::session::event_kind;
 use reconcile::{Change, ReconcileOptions, VersionState, VersionUpdate, baseline_state, reconcile};
 
 /// The plugin's name.
@@ -358,7 +359,7 @@ impl Plugin {
                 session.with_events(|events| {
                     surface.iter().any(|seq| {
                         events.get(*seq as usize).is_some_and(|e| {
-                            e.kind == "user/message" && same_payload(&e.data, desired)
+                            e.kind == event_kind::USER_MESSAGE && same_payload(&e.data, desired)
                         })
                     })
                 })
@@ -415,15 +416,15 @@ impl Plugin {
         {
             let mut tracker = self.tracker.borrow_mut();
             match event.kind.as_str() {
-                "step/start" => tracker.step_open = true,
-                "turn/end" => tracker.step_open = false,
-                "step/end" => {
+                event_kind::STEP_START => tracker.step_open = true,
+                event_kind::TURN_END => tracker.step_open = false,
+                event_kind::STEP_END => {
                     tracker.step_open = false;
                     let staged: Vec<String> = tracker.staged.drain(..).collect();
                     spawn = !staged.is_empty();
                     tracker.queue.extend(staged);
                 }
-                "tool/call" => {
+                event_kind::TOOL_CALL => {
                     let id = event.data["callId"]
                         .as_str()
                         .unwrap_or_default()
@@ -435,7 +436,7 @@ impl Plugin {
                         .to_string();
                     tracker.calls.insert(id, (name, arguments));
                 }
-                "tool/result" => {
+                event_kind::TOOL_RESULT => {
                     let message = &event.data["message"];
                     let id = message["source"]["callId"].as_str().unwrap_or_default();
                     let failed = message["content"][0]["isError"] != false;
@@ -485,7 +486,7 @@ fn visible_baseline_source(events: &[Event], nodes: &[u64], authority: &[Value])
     }
     nodes.iter().rev().find_map(|seq| {
         let event = events.get(*seq as usize)?;
-        (event.kind == "user/message" && is_baseline(&event.data["source"]))
+        (event.kind == event_kind::USER_MESSAGE && is_baseline(&event.data["source"]))
             .then(|| event.data["source"].clone())
     })
 }
@@ -494,8 +495,8 @@ fn visible_baseline_source(events: &[Event], nodes: &[u64], authority: &[Value])
 pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsError> {
     let step_open = agent.session().with_events(|events| {
         events.iter().fold(false, |open, e| match e.kind.as_str() {
-            "step/start" => true,
-            "step/end" | "turn/end" => false,
+            event_kind::STEP_START => true,
+            event_kind::STEP_END | event_kind::TURN_END => false,
             _ => open,
         })
     });

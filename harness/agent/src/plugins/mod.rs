@@ -30,6 +30,7 @@ use crate::{Agent, Ids, user_message};
 pub use config::*;
 use dshc_model::JsError;
 use dshc_model::js::{is_safe_integer, number_to_string};
+use dshc_model::session::event_kind;
 use dshc_model::session::{Clock, Event};
 
 /// One file of the fake file system.
@@ -293,7 +294,7 @@ fn snapshot_source(plugin: &str, text: &str) -> Value {
 
 /// Whether an event is a `user/message` this plugin injected.
 fn is_plugin_message(event: &Event, plugin: &str) -> bool {
-    event.kind == "user/message"
+    event.kind == event_kind::USER_MESSAGE
         && event.data["source"]["kind"] == "plugin"
         && event.data["source"]["plugin"] == plugin
 }
@@ -329,7 +330,7 @@ fn within_interval(interval: Option<u64>, last: Option<u64>, now: u64) -> bool {
 /// Record a plugin's `ctx.logger.warn` as a live event.
 fn warn(agent: &Agent, plugin: &str, message: String) {
     agent.context().live_events.borrow_mut().push(json!({
-        "type": "logger/warn",
+        "type": event_kind::LOGGER_WARN,
         "agent": agent.session().id(),
         "data": {"plugin": plugin, "message": message},
     }));

@@ -22,6 +22,7 @@ use crate::Agent;
 use crate::listeners::Decision;
 use dshc_model::JsError;
 use dshc_model::js::{cmp_utf16, quote, stringify};
+use dshc_model::session::event_kind;
 use dshc_model::session::{Clock, Event};
 
 /// The plugin's name, also its `source.plugin` and section name.
@@ -264,7 +265,7 @@ fn preceding_message_time(events: &[Event]) -> Option<u64> {
         .find(|e| {
             matches!(
                 e.kind.as_str(),
-                "user/message" | "assistant/message" | "tool/result"
+                event_kind::USER_MESSAGE | event_kind::ASSISTANT_MESSAGE | event_kind::TOOL_RESULT
             )
         })
         .map(|e| e.time)
@@ -273,7 +274,7 @@ fn preceding_message_time(events: &[Event]) -> Option<u64> {
 /// Later steps' baseline: the latest reading of this turn.
 fn preceding_step_context_time(events: &[Event], turn: u64) -> Option<u64> {
     for event in events.iter().rev() {
-        if event.kind == "turn/start" && event.data["turn"] == turn {
+        if event.kind == event_kind::TURN_START && event.data["turn"] == turn {
             return None;
         }
         if super::is_plugin_message(event, NAME) {
@@ -287,12 +288,12 @@ fn preceding_step_context_time(events: &[Event], turn: u64) -> Option<u64> {
 fn request_messages(events: &[Event], turn: u64, proposed: &[Value]) -> Vec<Value> {
     let start = events
         .iter()
-        .rposition(|e| e.kind == "turn/start" && e.data["turn"] == turn);
+        .rposition(|e| e.kind == event_kind::TURN_START && e.data["turn"] == turn);
     let entered = start
         .map(|start| {
             events[start + 1..]
                 .iter()
-                .filter(|e| e.kind == "user/message")
+                .filter(|e| e.kind == event_kind::USER_MESSAGE)
                 .map(|e| e.data.clone())
                 .collect()
         })

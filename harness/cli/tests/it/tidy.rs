@@ -151,6 +151,29 @@ fn no_module_uses_a_sibling_that_uses_it_back() {
     assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
 }
 
+#[test]
+fn event_kinds_are_named_only_in_their_module() {
+    let kinds = dshc_model::session::event_kind::ALL;
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        // The scenario crate reads the format's words and cannot depend on
+        // the model, whose module names the kinds.
+        if path.ends_with("session/event_kind.rs") || path.starts_with("harness/scenario/") {
+            continue;
+        }
+        for (line, literal) in plain_string_literals(&text) {
+            if kinds.contains(&literal.as_str()) {
+                found.push(format!("{path}:{line}: \"{literal}\""));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "event kinds written as literals (use dshc_model::session::event_kind):\n{}",
+        found.join("\n")
+    );
+}
+
 /// One function found by the scan.
 struct Function {
     name: String,
@@ -259,6 +282,40 @@ fn blank_literals(text: &str) -> String {
         }
     }
     out
+}
+
+/// The plain `"..."` string literals of a source text (not raw or byte
+/// strings, not in comments), with their 1-based line, undecoded.
+fn plain_string_literals(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        let (skip, literal) = if rest.starts_with(&['/', '/']) {
+            (rest.iter().position(|c| *c == '\n').unwrap_or(rest.len()), false)
+        } else if rest.starts_with(&['/', '*']) {
+            (block_comment_len(rest), false)
+        } else if rest[0] == '"' {
+            (string_len(rest, 1), true)
+        } else if rest[0] == 'r' && raw_string_hashes(rest).is_some() && !ident_before(&chars, i) {
+            (raw_string_len(rest, raw_string_hashes(rest).unwrap_or(0)), false)
+        } else if rest[0] == 'b' && rest.get(1) == Some(&'"') && !ident_before(&chars, i) {
+            (1 + string_len(&rest[1..], 1), false)
+        } else if rest[0] == '\'' {
+            (char_literal_len(rest), false)
+        } else {
+            (0, false)
+        };
+        let skip = skip.max(1);
+        if literal && skip >= 2 {
+            found.push((line, rest[1..skip - 1].iter().collect()));
+        }
+        line += rest[..skip].iter().filter(|c| **c == '\n').count();
+        i += skip;
+    }
+    found
 }
 
 fn ident_before(chars: &[char], i: usize) -> bool {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use dshc_fuzzing::generate::session::generate_session;
 use dshc_fuzzing::sim::check_session;
+use dshc_model::session::event_kind;
 
 #[test]
 fn the_same_seed_generates_the_same_sessions() {
@@ -31,15 +32,15 @@ fn sessions_reach_faults_retries_tools_cancels_compaction_and_resume() {
         for event in &run.log {
             let kind = event["type"].as_str().unwrap_or_default();
             let detail = match kind {
-                "turn/end" => format!(
+                event_kind::TURN_END => format!(
                     "turn/end {}",
                     event["data"]["reason"]["kind"].as_str().unwrap_or_default()
                 ),
-                "request/header" => format!(
+                event_kind::REQUEST_HEADER => format!(
                     "header {}",
                     event["data"]["reason"].as_str().unwrap_or_default()
                 ),
-                "assistant/chunk" if event["data"]["chunk"]["type"] == "finish" => {
+                event_kind::ASSISTANT_CHUNK if event["data"]["chunk"]["type"] == "finish" => {
                     format!(
                         "finish {}",
                         event["data"]["chunk"]["reason"]["kind"]
@@ -47,10 +48,12 @@ fn sessions_reach_faults_retries_tools_cancels_compaction_and_resume() {
                             .unwrap_or_default()
                     )
                 }
-                "user/message" if event["data"]["source"]["kind"] == "compaction" => {
+                event_kind::USER_MESSAGE if event["data"]["source"]["kind"] == "compaction" => {
                     "compaction".into()
                 }
-                "assistant/message" if event["data"]["interrupted"] == true => "interrupted".into(),
+                event_kind::ASSISTANT_MESSAGE if event["data"]["interrupted"] == true => {
+                    "interrupted".into()
+                }
                 other => other.to_string(),
             };
             *seen.entry(detail).or_default() += 1;
@@ -65,9 +68,9 @@ fn sessions_reach_faults_retries_tools_cancels_compaction_and_resume() {
         "header resume",
         "finish error",
         "finish tool-calls",
-        "tool/result",
+        event_kind::TOOL_RESULT,
         "compaction",
-        "session/end-seed",
+        event_kind::SESSION_END_SEED,
     ] {
         assert!(
             seen.get(wanted).copied().unwrap_or(0) > 0,

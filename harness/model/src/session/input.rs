@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use super::event_kind;
 use super::{Event, RawSurfaceMeta};
 use crate::js::{JsError, JsValue, is_safe_integer};
 
@@ -46,7 +47,7 @@ pub fn check_seed_json(index: usize, snapshot: Value) -> Result<Map<String, Valu
         Value::Null => return Err(JsError::read_of_null("type")),
         _ => return Err(invalid()),
     };
-    if object.get("type").and_then(Value::as_str) == Some("request/header-delta") {
+    if object.get("type").and_then(Value::as_str) == Some(event_kind::REQUEST_HEADER_DELTA) {
         return Err(JsError::error(format!(
             "seed event at index {index} uses unsupported legacy request/header-delta format"
         )));
@@ -95,12 +96,14 @@ pub fn check_supported_request_header(
     data: &Value,
     location: &str,
 ) -> Result<(), JsError> {
-    if kind == "request/header-delta" {
+    if kind == event_kind::REQUEST_HEADER_DELTA {
         return Err(JsError::error(format!(
             "{location} uses unsupported legacy request/header-delta format"
         )));
     }
-    if kind == "request/header" && data.get("reason").and_then(Value::as_str) == Some("fallback") {
+    if kind == event_kind::REQUEST_HEADER
+        && data.get("reason").and_then(Value::as_str) == Some("fallback")
+    {
         return Err(JsError::error(format!(
             "{location} uses unsupported legacy request/header reason \"fallback\""
         )));
@@ -121,7 +124,7 @@ fn has_provider_model(value: Option<&Value>) -> bool {
 /// `assertCurrentLlmShape`: a seeded request header has a provider/model
 /// config and valid adapter-default markers; message events are replayable.
 fn check_current_llm_shape(kind: &str, data: &Value, index: usize) -> Result<(), JsError> {
-    if kind == "request/header" {
+    if kind == event_kind::REQUEST_HEADER {
         let header = data.get("header").filter(|h| h.is_object());
         let config = header.and_then(|h| h.get("config"));
         if !has_provider_model(config) {
@@ -165,11 +168,14 @@ fn check_current_llm_shape(kind: &str, data: &Value, index: usize) -> Result<(),
 /// with the right role, a source, content, and for assistant messages a
 /// model source, for tool results one matching tool-result block.
 pub fn check_message_event(kind: &str, data: &Value, subject: &str) -> Result<(), JsError> {
-    if !matches!(kind, "user/message" | "assistant/message" | "tool/result") {
+    if !matches!(
+        kind,
+        event_kind::USER_MESSAGE | event_kind::ASSISTANT_MESSAGE | event_kind::TOOL_RESULT
+    ) {
         return Ok(());
     }
     let error = |what: &str| Err(JsError::error(format!("{subject} {what}")));
-    let message = if kind == "user/message" {
+    let message = if kind == event_kind::USER_MESSAGE {
         Some(data)
     } else {
         data.get("message")
@@ -184,7 +190,7 @@ pub fn check_message_event(kind: &str, data: &Value, subject: &str) -> Result<()
     {
         return error("lacks an identified message");
     }
-    let role = if kind == "assistant/message" {
+    let role = if kind == event_kind::ASSISTANT_MESSAGE {
         "assistant"
     } else {
         "user"
@@ -204,13 +210,13 @@ pub fn check_message_event(kind: &str, data: &Value, subject: &str) -> Result<()
         return error("message has invalid content");
     };
     let source_kind = source.and_then(|s| s["kind"].as_str()).unwrap_or_default();
-    if kind == "assistant/message" {
+    if kind == event_kind::ASSISTANT_MESSAGE {
         if source_kind != "model" || !has_provider_model(source) {
             return error("message must have model source");
         }
         return Ok(());
     }
-    if kind != "tool/result" {
+    if kind != event_kind::TOOL_RESULT {
         return Ok(());
     }
     let call_id = source.and_then(|s| s.get("callId")).and_then(Value::as_str);

@@ -6,6 +6,7 @@
 //! written here reads like one written by dsh. Time comes from an injected
 //! clock; the session never reads one itself.
 
+pub mod event_kind;
 mod input;
 
 use std::cell::RefCell;
@@ -175,8 +176,8 @@ impl Event {
     /// (`deriveEventMessage`).
     pub fn derived_message(&self) -> Option<&Value> {
         match self.kind.as_str() {
-            "user/message" => Some(&self.data),
-            "assistant/message" => {
+            event_kind::USER_MESSAGE => Some(&self.data),
+            event_kind::ASSISTANT_MESSAGE => {
                 let message = self.data.get("message")?;
                 let empty = message
                     .get("content")
@@ -184,13 +185,17 @@ impl Event {
                     .is_some_and(Vec::is_empty);
                 (!empty).then_some(message)
             }
-            "tool/result" => self.data.get("message"),
+            event_kind::TOOL_RESULT => self.data.get("message"),
             _ => None,
         }
     }
 }
 
-const SURFACE_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
+const SURFACE_TYPES: [&str; 3] = [
+    event_kind::USER_MESSAGE,
+    event_kind::ASSISTANT_MESSAGE,
+    event_kind::TOOL_RESULT,
+];
 
 /// Surface metadata for an append.
 #[derive(Clone, Debug, Default)]
@@ -333,7 +338,7 @@ impl Surface {
             }
         };
         let sources = provenance(kind, seq, raw.source_event_seqs.as_ref(), &shadowed)?;
-        if kind == "tool/result" && matches!(op, SurfaceOp::Replace { .. }) {
+        if kind == event_kind::TOOL_RESULT && matches!(op, SurfaceOp::Replace { .. }) {
             check_tool_result_rewrite(data, &shadowed, log)?;
         }
         match &op {
@@ -364,7 +369,7 @@ fn provenance(
                 "sourceEventSeqs on event at seq {seq} must be an array when present"
             )));
         };
-        if items.is_empty() && kind != "assistant/message" {
+        if items.is_empty() && kind != event_kind::ASSISTANT_MESSAGE {
             return Err(JsError::error(
                 "sourceEventSeqs must not be empty except on assistant/message",
             ));
@@ -425,7 +430,7 @@ fn check_tool_result_rewrite(data: &Value, shadowed: &[u64], log: &[Event]) -> R
     }
     let original = log
         .get(shadowed[0] as usize)
-        .filter(|e| e.kind == "tool/result");
+        .filter(|e| e.kind == event_kind::TOOL_RESULT);
     let Some(original) = original else {
         return Err(JsError::error(
             "tool/result surface replacement must target a current tool/result",
@@ -676,8 +681,12 @@ impl Session {
             state.log = log;
             state.surface = surface;
         }
-        if seeded && session.last_kind().as_deref() != Some("session/end-seed") {
-            session.append("session/end-seed", json!({}), SurfaceMeta::default())?;
+        if seeded && session.last_kind().as_deref() != Some(event_kind::SESSION_END_SEED) {
+            session.append(
+                event_kind::SESSION_END_SEED,
+                json!({}),
+                SurfaceMeta::default(),
+            )?;
         }
         Ok(session)
     }
@@ -852,7 +861,7 @@ impl Session {
             .log
             .iter()
             .rev()
-            .find(|e| e.kind == "request/context")
+            .find(|e| e.kind == event_kind::REQUEST_CONTEXT)
             .map(|e| e.data.clone())
     }
 
@@ -883,7 +892,7 @@ pub fn fold_request_header(events: &[Event]) -> Option<Value> {
     events
         .iter()
         .rev()
-        .find(|e| e.kind == "request/header")
+        .find(|e| e.kind == event_kind::REQUEST_HEADER)
         .and_then(|e| e.data.get("header"))
         .map(super::header::canonical_header)
 }

@@ -12,6 +12,7 @@ use dshc_model::header::{canonical_header, header_equals};
 use dshc_model::inbox::{Inbox, Target};
 use dshc_model::js::js_key_order;
 use dshc_model::runtime_context::{CLEARED, RuntimeContextProjection, SOURCE};
+use dshc_model::session::event_kind;
 use dshc_model::session::{Session, SurfaceMeta, fold_request_header};
 use dshc_model::table::Table;
 use proptest::prelude::*;
@@ -302,7 +303,7 @@ proptest! {
         for (reason, header) in [("initial", &a), ("change", &b), ("change", &c)] {
             let header = canonical_header(header);
             session
-                .append("request/header", json!({"header": header, "reason": reason}), SurfaceMeta::default())
+                .append(event_kind::REQUEST_HEADER, json!({"header": header, "reason": reason}), SurfaceMeta::default())
                 .expect("logged");
             prop_assert_eq!(fold_request_header(&session.events()), Some(header));
         }
@@ -336,7 +337,7 @@ proptest! {
                 prop_assert_eq!(&content[0]["text"], wanted);
                 prop_assert_eq!(&source["plugin"], SOURCE);
                 let message = json!({"content": content, "source": source, "role": "user", "id": format!("c{}", session.len())});
-                session.append("user/message", message, SurfaceMeta::append()).expect("logged");
+                session.append(event_kind::USER_MESSAGE, message, SurfaceMeta::append()).expect("logged");
                 shown = Some(wanted.to_string());
             }
         }

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use dshc_model::session::event_kind;
 use dshc_model::session::{Event, Session, SurfaceMeta};
 use serde_json::{Value, json};
 
@@ -27,6 +28,6 @@ fn resume_keeps_stored_events_verbatim() {
     assert_eq!(note["data"], data);
     assert_eq!(
         events.last().map(|event| event["type"].clone()),
-        Some(json!("session/end-seed"))
+        Some(json!(event_kind::SESSION_END_SEED))
     );
 }

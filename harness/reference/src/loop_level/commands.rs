@@ -22,6 +22,7 @@ use super::{LoopAgent, LoopCommands};
 use crate::loop_listeners::ListenerWorld;
 use crate::plugins::input_change;
 use crate::scripted;
+use dshc_model::session::event_kind;
 
 impl LoopCommands {
     /// `dispose`: a registration or assembly listener first, else a loop
@@ -88,7 +89,7 @@ impl LoopCommands {
             json!({"kind": "compaction"}),
         );
         session.append(
-            "user/message",
+            event_kind::USER_MESSAGE,
             message,
             SurfaceMeta {
                 surface_op: Some(SurfaceOp::Replace { start, end }),

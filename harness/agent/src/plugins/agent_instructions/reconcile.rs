@@ -22,6 +22,7 @@ use super::discovery::{
 use crate::plugins::FakeFs;
 use crate::plugins::instructions_render::{InstructionFile, Style, render_context};
 use dshc_model::session::Session;
+use dshc_model::session::event_kind;
 
 /// One reconciliation transition, as the typed source carries it.
 #[derive(Clone, Debug, PartialEq)]
@@ -268,7 +269,8 @@ fn effective_changes(session: &Session, authority: &[Value]) -> IndexMap<String,
     let mut effective: IndexMap<String, Change> = IndexMap::new();
     session.with_events(|events| {
         for event in events {
-            if event.kind != "user/message" || !is_workspace_source(&event.data["source"]) {
+            if event.kind != event_kind::USER_MESSAGE || !is_workspace_source(&event.data["source"])
+            {
                 continue;
             }
             if visible.contains(&event.seq) {
