@@ -267,3 +267,22 @@ impl Agent {
         self.0.session.append(kind, data, meta)
     }
 }
+
+/// An agent's status, as `agent/status` reports it (05 L1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentStatus {
+    /// No driver runs: the inbox waits for a send.
+    Idle,
+    /// A driver runs turns.
+    Running,
+}
+
+impl AgentStatus {
+    /// The word dsh writes (`idle`, `running`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::Running => "running",
+        }
+    }
+}

@@ -18,7 +18,7 @@ use dshc_model::render::{
 use dshc_model::session::SurfaceMeta;
 use dshc_model::{AbortSignal, AgentFacts, AssembleContext, Assembly, JsError};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentStatus};
 use crate::context::{throw_if_aborted, user_message};
 use crate::listeners::{
     self, Decision, LocalFuture, PreStepPayload, RequestErrorAction, RequestErrorPayload,
@@ -70,11 +70,11 @@ enum Attempt {
 }
 
 impl Agent {
-    /// `idle` or `running`.
-    pub fn status(&self) -> &'static str {
+    /// Whether a driver runs.
+    pub fn status(&self) -> AgentStatus {
         match &*self.0.phase.borrow() {
-            Phase::Idle { .. } => "idle",
-            Phase::Running { .. } => "running",
+            Phase::Idle { .. } => AgentStatus::Idle,
+            Phase::Running { .. } => AgentStatus::Running,
         }
     }
 
@@ -83,8 +83,8 @@ impl Agent {
         *self.0.phase.borrow_mut() = running.unwrap_or(Phase::Idle { last_turn: 0 });
         let now = self.status();
         if now != previous {
-            self.emit(event_kind::AGENT_STATUS, json!({"status": now}));
-            self.notify_status(now);
+            self.emit(event_kind::AGENT_STATUS, json!({"status": now.as_str()}));
+            self.notify_status(now.as_str());
         }
     }
 
@@ -172,7 +172,7 @@ impl Agent {
     /// Wait until no driver runs.
     pub async fn when_idle(&self) {
         std::future::poll_fn(|cx| {
-            if self.status() == "idle" {
+            if self.status() == AgentStatus::Idle {
                 std::task::Poll::Ready(())
             } else {
                 self.0.idle.borrow_mut().push(cx.waker().clone());

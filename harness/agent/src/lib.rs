@@ -25,7 +25,7 @@ mod stream;
 mod tools;
 pub mod transport;
 
-pub use agent::{Agent, AgentOptions, LaidOutSection, PromptLayout, WeakAgent};
+pub use agent::{Agent, AgentOptions, AgentStatus, LaidOutSection, PromptLayout, WeakAgent};
 pub use context::{
     AdapterRoute, Ids, LlmCall, LoopContext, LoopLimits, WireRoute, logger_warn, user_message,
     user_prompt,

@@ -258,11 +258,23 @@ impl Agent {
                 "session event \"request/header\" carries non-JSON-serializable data",
             ));
         }
+        let logged_header = header.clone();
         self.append(
             event_kind::REQUEST_HEADER,
             object([("header", header), ("reason", json!(reason))]),
             SurfaceMeta::default(),
         )?;
+        // The write side of change-only header logging: what was logged is
+        // now the header in force, so the next attempt compares with it. The
+        // judge checks the read side on every implementation's log
+        // (`[header-logging]`).
+        assert!(
+            self.0
+                .session
+                .request_header()
+                .is_some_and(|in_force| header_equals(&in_force, &logged_header)),
+            "a logged request/header is the header in force"
+        );
         self.0.header_logged.set(true);
         Ok(())
     }

@@ -294,13 +294,19 @@ fn plain_string_literals(text: &str) -> Vec<(usize, String)> {
     while i < chars.len() {
         let rest = &chars[i..];
         let (skip, literal) = if rest.starts_with(&['/', '/']) {
-            (rest.iter().position(|c| *c == '\n').unwrap_or(rest.len()), false)
+            (
+                rest.iter().position(|c| *c == '\n').unwrap_or(rest.len()),
+                false,
+            )
         } else if rest.starts_with(&['/', '*']) {
             (block_comment_len(rest), false)
         } else if rest[0] == '"' {
             (string_len(rest, 1), true)
         } else if rest[0] == 'r' && raw_string_hashes(rest).is_some() && !ident_before(&chars, i) {
-            (raw_string_len(rest, raw_string_hashes(rest).unwrap_or(0)), false)
+            (
+                raw_string_len(rest, raw_string_hashes(rest).unwrap_or(0)),
+                false,
+            )
         } else if rest[0] == 'b' && rest.get(1) == Some(&'"') && !ident_before(&chars, i) {
             (1 + string_len(&rest[1..], 1), false)
         } else if rest[0] == '\'' {

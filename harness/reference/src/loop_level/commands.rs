@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use dshc_agent::listeners::{Decision, LocalFuture, PreStepPayload};
-use dshc_agent::{AdapterRoute, Agent, user_message};
+use dshc_agent::{AdapterRoute, Agent, AgentStatus, user_message};
 use dshc_model::js::JsValue;
 use dshc_model::session::{Session, SurfaceMeta, SurfaceOp};
 use dshc_model::{AbortSignal, JsError};
@@ -47,7 +47,11 @@ impl LoopCommands {
         // With every agent idle nothing is in flight and no timer is armed,
         // so the clock can jump instead of the network simulation stepping
         // through every millisecond.
-        if self.agents.iter().all(|a| a.agent.status() == "idle") {
+        if self
+            .agents
+            .iter()
+            .all(|a| a.agent.status() == AgentStatus::Idle)
+        {
             self.skipped_ms
                 .set(self.skipped_ms.get().saturating_add(command.ms));
         } else {

@@ -694,7 +694,7 @@ fn finished_run(runner: &LoopCommands, case: &Case, provider: &MockProvider) -> 
             AgentRun {
                 id: spec.id.clone(),
                 log: agent.session().take_log_json(),
-                status: agent.status().to_string(),
+                status: agent.status().as_str().to_owned(),
                 pending: [next_turn, next_step],
             }
         })
