@@ -2,6 +2,7 @@
 //! file): the CLI's human-facing output under insta, and real clients
 //! against `dshc serve`.
 
+mod bench_fixtures;
 mod cli;
 mod serve;
 mod tidy;
