@@ -19,7 +19,7 @@ pub mod outcome;
 pub mod replay;
 
 pub use compare::Mismatch;
-pub use outcome::{NotRun, Outcome};
+pub use outcome::{NotRun, Outcome, OutcomeKind};
 
 use serde::Serialize;
 

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::compare::Mismatch;
 
@@ -50,15 +50,53 @@ pub enum NotRun {
     },
 }
 
+/// The kind of an outcome, without its details: what a report's `outcome`
+/// tag says, read back as a type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// Every expectation held.
+    Pass,
+    /// Some expectation did not hold.
+    Fail,
+    /// The implementation declined the case.
+    Skipped,
+    /// The adapter failed or broke the protocol.
+    Errored,
+    /// The adapter process died.
+    Crashed,
+    /// No reply in time.
+    TimedOut,
+}
+
+impl OutcomeKind {
+    /// The serialized `outcome` tag.
+    pub fn tag(self) -> &'static str {
+        match self {
+            OutcomeKind::Pass => "pass",
+            OutcomeKind::Fail => "fail",
+            OutcomeKind::Skipped => "skipped",
+            OutcomeKind::Errored => "errored",
+            OutcomeKind::Crashed => "crashed",
+            OutcomeKind::TimedOut => "timed_out",
+        }
+    }
+}
+
 impl NotRun {
+    /// Its kind.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            NotRun::Skipped { .. } => OutcomeKind::Skipped,
+            NotRun::Errored { .. } => OutcomeKind::Errored,
+            NotRun::Crashed { .. } => OutcomeKind::Crashed,
+            NotRun::TimedOut { .. } => OutcomeKind::TimedOut,
+        }
+    }
+
     /// The serialized `outcome` tag.
     pub fn tag(&self) -> &'static str {
-        match self {
-            NotRun::Skipped { .. } => "skipped",
-            NotRun::Errored { .. } => "errored",
-            NotRun::Crashed { .. } => "crashed",
-            NotRun::TimedOut { .. } => "timed_out",
-        }
+        self.kind().tag()
     }
 }
 
@@ -74,14 +112,19 @@ impl fmt::Display for NotRun {
 }
 
 impl Outcome {
+    /// Its kind.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Pass => OutcomeKind::Pass,
+            Outcome::Fail { .. } => OutcomeKind::Fail,
+            Outcome::NotRun(not_run) => not_run.kind(),
+        }
+    }
+
     /// The serialized `outcome` tag (`pass`, `fail`, `skipped`, `errored`,
     /// `crashed`, `timed_out`).
     pub fn tag(&self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail { .. } => "fail",
-            Outcome::NotRun(not_run) => not_run.tag(),
-        }
+        self.kind().tag()
     }
 
     /// A short label for people (`timed out` rather than `timed_out`).

@@ -14,7 +14,7 @@ use dshc_scenario::data_file::{DataFileError, read_toml};
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{CaseResult, LoopRun};
 
-pub use dshc_oracle::outcome::{NotRun, Outcome};
+pub use dshc_oracle::outcome::{NotRun, Outcome, OutcomeKind};
 
 /// Run a scenario on the reference model and compare.
 pub fn check(scenario: &LoadedScenario) -> Outcome {
@@ -81,7 +81,7 @@ fn runs_differ(first: &Ran, second: &Ran, real_time: bool) -> Option<Mismatch> {
                 actual: "a run whose observation cannot be written".into(),
             }),
         },
-        (Ran::NotRun(one), Ran::NotRun(two)) if one.tag() == two.tag() => None,
+        (Ran::NotRun(one), Ran::NotRun(two)) if one.kind() == two.kind() => None,
         _ => Some(Mismatch {
             path: "twice (the two runs ended differently)".into(),
             expected: format!("first run: {}", ran_end(first)),
@@ -254,13 +254,13 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// How a case with this outcome tag counts, listed as an expected
-    /// failure or not.
-    pub fn of(outcome_tag: &str, listed_as_failing: bool) -> Verdict {
-        match (outcome_tag, listed_as_failing) {
-            ("pass", false) => Verdict::Passed,
-            ("pass", true) => Verdict::UnexpectedPass,
-            ("skipped", _) => Verdict::Skipped,
+    /// How a case with this outcome counts, listed as an expected failure
+    /// or not.
+    pub fn of(outcome: OutcomeKind, listed_as_failing: bool) -> Verdict {
+        match (outcome, listed_as_failing) {
+            (OutcomeKind::Pass, false) => Verdict::Passed,
+            (OutcomeKind::Pass, true) => Verdict::UnexpectedPass,
+            (OutcomeKind::Skipped, _) => Verdict::Skipped,
             (_, true) => Verdict::ExpectedFailure,
             (_, false) => Verdict::Failed,
         }
@@ -270,7 +270,7 @@ impl Verdict {
 impl CaseReport {
     /// How this case counts.
     pub fn verdict(&self) -> Verdict {
-        Verdict::of(self.outcome.tag(), self.expected_failure.is_some())
+        Verdict::of(self.outcome.kind(), self.expected_failure.is_some())
     }
 }
 

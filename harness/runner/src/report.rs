@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use dshc_scenario::protocol::ImplementationInfo;
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
-use crate::check::{CaseReport, Summary, Verdict};
+use crate::check::{CaseReport, OutcomeKind, Summary, Verdict};
 use crate::coverage::Clause;
 
 /// One implementation's results over a run.
@@ -54,21 +54,12 @@ pub struct CaseDigest {
 #[derive(Clone, Debug, Deserialize)]
 pub struct OutcomeTag {
     /// `pass`, `fail`, `skipped`, `errored`, `crashed` or `timed_out`.
-    pub outcome: String,
+    pub outcome: OutcomeKind,
 }
 
 impl CaseDigest {
     fn verdict(&self) -> Verdict {
-        match (
-            self.outcome.outcome.as_str(),
-            self.expected_failure.is_some(),
-        ) {
-            ("pass", false) => Verdict::Passed,
-            ("pass", true) => Verdict::UnexpectedPass,
-            ("skipped", _) => Verdict::Skipped,
-            (_, true) => Verdict::ExpectedFailure,
-            (_, false) => Verdict::Failed,
-        }
+        Verdict::of(self.outcome.outcome, self.expected_failure.is_some())
     }
 }
 
@@ -89,7 +80,7 @@ impl Report {
                     id: case.id.clone(),
                     covers: case.covers.clone(),
                     outcome: OutcomeTag {
-                        outcome: case.outcome.tag().to_string(),
+                        outcome: case.outcome.kind(),
                     },
                     expected_failure: case.expected_failure.clone(),
                     cache_breaks: case.cache_breaks.clone(),
