@@ -7,6 +7,8 @@
 //! mismatch names the expectation, the matcher and what was there; a query
 //! or an event list that finds nothing shows the nearest candidates.
 
+use std::borrow::Cow;
+
 use crate::invariants::Violation;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -15,7 +17,6 @@ use dshc_model::js::stringify;
 use dshc_scenario::format::{
     AgentExpect, EventQuery, LoopExpect, Pattern, RequestExpect, Scenario, StepExpect,
 };
-use dshc_scenario::pattern::is_matcher;
 use dshc_scenario::protocol::{
     AgentRun, CaseResult, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
 };
@@ -68,10 +69,10 @@ pub fn value_at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// A query's selector as a pattern: a string is short for `{type = ...}`.
-fn selector(pattern: &Pattern) -> Value {
-    match &pattern.0 {
-        Value::String(kind) => json!({ "type": kind }),
-        other => other.clone(),
+fn selector(pattern: &Pattern) -> Cow<'_, Pattern> {
+    match pattern.source() {
+        Value::String(kind) => Cow::Owned(Pattern::new(json!({ "type": kind }))),
+        _ => Cow::Borrowed(pattern),
     }
 }
 
@@ -123,11 +124,13 @@ impl Comparison {
         match (pattern, actual) {
             (None, None) => {}
             (None, Some(error)) => self.push(path.into(), "(no error)".into(), error_text(error)),
-            (Some(pattern), None) => {
-                self.push(path.into(), show(Some(&pattern.0)), "(no error)".into())
-            }
+            (Some(pattern), None) => self.push(
+                path.into(),
+                show(Some(pattern.source())),
+                "(no error)".into(),
+            ),
             (Some(pattern), Some(error)) => {
-                let about_message = pattern.0.is_string() || is_matcher(&pattern.0);
+                let about_message = pattern.source().is_string() || pattern.is_matcher();
                 let result = if about_message {
                     let message = Value::String(error.message.clone());
                     self.matcher
@@ -155,10 +158,14 @@ impl Comparison {
             }
             Some(Rendered::Error(error)) => self.push(
                 path.into(),
-                show(Some(&pattern.0)),
+                show(Some(pattern.source())),
                 format!("(rendering threw) {}", error_text(error)),
             ),
-            None => self.push(path.into(), show(Some(&pattern.0)), "(not observed)".into()),
+            None => self.push(
+                path.into(),
+                show(Some(pattern.source())),
+                "(not observed)".into(),
+            ),
         }
     }
 
@@ -168,10 +175,14 @@ impl Comparison {
             Some(Rendered::Error(error)) => self.error(path, Some(pattern), Some(error)),
             Some(Rendered::Text(text)) => self.push(
                 path.into(),
-                show(Some(&pattern.0)),
+                show(Some(pattern.source())),
                 format!("(rendered) {text}"),
             ),
-            None => self.push(path.into(), show(Some(&pattern.0)), "(not observed)".into()),
+            None => self.push(
+                path.into(),
+                show(Some(pattern.source())),
+                "(not observed)".into(),
+            ),
         }
     }
 
@@ -249,7 +260,7 @@ impl Comparison {
             ("extra", &expect.extra, extra),
         ] {
             if pattern.is_some() && actual.is_none() {
-                let wanted = show(pattern.as_ref().map(|p| &p.0));
+                let wanted = show(pattern.as_ref().map(Pattern::source));
                 self.push(format!("{path}.{key}"), wanted, "(no assembly)".into());
                 continue;
             }
@@ -283,17 +294,17 @@ impl Comparison {
                     self.value(&key, Some(pattern), Some(&sections));
                 }
                 Some(RenderedSections::Error(error)) => {
-                    self.push(key, show(Some(&pattern.0)), error_text(error))
+                    self.push(key, show(Some(pattern.source())), error_text(error))
                 }
-                None => self.push(key, show(Some(&pattern.0)), "(not observed)".into()),
+                None => self.push(key, show(Some(pattern.source())), "(not observed)".into()),
             }
         }
     }
 
     /// The candidates shown when nothing matches `pattern`: events of the
     /// type it names (or all), each with its first differing field.
-    fn candidates(&self, pattern: &Value, events: &[Value]) -> String {
-        let kind = pattern.get("type").filter(|k| k.is_string());
+    fn candidates(&self, pattern: &Pattern, events: &[Value]) -> String {
+        let kind = pattern.source().get("type").filter(|k| k.is_string());
         let mut lines = Vec::new();
         let mut shown = 0;
         for event in events {
@@ -306,7 +317,7 @@ impl Comparison {
             }
             shown += 1;
             let seq = event.get("seq").map_or("-".into(), |s| show(Some(s)));
-            let why = match self.matcher.clone().check_value(pattern, Some(event), "") {
+            let why = match self.matcher.clone().check(pattern, Some(event)) {
                 Ok(()) => "matches".to_string(),
                 Err(miss) => format!(
                     "{}: expected {}, got {}",
@@ -325,7 +336,7 @@ impl Comparison {
         }
     }
 
-    fn select(&self, pattern: &Value, events: &[Value]) -> Vec<usize> {
+    fn select(&self, pattern: &Pattern, events: &[Value]) -> Vec<usize> {
         (0..events.len())
             .filter(|&i| self.matcher.clone().test(pattern, Some(&events[i])))
             .collect()
@@ -353,7 +364,7 @@ impl Comparison {
             let candidates = self.candidates(&select, events);
             self.push(
                 format!("{path}.select"),
-                format!("some event matching {}", show(Some(&select))),
+                format!("some event matching {}", show(Some(select.source()))),
                 candidates,
             );
             return;
@@ -447,7 +458,7 @@ impl Comparison {
             let failure =
                 match relation {
                     "before" | "after" if others.is_empty() => {
-                        Some(format!("no event matches {}", show(Some(&other))))
+                        Some(format!("no event matches {}", show(Some(other.source()))))
                     }
                     "before" => (last >= others[0]).then(|| {
                         format!(
@@ -488,7 +499,11 @@ impl Comparison {
                         }),
                 };
             if let Some(failure) = failure {
-                self.push(key, format!("{relation} {}", show(Some(&other))), failure);
+                self.push(
+                    key,
+                    format!("{relation} {}", show(Some(other.source()))),
+                    failure,
+                );
             }
         }
     }
@@ -497,16 +512,16 @@ impl Comparison {
         let mut cursor = 0;
         for (index, pattern) in patterns.iter().enumerate() {
             let found =
-                (cursor..events.len()).find(|&i| self.matcher.test(&pattern.0, Some(&events[i])));
+                (cursor..events.len()).find(|&i| self.matcher.test(pattern, Some(&events[i])));
             match found {
                 Some(found) => cursor = found + 1,
                 None => {
-                    let candidates = self.candidates(&pattern.0, events);
+                    let candidates = self.candidates(pattern, events);
                     self.push(
                         format!("{path}[{index}]"),
                         format!(
                             "{} (after the events matched before it)",
-                            show(Some(&pattern.0))
+                            show(Some(pattern.source()))
                         ),
                         candidates,
                     );
@@ -576,7 +591,7 @@ impl Comparison {
             }
             (None, Some(pattern)) => self.push(
                 "expect.failure".into(),
-                show(Some(&pattern.0)),
+                show(Some(pattern.source())),
                 "(the run finished)".into(),
             ),
             (Some(failure), Some(pattern)) => {

@@ -8,14 +8,20 @@
 //! expectation can be referred to by a later one; a failed attempt (one
 //! alternative of `$any_of`, one candidate of a query) binds nothing.
 //!
+//! Matching walks the tree each pattern was parsed into when its scenario
+//! loaded ([`PatternNode`], [`Operator`]): no operator is looked up by name
+//! and no `$regex` is compiled here. The one thing parsed while checking is
+//! a captured value standing as an operator's argument
+//! (`{ "$gt" = { "$ref" = "first" } }`), since only then is it known.
+//!
 //! A failure is a [`Miss`]: where (a path from the value's root), what the
 //! matcher wanted (named: `$contains "x"`) and what was there.
 
 use std::collections::BTreeMap;
 
 use dshc_model::js::{number_to_string, utf16_len};
-use dshc_scenario::pattern::{Pattern, argument_ref, is_matcher};
-use serde_json::Value;
+use dshc_scenario::pattern::{Contains, JsonType, Operator, OperatorName, Pattern, PatternNode};
+use serde_json::{Map, Number, Value};
 
 /// Why a value does not match.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,17 +65,46 @@ fn miss(path: &str, expected: impl Into<String>, actual: Option<&Value>) -> Miss
     }
 }
 
-fn operator_text(operator: &str, argument: &Value) -> String {
-    format!("{operator} {}", show(Some(argument)))
+/// A pattern node as a miss names it: its JSON.
+fn shown(node: &PatternNode) -> String {
+    show(Some(&node.to_value()))
+}
+
+/// `$gt 0`: an operator and its argument, as a miss names them.
+fn operator_text(operator: &Operator) -> String {
+    format!(
+        "{} {}",
+        operator.name().as_str(),
+        show(Some(&operator.argument()))
+    )
+}
+
+/// The plain miss of an operator: it wanted its argument.
+fn missed(operator: &Operator, path: &str, actual: Option<&Value>) -> Miss {
+    miss(path, operator_text(operator), actual)
 }
 
 /// JSON numbers compare by value (`1` equals `1.0`).
-fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+fn same_number(a: &Number, b: &Number) -> bool {
     match (a.as_i64(), b.as_i64(), a.as_u64(), b.as_u64()) {
         (Some(x), Some(y), _, _) => x == y,
         (_, _, Some(x), Some(y)) => x == y,
         _ => a.as_f64() == b.as_f64(),
     }
+}
+
+/// What `$length` measures: an array's length, a string's in UTF-16 units.
+fn length_of(value: &Value) -> Option<usize> {
+    match value {
+        Value::Array(items) => Some(items.len()),
+        Value::String(text) => Some(utf16_len(text)),
+        _ => None,
+    }
+}
+
+/// A number operator's bound as a float.
+fn float(number: &Number) -> f64 {
+    number.as_f64().unwrap_or(f64::NAN)
 }
 
 /// Deep equality; with `ordered`, objects must also list their keys in the
@@ -95,14 +130,60 @@ pub fn deep_equal(a: &Value, b: &Value, ordered: bool) -> bool {
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+/// A literal pattern (a string, number, boolean or `null`) against `actual`.
+fn literal(literal: &Value, actual: Option<&Value>, path: &str) -> Result<(), Miss> {
+    match (literal, actual) {
+        (_, Some(value)) if deep_equal(literal, value, false) => Ok(()),
+        // Two texts show as themselves, so a diff of them reads by line.
+        (Value::String(wanted), Some(Value::String(got))) => Err(Miss {
+            path: path.to_string(),
+            expected: wanted.clone(),
+            actual: got.clone(),
+        }),
+        _ => Err(miss(path, show(Some(literal)), actual)),
+    }
+}
+
+/// `$eq`, `$gt`, `$ge`, `$lt`, `$le`, `$between`, `$multiple_of`: `value`
+/// is a number that `holds`. A number that does not shows as JavaScript
+/// prints it.
+fn numeric(
+    operator: &Operator,
+    value: &Value,
+    path: &str,
+    holds: impl FnOnce(f64) -> bool,
+) -> Result<(), Miss> {
+    let Some(x) = value.as_f64() else {
+        return Err(missed(operator, path, Some(value)));
+    };
+    if holds(x) {
+        Ok(())
+    } else {
+        let shown = Value::String(number_to_string(x));
+        Err(miss(path, operator_text(operator), Some(&shown)))
+    }
+}
+
+/// The miss of an operator whose captured argument it cannot take (a
+/// `$gt` given a string): it holds for nothing, and the miss reads as
+/// for any argument, that value in place of the `$ref`.
+fn malformed(operator: OperatorName, argument: &Value, actual: Option<&Value>, path: &str) -> Miss {
+    use OperatorName as Name;
+    let wanted = format!("{} {}", operator.as_str(), show(Some(argument)));
+    let length = actual.and_then(length_of);
+    match (operator, actual.and_then(Value::as_f64), length) {
+        (
+            Name::Eq | Name::Gt | Name::Ge | Name::Lt | Name::Le | Name::Between | Name::MultipleOf,
+            Some(x),
+            _,
+        ) => miss(path, wanted, Some(&Value::String(number_to_string(x)))),
+        // `$length` compares the length with the argument as a pattern.
+        (Name::Length, _, Some(length)) => Miss {
+            path: format!("{path}.length"),
+            expected: format!("$length {}", show(Some(argument))),
+            actual: show(Some(&Value::from(length))),
+        },
+        _ => miss(path, wanted, actual),
     }
 }
 
@@ -135,320 +216,285 @@ impl Matcher {
 
     /// Check `actual` (`None` = absent) against `pattern`. On a miss, no
     /// capture of this check is kept.
+    ///
+    /// A pattern that does not parse matches nothing. Loading refuses such
+    /// a pattern, so only one made by hand (not loaded) can get here.
     pub fn check(&mut self, pattern: &Pattern, actual: Option<&Value>) -> Result<(), Miss> {
-        self.check_value(&pattern.0, actual, "")
+        match pattern.tree() {
+            Ok(node) => self.check_node(node, actual, ""),
+            Err(error) => Err(miss(
+                "",
+                format!("a valid pattern (at `{}`: {})", error.path, error.message),
+                actual,
+            )),
+        }
     }
 
-    /// [`Matcher::check`] on a raw pattern value, at `path`.
-    pub fn check_value(
+    /// Whether `pattern` matches, keeping captures only when it does.
+    pub fn test(&mut self, pattern: &Pattern, actual: Option<&Value>) -> bool {
+        self.check(pattern, actual).is_ok()
+    }
+
+    /// [`Matcher::test`] on one node of a parsed pattern.
+    pub fn test_node(&mut self, node: &PatternNode, actual: Option<&Value>) -> bool {
+        self.check_node(node, actual, "").is_ok()
+    }
+
+    /// Check a node at `path`, keeping captures only when it matches.
+    fn check_node(
         &mut self,
-        pattern: &Value,
+        node: &PatternNode,
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
         let saved = self.bindings.clone();
-        let result = self.matches(pattern, actual, path);
+        let result = self.matches(node, actual, path);
         if result.is_err() {
             self.bindings = saved;
         }
         result
     }
 
-    /// Whether `pattern` matches, keeping captures only when it does.
-    pub fn test(&mut self, pattern: &Value, actual: Option<&Value>) -> bool {
-        self.check_value(pattern, actual, "").is_ok()
-    }
-
-    fn matches(&mut self, pattern: &Value, actual: Option<&Value>, path: &str) -> Result<(), Miss> {
-        if is_matcher(pattern) {
-            let operators = pattern.as_object().into_iter().flatten();
-            for (operator, argument) in operators {
-                self.operator(operator, argument, actual, path)?;
-            }
-            return Ok(());
-        }
-        match pattern {
-            Value::Array(patterns) => {
+    fn matches(
+        &mut self,
+        node: &PatternNode,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<(), Miss> {
+        match node {
+            PatternNode::Literal(value) => literal(value, actual, path),
+            PatternNode::Array(patterns) => {
                 let Some(items) = actual.and_then(Value::as_array) else {
-                    return Err(miss(path, show(Some(pattern)), actual));
+                    return Err(miss(path, shown(node), actual));
                 };
                 if items.len() != patterns.len() {
-                    return Err(miss(
-                        path,
-                        format!("{} elements: {}", patterns.len(), show(Some(pattern))),
-                        actual,
-                    ));
+                    let wanted = format!("{} elements: {}", patterns.len(), shown(node));
+                    return Err(miss(path, wanted, actual));
                 }
                 for (index, (pattern, item)) in patterns.iter().zip(items).enumerate() {
                     self.matches(pattern, Some(item), &format!("{path}[{index}]"))?;
                 }
                 Ok(())
             }
-            Value::Object(fields) => {
+            PatternNode::Object(fields) => {
                 let Some(object) = actual.and_then(Value::as_object) else {
-                    return Err(miss(path, show(Some(pattern)), actual));
+                    return Err(miss(path, shown(node), actual));
                 };
                 for (key, pattern) in fields {
                     self.matches(pattern, object.get(key), &format!("{path}.{key}"))?;
                 }
                 Ok(())
             }
-            literal => match (literal, actual) {
-                (_, Some(value)) if deep_equal(literal, value, false) => Ok(()),
-                // Two texts show as themselves, so a diff of them reads by line.
-                (Value::String(wanted), Some(Value::String(got))) => Err(Miss {
-                    path: path.to_string(),
-                    expected: wanted.clone(),
-                    actual: got.clone(),
-                }),
-                _ => Err(miss(path, show(Some(literal)), actual)),
-            },
+            PatternNode::Matcher(operators) => {
+                for operator in operators {
+                    self.operator(operator, actual, path)?;
+                }
+                Ok(())
+            }
         }
     }
 
+    /// One operator of a matcher. `$absent` and `$any` are about presence;
+    /// every other operator misses an absent value, wanting its argument.
     fn operator(
         &mut self,
-        operator: &str,
-        argument: &Value,
+        operator: &Operator,
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
-        // `{ "$gt" = { "$ref" = "x" } }`: a captured value as the argument.
-        let bound;
-        let argument = match argument_ref(argument) {
-            Some(name)
-                if !matches!(
-                    operator,
-                    "$capture" | "$ref" | "$not" | "$some" | "$each" | "$keys" | "$match"
-                ) =>
-            {
-                match self.bindings.get(name) {
-                    Some(value) => {
-                        bound = value.clone();
-                        &bound
-                    }
-                    None => {
-                        return Err(miss(
-                            path,
-                            format!(
-                                "{operator} $ref {name:?} (nothing is captured under that name yet)"
-                            ),
-                            actual,
-                        ));
-                    }
-                }
-            }
-            _ => argument,
-        };
-        let wanted = || operator_text(operator, argument);
-        let fail = || Err(miss(path, operator_text(operator, argument), actual));
+        let fail = || missed(operator, path, actual);
+        let holds = |holds: bool| if holds { Ok(()) } else { Err(fail()) };
+        let present = || actual.ok_or_else(|| missed(operator, path, None));
+        let items = || present()?.as_array().ok_or_else(fail);
+        let text = || present().map(Value::as_str);
         match operator {
-            "$absent" => match actual {
+            Operator::ArgumentRef { operator, name } => {
+                self.argument_ref(*operator, name, actual, path)
+            }
+            Operator::Absent => match actual {
                 None => Ok(()),
                 Some(_) => Err(miss(path, "$absent", actual)),
             },
-            "$any" => match actual {
+            Operator::Any => match actual {
                 Some(_) => Ok(()),
                 None => Err(miss(path, "$any (present)", actual)),
             },
-            _ if actual.is_none() => Err(miss(path, wanted(), None)),
-            "$exact" => match actual {
-                Some(value) if deep_equal(argument, value, true) => Ok(()),
-                _ => fail(),
+            Operator::Exact(expected) => holds(deep_equal(expected, present()?, true)),
+            Operator::Equal(expected) => holds(deep_equal(expected, present()?, false)),
+            Operator::Type(json_type) => holds(JsonType::of(present()?) == *json_type),
+            Operator::Match(pattern) => self.matches(pattern, Some(present()?), path),
+            Operator::Keys(pattern) => match present()? {
+                Value::Object(object) => self.keys(pattern, object, path),
+                _ => Err(fail()),
             },
-            "$equal" => match actual {
-                Some(value) if deep_equal(argument, value, false) => Ok(()),
-                _ => fail(),
+            Operator::Length(pattern) => match length_of(present()?) {
+                Some(length) => self.length(pattern, length, path),
+                None => Err(fail()),
             },
-            "$type" => match actual {
-                Some(value) if argument.as_str() == Some(type_name(value)) => Ok(()),
-                _ => fail(),
-            },
-            "$match" => self.matches(argument, actual, path),
-            "$keys" => {
-                let Some(Value::Object(object)) = actual else {
-                    return fail();
-                };
-                let keys = Value::Array(object.keys().map(|k| Value::String(k.clone())).collect());
-                self.matches(argument, Some(&keys), &format!("{path}.$keys"))
-                    .map_err(|inner| Miss {
-                        expected: format!("$keys {}", inner.expected),
-                        ..inner
-                    })
+            Operator::Not(pattern) => {
+                let value = present()?;
+                holds(!self.clone().test_node(pattern, Some(value)))
             }
-            "$contains" => match (argument, actual) {
-                (Value::String(part), Some(Value::String(text)))
-                    if text.contains(part.as_str()) =>
-                {
-                    Ok(())
-                }
-                (Value::Array(patterns), Some(Value::Array(items))) => {
-                    let mut used = vec![false; items.len()];
-                    if self.assign(patterns, items, &mut used) {
-                        Ok(())
-                    } else {
-                        fail()
-                    }
-                }
-                _ => fail(),
-            },
-            "$starts_with" | "$ends_with" | "$regex" => {
-                let (Some(wanted_text), Some(Value::String(text))) = (argument.as_str(), actual)
-                else {
-                    return fail();
-                };
-                let holds = match operator {
-                    "$starts_with" => text.starts_with(wanted_text),
-                    "$ends_with" => text.ends_with(wanted_text),
-                    _ => regex::Regex::new(wanted_text).is_ok_and(|re| re.is_match(text)),
-                };
-                if holds { Ok(()) } else { fail() }
+            Operator::AnyOf(options) => {
+                let value = present()?;
+                holds(
+                    options
+                        .iter()
+                        .any(|option| self.test_node(option, Some(value))),
+                )
             }
-            "$in_order" => {
-                let (Some(patterns), Some(Value::Array(items))) = (argument.as_array(), actual)
-                else {
-                    return fail();
-                };
-                let mut next = 0;
-                for pattern in patterns {
-                    let found = (next..items.len()).find(|&i| self.test(pattern, Some(&items[i])));
-                    match found {
-                        Some(index) => next = index + 1,
-                        None => {
-                            return Err(miss(
-                                path,
-                                format!("$in_order: {} after element {next}", show(Some(pattern))),
-                                actual,
-                            ));
-                        }
-                    }
-                }
-                Ok(())
+            Operator::Contains(Contains::Text(part)) => {
+                holds(text()?.is_some_and(|text| text.contains(part.as_str())))
             }
-            "$prefix" => {
-                let (Some(patterns), Some(Value::Array(items))) = (argument.as_array(), actual)
-                else {
-                    return fail();
-                };
+            Operator::StartsWith(part) => {
+                holds(text()?.is_some_and(|text| text.starts_with(part.as_str())))
+            }
+            Operator::EndsWith(part) => {
+                holds(text()?.is_some_and(|text| text.ends_with(part.as_str())))
+            }
+            Operator::Regex(regex) => holds(text()?.is_some_and(|text| regex.is_match(text))),
+            Operator::Contains(Contains::Elements(patterns)) => {
+                let items = items()?;
+                let mut used = vec![false; items.len()];
+                holds(self.assign(patterns, items, &mut used))
+            }
+            Operator::InOrder(patterns) => self.in_order(patterns, items()?, path, actual),
+            Operator::Prefix(patterns) => {
+                let items = items()?;
                 if items.len() < patterns.len() {
-                    return fail();
+                    return Err(fail());
                 }
-                for (index, pattern) in patterns.iter().enumerate() {
-                    self.matches(pattern, Some(&items[index]), &format!("{path}[{index}]"))?;
+                self.each_at(patterns.iter().zip(items), path)
+            }
+            Operator::SomeElement(pattern) => {
+                let items = items()?;
+                holds(items.iter().any(|item| self.test_node(pattern, Some(item))))
+            }
+            Operator::Each(pattern) => {
+                self.each_at(std::iter::repeat(&**pattern).zip(items()?), path)
+            }
+            Operator::Compare(comparison, bound) => numeric(operator, present()?, path, |x| {
+                comparison.holds(x, float(bound))
+            }),
+            Operator::Between(low, high) => numeric(operator, present()?, path, |x| {
+                float(low) <= x && x <= float(high)
+            }),
+            Operator::MultipleOf(step) => numeric(operator, present()?, path, |x| {
+                (x / float(step)).fract() == 0.0
+            }),
+            Operator::Capture(name) => self.bind(name, present()?.clone(), path),
+            Operator::Ref(name) => self.reference(name, present()?, path),
+        }
+    }
+
+    /// `{ "$op" = { "$ref" = name } }`: the operator with the value bound
+    /// to `name` as its argument, parsed now that it is known.
+    fn argument_ref(
+        &mut self,
+        operator: OperatorName,
+        name: &str,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<(), Miss> {
+        let Some(argument) = self.bindings.get(name) else {
+            let wanted = format!(
+                "{} $ref {name:?} (nothing is captured under that name yet)",
+                operator.as_str()
+            );
+            return Err(miss(path, wanted, actual));
+        };
+        let resolved = match operator {
+            // They do not read their argument.
+            OperatorName::Absent => Operator::Absent,
+            OperatorName::Any => Operator::Any,
+            _ => match Operator::parse(operator, argument, "") {
+                Ok(resolved) => resolved,
+                Err(_) => return Err(malformed(operator, argument, actual, path)),
+            },
+        };
+        self.operator(&resolved, actual, path)
+    }
+
+    /// `$keys`: the object's own keys, in order, against `pattern`.
+    fn keys(
+        &mut self,
+        pattern: &PatternNode,
+        object: &Map<String, Value>,
+        path: &str,
+    ) -> Result<(), Miss> {
+        let keys = Value::Array(object.keys().map(|k| Value::String(k.clone())).collect());
+        let result = self.matches(pattern, Some(&keys), &format!("{path}.$keys"));
+        result.map_err(|inner| Miss {
+            expected: format!("$keys {}", inner.expected),
+            ..inner
+        })
+    }
+
+    /// `$length`: the length against `pattern`.
+    fn length(&mut self, pattern: &PatternNode, length: usize, path: &str) -> Result<(), Miss> {
+        let length = Value::from(length);
+        let result = self.matches(pattern, Some(&length), &format!("{path}.length"));
+        result.map_err(|inner| Miss {
+            expected: format!("$length {}", inner.expected),
+            ..inner
+        })
+    }
+
+    /// Each pattern against its element (`$prefix`, `$each`), the miss at
+    /// the element's index.
+    fn each_at<'a>(
+        &mut self,
+        pairs: impl Iterator<Item = (&'a PatternNode, &'a Value)>,
+        path: &str,
+    ) -> Result<(), Miss> {
+        for (index, (pattern, item)) in pairs.enumerate() {
+            self.matches(pattern, Some(item), &format!("{path}[{index}]"))?;
+        }
+        Ok(())
+    }
+
+    /// `$in_order`: each pattern matched by an element after the one the
+    /// pattern before it matched.
+    fn in_order(
+        &mut self,
+        patterns: &[PatternNode],
+        items: &[Value],
+        path: &str,
+        actual: Option<&Value>,
+    ) -> Result<(), Miss> {
+        let mut next = 0;
+        for pattern in patterns {
+            let found = (next..items.len()).find(|&i| self.test_node(pattern, Some(&items[i])));
+            match found {
+                Some(index) => next = index + 1,
+                None => {
+                    let wanted = format!("$in_order: {} after element {next}", shown(pattern));
+                    return Err(miss(path, wanted, actual));
                 }
-                Ok(())
             }
-            "$length" => {
-                let length = match actual {
-                    Some(Value::Array(items)) => items.len(),
-                    Some(Value::String(text)) => utf16_len(text),
-                    _ => return fail(),
-                };
-                let length = Value::from(length);
-                self.matches(argument, Some(&length), &format!("{path}.length"))
-                    .map_err(|inner| Miss {
-                        expected: format!("$length {}", inner.expected),
-                        ..inner
-                    })
-            }
-            "$some" => {
-                let Some(Value::Array(items)) = actual else {
-                    return fail();
-                };
-                if items.iter().any(|item| self.test(argument, Some(item))) {
-                    Ok(())
-                } else {
-                    fail()
-                }
-            }
-            "$each" => {
-                let Some(Value::Array(items)) = actual else {
-                    return fail();
-                };
-                for (index, item) in items.iter().enumerate() {
-                    self.matches(argument, Some(item), &format!("{path}[{index}]"))?;
-                }
-                Ok(())
-            }
-            "$eq" | "$gt" | "$ge" | "$lt" | "$le" | "$between" | "$multiple_of" => {
-                let Some(x) = actual.and_then(Value::as_f64) else {
-                    return fail();
-                };
-                let n = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-                let holds = match operator {
-                    "$eq" => x == n(argument),
-                    "$gt" => x > n(argument),
-                    "$ge" => x >= n(argument),
-                    "$lt" => x < n(argument),
-                    "$le" => x <= n(argument),
-                    "$between" => {
-                        let bounds = argument.as_array().map(Vec::as_slice).unwrap_or_default();
-                        matches!(bounds, [low, high] if n(low) <= x && x <= n(high))
-                    }
-                    _ => {
-                        let step = n(argument);
-                        step > 0.0 && (x / step).fract() == 0.0
-                    }
-                };
-                if holds {
-                    Ok(())
-                } else {
-                    Err(miss(
-                        path,
-                        wanted(),
-                        Some(&Value::String(number_to_string(x))),
-                    ))
-                }
-            }
-            "$not" => {
-                let mut probe = self.clone();
-                if probe.test(argument, actual) {
-                    fail()
-                } else {
-                    Ok(())
-                }
-            }
-            "$any_of" => {
-                let options = argument.as_array().map(Vec::as_slice).unwrap_or_default();
-                if options.iter().any(|option| self.test(option, actual)) {
-                    Ok(())
-                } else {
-                    fail()
-                }
-            }
-            "$capture" => {
-                let name = argument.as_str().unwrap_or_default();
-                match actual {
-                    Some(value) => self.bind(name, value.clone(), path),
-                    None => fail(),
-                }
-            }
-            "$ref" => {
-                let name = argument.as_str().unwrap_or_default();
-                match (self.bindings.get(name), actual) {
-                    (Some(bound), Some(value)) if deep_equal(bound, value, false) => Ok(()),
-                    (Some(bound), _) => Err(miss(
-                        path,
-                        format!("$ref {name:?} = {}", show(Some(bound))),
-                        actual,
-                    )),
-                    (None, _) => Err(miss(
-                        path,
-                        format!("$ref {name:?} (nothing is captured under that name yet)"),
-                        actual,
-                    )),
-                }
-            }
-            unknown => Err(miss(
+        }
+        Ok(())
+    }
+
+    /// `$ref`: equal to the value bound to `name`.
+    fn reference(&self, name: &str, value: &Value, path: &str) -> Result<(), Miss> {
+        match self.bindings.get(name) {
+            Some(bound) if deep_equal(bound, value, false) => Ok(()),
+            Some(bound) => Err(miss(
                 path,
-                format!("{unknown}: not a matcher (the loader rejects it)"),
-                actual,
+                format!("$ref {name:?} = {}", show(Some(bound))),
+                Some(value),
+            )),
+            None => Err(miss(
+                path,
+                format!("$ref {name:?} (nothing is captured under that name yet)"),
+                Some(value),
             )),
         }
     }
 
     /// Match each pattern to a distinct item, any order (backtracking).
-    fn assign(&mut self, patterns: &[Value], items: &[Value], used: &mut [bool]) -> bool {
+    fn assign(&mut self, patterns: &[PatternNode], items: &[Value], used: &mut [bool]) -> bool {
         let Some((first, rest)) = patterns.split_first() else {
             return true;
         };
@@ -457,7 +503,7 @@ impl Matcher {
                 continue;
             }
             let saved = self.bindings.clone();
-            if self.test(first, Some(&items[index])) {
+            if self.test_node(first, Some(&items[index])) {
                 used[index] = true;
                 if self.assign(rest, items, used) {
                     return true;
@@ -477,7 +523,7 @@ mod tests {
     use super::*;
 
     fn check(pattern: Value, actual: Value) -> Result<(), Miss> {
-        Matcher::new().check(&Pattern(pattern), Some(&actual))
+        Matcher::new().check(&Pattern::new(pattern), Some(&actual))
     }
 
     fn holds(pattern: Value, actual: Value) {
@@ -546,7 +592,7 @@ mod tests {
     fn absent_any_and_type() {
         assert!(
             Matcher::new()
-                .check(&Pattern(json!({"$absent": true})), None)
+                .check(&Pattern::new(json!({"$absent": true})), None)
                 .is_ok()
         );
         holds(json!({"a": {"$absent": true}}), json!({"b": 1}));
@@ -641,10 +687,10 @@ mod tests {
     fn captures_bind_once_and_refs_compare_later() {
         let mut matcher = Matcher::new();
         let event = json!({"data": {"message": {"id": "msg-3"}}});
-        let capture = Pattern(json!({"data": {"message": {"id": {"$capture": "id"}}}}));
+        let capture = Pattern::new(json!({"data": {"message": {"id": {"$capture": "id"}}}}));
         assert!(matcher.check(&capture, Some(&event)).is_ok());
         assert_eq!(matcher.captured("id"), Some(&json!("msg-3")));
-        let reference = Pattern(json!({"callId": {"$ref": "id"}}));
+        let reference = Pattern::new(json!({"callId": {"$ref": "id"}}));
         assert!(
             matcher
                 .check(&reference, Some(&json!({"callId": "msg-3"})))
@@ -654,7 +700,7 @@ mod tests {
             .check(&reference, Some(&json!({"callId": "msg-4"})))
             .unwrap_err();
         assert!(miss.expected.contains("$ref \"id\""), "{miss:?}");
-        let unbound = Pattern(json!({"$ref": "nope"}));
+        let unbound = Pattern::new(json!({"$ref": "nope"}));
         let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
         assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
     }
@@ -662,7 +708,8 @@ mod tests {
     #[test]
     fn a_captured_value_can_be_any_operator_s_argument() {
         let mut matcher = Matcher::new();
-        let first = Pattern(json!({"seq": {"$capture": "first"}, "data": {"$match": {"turn": 1}}}));
+        let first =
+            Pattern::new(json!({"seq": {"$capture": "first"}, "data": {"$match": {"turn": 1}}}));
         assert!(
             matcher
                 .check(
@@ -671,29 +718,66 @@ mod tests {
                 )
                 .is_ok()
         );
-        let later = Pattern(json!({"$gt": {"$ref": "first"}}));
+        let later = Pattern::new(json!({"$gt": {"$ref": "first"}}));
         assert!(matcher.check(&later, Some(&json!(5))).is_ok());
         assert!(matcher.check(&later, Some(&json!(3))).is_err());
-        let prefix = Pattern(json!({"$prefix": {"$ref": "list"}}));
+        let prefix = Pattern::new(json!({"$prefix": {"$ref": "list"}}));
         matcher.bind("list", json!([1, 2]), "").expect("bound");
         assert!(matcher.check(&prefix, Some(&json!([1, 2, 3]))).is_ok());
         assert!(matcher.check(&prefix, Some(&json!([2, 1, 3]))).is_err());
-        let unbound = Pattern(json!({"$lt": {"$ref": "nope"}}));
+        let unbound = Pattern::new(json!({"$lt": {"$ref": "nope"}}));
         let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
         assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
-        let both = Pattern(json!({"$match": {"a": 1}}));
+        let both = Pattern::new(json!({"$match": {"a": 1}}));
         assert!(matcher.check(&both, Some(&json!({"a": 2}))).is_err());
     }
 
     #[test]
     fn a_failed_check_keeps_no_capture() {
         let mut matcher = Matcher::new();
-        let pattern = Pattern(json!({"a": {"$capture": "x"}, "b": 2}));
+        let pattern = Pattern::new(json!({"a": {"$capture": "x"}, "b": 2}));
         assert!(
             matcher
                 .check(&pattern, Some(&json!({"a": 1, "b": 3})))
                 .is_err()
         );
         assert_eq!(matcher.captured("x"), None);
+    }
+
+    #[test]
+    fn a_captured_argument_its_operator_cannot_take_fails_it() {
+        let mut matcher = Matcher::new();
+        matcher.bind("text", json!("x"), "").expect("bound");
+        let gt = Pattern::new(json!({"$gt": {"$ref": "text"}}));
+        let miss = matcher.check(&gt, Some(&json!(2))).unwrap_err();
+        assert_eq!(
+            (miss.expected.as_str(), miss.actual.as_str()),
+            ("$gt \"x\"", "\"2\"")
+        );
+        let length = Pattern::new(json!({"$length": {"$ref": "text"}}));
+        let miss = matcher.check(&length, Some(&json!([1]))).unwrap_err();
+        assert_eq!(
+            (miss.path.as_str(), miss.expected.as_str()),
+            (".length", "$length \"x\"")
+        );
+        matcher
+            .bind("list", json!([{"$foo": 1}]), "")
+            .expect("bound");
+        let contains = Pattern::new(json!({"$contains": {"$ref": "list"}}));
+        let miss = matcher.check(&contains, Some(&json!([1]))).unwrap_err();
+        assert_eq!(miss.expected, "$contains [{\"$foo\":1}]");
+        // `$absent` and `$any` do not read their argument, bound or not.
+        let absent = Pattern::new(json!({"$absent": {"$ref": "text"}}));
+        assert!(matcher.check(&absent, None).is_ok());
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_parse_matches_nothing() {
+        let pattern = Pattern::new(json!({"a": {"$regex": "("}}));
+        let miss = Matcher::new()
+            .check(&pattern, Some(&json!({"a": "("})))
+            .unwrap_err();
+        assert!(miss.expected.starts_with("a valid pattern"), "{miss:?}");
+        assert!(miss.expected.contains("invalid regex"), "{miss:?}");
     }
 }

@@ -143,8 +143,10 @@ fn redact_pattern_ids(value: &mut Value) {
 /// Redact a pattern on events in place: drop a stated `time`, replace
 /// literal message ids.
 fn redact_event_pattern(pattern: &mut Pattern) {
-    redact_event(&mut pattern.0);
-    redact_pattern_ids(&mut pattern.0);
+    pattern.edit(|source| {
+        redact_event(source);
+        redact_pattern_ids(source);
+    });
 }
 
 /// Redact a scenario's loop expectations in place: the event patterns (of
@@ -181,8 +183,12 @@ fn redact_log_expectations(
             redact_event_pattern(pattern);
         }
     }
-    if let Some(Pattern(Value::String(text))) = log.as_mut() {
-        *text = redact_log_text(text);
+    if let Some(log) = log.as_mut() {
+        log.edit(|source| {
+            if let Value::String(text) = source {
+                *text = redact_log_text(text);
+            }
+        });
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use dshc_model::js::stringify;
 use dshc_scenario::format::{AssembleExpect, CommandExpect, LoopExpect, Pattern, StepExpect};
-use dshc_scenario::pattern::is_matcher;
+use dshc_scenario::pattern::PatternNode;
 use serde_json::{Map, Value, json};
 
 use dshc_model::session::event_kind;
@@ -69,28 +69,28 @@ fn expected_error(error: &ObservedError) -> Value {
 /// `pattern` rewritten so that it holds for `actual`: kept where it holds
 /// already (matchers included), its shape kept where it is a plain object or
 /// an array of the same length, the observed value where nothing else fits.
-fn bless_value(pattern: &Value, actual: Option<&Value>) -> Option<Value> {
+fn bless_node(pattern: &PatternNode, actual: Option<&Value>) -> Option<Value> {
     let mut matcher = Matcher::new();
-    if matcher.test(pattern, actual) {
-        return Some(pattern.clone());
+    if matcher.test_node(pattern, actual) {
+        return Some(pattern.to_value());
     }
     let actual = actual?;
     match (pattern, actual) {
-        (Value::Object(fields), Value::Object(object)) if !is_matcher(pattern) => {
+        (PatternNode::Object(fields), Value::Object(object)) => {
             let mut blessed = Map::new();
             for (key, field) in fields {
-                let value = bless_value(field, object.get(key))
+                let value = bless_node(field, object.get(key))
                     .unwrap_or_else(|| json!({ "$absent": true }));
                 blessed.insert(key.clone(), value);
             }
             Some(Value::Object(blessed))
         }
-        (Value::Array(patterns), Value::Array(items)) if patterns.len() == items.len() => {
+        (PatternNode::Array(patterns), Value::Array(items)) if patterns.len() == items.len() => {
             Some(Value::Array(
                 patterns
                     .iter()
                     .zip(items)
-                    .map(|(p, item)| bless_value(p, Some(item)).unwrap_or_else(|| item.clone()))
+                    .map(|(p, item)| bless_node(p, Some(item)).unwrap_or_else(|| item.clone()))
                     .collect(),
             ))
         }
@@ -99,16 +99,21 @@ fn bless_value(pattern: &Value, actual: Option<&Value>) -> Option<Value> {
 }
 
 /// The blessed form of a stated pattern (`None` when the value is absent).
+/// A pattern that does not parse holds for nothing: the observed value
+/// replaces it.
 fn bless(pattern: &Option<Pattern>, actual: Option<&Value>) -> Option<Pattern> {
-    let pattern = pattern.as_ref()?;
-    bless_value(&pattern.0, actual).map(Pattern)
+    let blessed = match pattern.as_ref()?.tree() {
+        Ok(node) => bless_node(node, actual),
+        Err(_) => actual.cloned(),
+    };
+    blessed.map(Pattern::new)
 }
 
 fn blessed_error(pattern: &Option<Pattern>, actual: Option<&ObservedError>) -> Option<Pattern> {
     let error = actual?;
     let about_message = pattern
         .as_ref()
-        .is_some_and(|p| p.0.is_string() || is_matcher(&p.0));
+        .is_some_and(|p| p.source().is_string() || p.is_matcher());
     let observed = if about_message {
         Value::String(error.message.clone())
     } else {
@@ -116,7 +121,7 @@ fn blessed_error(pattern: &Option<Pattern>, actual: Option<&ObservedError>) -> O
     };
     match pattern {
         Some(pattern) => bless(&Some(pattern.clone()), Some(&observed)),
-        None => Some(Pattern(expected_error(error))),
+        None => Some(Pattern::new(expected_error(error))),
     }
 }
 
@@ -149,7 +154,7 @@ fn blessed_assemble(old: Option<&AssembleExpect>, observation: &Observation) -> 
         if p.is_some() {
             p.clone()
         } else if fresh_value {
-            Some(Pattern(Value::Null))
+            Some(Pattern::new(Value::Null))
         } else {
             None
         }
@@ -246,7 +251,7 @@ fn blessed_loop(old: &LoopExpect, run: &LoopRun) -> LoopExpect {
         failure: match (&old.failure, &run.failure) {
             (_, None) => None,
             (old, Some(failure)) => bless(
-                &Some(old.clone().unwrap_or(Pattern(Value::Null))),
+                &Some(old.clone().unwrap_or(Pattern::new(Value::Null))),
                 Some(&Value::String(failure.clone())),
             ),
         },

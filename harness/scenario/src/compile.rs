@@ -378,7 +378,7 @@ fn check_expectations(scenario: &Scenario) -> Result<(), CompileError> {
     ] {
         pattern(&format!("expect.{key}"), value)?;
     }
-    if let Some(Pattern(Value::Array(items))) = &expect.pending
+    if let Some(Value::Array(items)) = expect.pending.as_ref().map(Pattern::source)
         && items.len() != 2
     {
         return fail(
