@@ -2,6 +2,11 @@
 //! `serve_tokio`, so the wire bytes, status lines, headers and connection behavior are
 //! exactly what the DeepSeek adapter would see.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
+
 use std::net::SocketAddr;
 
 use bytes::Bytes;

@@ -1,6 +1,11 @@
 //! The same server inside turmoil's simulated network: faults and pacing happen in
 //! virtual time, so idle timeouts fire at exact, repeatable instants and a seed fully
 //! determines what a client observes.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
 #![cfg(feature = "turmoil")]
 
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,11 @@
 //! that is not JSON), each turned into the chunks and failure upstream's
 //! adapter yields (spec 09 W7–W10).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
+
 use std::rc::Rc;
 
 use dshc_agent::transport::{ChunkStream, Connection, Endpoint};

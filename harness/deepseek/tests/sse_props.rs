@@ -3,6 +3,11 @@
 //! (proptest). The one documented exception, upstream's BOM check on the
 //! first decoded chunk, is kept out of the generated streams.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
+
 use dshc_deepseek::{SseDecoder, SseItem};
 use proptest::prelude::*;
 

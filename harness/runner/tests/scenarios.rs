@@ -14,6 +14,11 @@
 //! one (`-- reference::` runs only the reference). Set `DSHC_BLESS=1` to
 //! rewrite a failing reference case's expectations from the reference.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 

@@ -2,6 +2,11 @@
 //! this fails, regenerate with `cargo run -p dshc -- schema > scenarios/schema/scenario.v2.json`
 //! and `cargo run -p dshc -- schema --protocol > docs/adapter-protocol.v1.json`.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails by panicking, with the value shown"
+)]
+
 use std::path::Path;
 
 fn assert_fresh(relative: &str, generated: String, command: &str) {
