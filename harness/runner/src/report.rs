@@ -206,32 +206,74 @@ pub fn write_reports(
     Ok(written)
 }
 
+/// Why partition reports cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing was given.
+    #[error("no report to merge")]
+    Empty,
+    /// A report of another implementation or command.
+    #[error(
+        "report {index} is of another run: its `{key}` is {theirs}, the first report's {first}"
+    )]
+    OtherRun {
+        /// 1-based position of the report among those given.
+        index: usize,
+        /// The field that differs.
+        key: &'static str,
+        /// Its value there.
+        theirs: serde_json::Value,
+        /// Its value in the first report.
+        first: serde_json::Value,
+    },
+    /// A report without a field every report has.
+    #[error("report {index} has no `{field}`")]
+    Missing {
+        /// 1-based position of the report.
+        index: usize,
+        /// The field.
+        field: &'static str,
+    },
+    /// A case without its position in the whole run.
+    #[error("a case has no `position` (a report from before partitions?)")]
+    NoPosition,
+    /// Two reports hold one case.
+    #[error("two reports hold the case at position {0}: merge each partition once")]
+    Duplicate(u64),
+    /// The merged report could not be written.
+    #[error("cannot write the merged report: {0}")]
+    Write(#[from] serde_json::Error),
+}
+
 /// Join the JSON reports of one implementation's partitions (`dshc check
 /// --partition k/n`) into the whole run's report: the cases in their
 /// unpartitioned order (`position`), the summaries added up. The result is
 /// byte for byte the report an unpartitioned run writes.
-pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, String> {
-    let first = reports.first().ok_or("no report to merge")?;
+pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, MergeError> {
+    let first = reports.first().ok_or(MergeError::Empty)?;
     let mut cases: Vec<serde_json::Value> = Vec::new();
     let mut summary = serde_json::Map::new();
     for (index, report) in reports.iter().enumerate() {
+        let index = index + 1;
         for key in ["implementation", "command"] {
             if report[key] != first[key] {
-                return Err(format!(
-                    "report {} is of another run: its `{key}` is {}, the first report's {}",
-                    index + 1,
-                    report[key],
-                    first[key]
-                ));
+                return Err(MergeError::OtherRun {
+                    index,
+                    key,
+                    theirs: report[key].clone(),
+                    first: first[key].clone(),
+                });
             }
         }
-        let listed = report["cases"]
-            .as_array()
-            .ok_or_else(|| format!("report {} has no `cases` list", index + 1))?;
+        let listed = report["cases"].as_array().ok_or(MergeError::Missing {
+            index,
+            field: "cases",
+        })?;
         cases.extend(listed.iter().cloned());
-        let counts = report["summary"]
-            .as_object()
-            .ok_or_else(|| format!("report {} has no `summary`", index + 1))?;
+        let counts = report["summary"].as_object().ok_or(MergeError::Missing {
+            index,
+            field: "summary",
+        })?;
         for (key, count) in counts {
             let total = summary
                 .get(key)
@@ -242,24 +284,19 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
     }
     let position = |case: &serde_json::Value| case["position"].as_u64();
     if cases.iter().any(|case| position(case).is_none()) {
-        return Err("a case has no `position` (a report from before partitions?)".into());
+        return Err(MergeError::NoPosition);
     }
     cases.sort_by_key(|case| position(case));
     if let Some(pair) = cases
         .windows(2)
         .find(|pair| position(&pair[0]) == position(&pair[1]))
     {
-        return Err(format!(
-            "two reports hold the case at position {}: merge each partition once",
-            pair[0]["position"]
-        ));
+        return Err(MergeError::Duplicate(position(&pair[0]).unwrap_or(0)));
     }
     let mut merged = first.clone();
     merged["summary"] = serde_json::Value::Object(summary);
     merged["cases"] = serde_json::Value::Array(cases);
-    serde_json::to_string_pretty(&merged)
-        .map(|text| text + "\n")
-        .map_err(|error| error.to_string())
+    Ok(serde_json::to_string_pretty(&merged)? + "\n")
 }
 
 /// Text safe inside a Markdown table cell: `|` escaped, line breaks and

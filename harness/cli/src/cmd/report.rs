@@ -33,7 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             let report: serde_json::Value = parse_json(path, &read_text(path)?)?;
             reports.push(report);
         }
-        let merged = merge_partition_reports(&reports).map_err(anyhow::Error::msg)?;
+        let merged = merge_partition_reports(&reports)?;
         std::fs::write(out, merged)
             .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
         return Ok(Exit::Passed);
