@@ -1,7 +1,7 @@
 //! dshc's API boundary: what a scenario file says and what an
 //! implementation is sent and answers.
 //!
-//! - [`format`]: scenario files (TOML), each step a command plus its
+//! - [`format`](mod@format): scenario files (TOML), each step a command plus its
 //!   expectation;
 //! - [`load`] and [`compile`]: parsing with `file:line:column` errors and
 //!   turning a scenario into a [`protocol::Case`];

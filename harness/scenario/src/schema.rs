@@ -6,19 +6,35 @@ use schemars::generate::SchemaSettings;
 use crate::format::Scenario;
 use crate::protocol::{Reply, Request};
 
+/// A schema as committed: pretty JSON and a final newline.
+///
+/// # Panics
+///
+/// If the schema does not serialize. It cannot fail: a schema is a JSON
+/// value, whose keys are strings. Were it to, an empty "schema" written to
+/// the committed file would be worse than the panic.
 fn pretty(schema: &schemars::Schema) -> String {
-    let mut text = serde_json::to_string_pretty(schema).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(schema)
+        .expect("a JSON Schema is a JSON value with string keys, so it serializes");
     text.push('\n');
     text
 }
 
 /// The scenario file schema (`scenarios/schema/scenario.v2.json`).
+///
+/// # Panics
+///
+/// Never in practice; see `pretty`.
 pub fn scenario_schema() -> String {
     let generator = SchemaSettings::draft2020_12().into_generator();
     pretty(&generator.into_root_schema_for::<Scenario>())
 }
 
 /// The adapter protocol schema (`docs/adapter-protocol.v1.json`): requests and replies.
+///
+/// # Panics
+///
+/// Never in practice; see `pretty`.
 pub fn protocol_schema() -> String {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let request = generator.subschema_for::<Request>();
@@ -47,4 +63,19 @@ pub fn protocol_schema() -> String {
         serde_json::json!([{ "$ref": "#/$defs/Request" }, { "$ref": "#/$defs/Reply" }]),
     );
     pretty(&root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `dshc schema` prints is a whole schema, never an empty stand-in.
+    #[test]
+    fn both_schemas_are_json_objects_ending_in_one_newline() {
+        for text in [scenario_schema(), protocol_schema()] {
+            assert!(text.ends_with("}\n"), "{text}");
+            let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            assert!(value.get("$schema").is_some() && value.get("$defs").is_some());
+        }
+    }
 }

@@ -13,7 +13,9 @@ fn assert_fresh(relative: &str, generated: String, command: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(relative);
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let committed = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+        panic!("cannot read {relative} ({error}); regenerate it with `{command} > {relative}`")
+    });
     assert!(
         committed == generated,
         "{relative} is stale; regenerate it with `{command} > {relative}`"

@@ -6,10 +6,18 @@
 //! generated from these types; changing them is a protocol change.
 
 pub mod case;
+pub mod commands;
 pub mod js_json;
+pub mod listener_ops;
+pub mod loop_commands;
+pub mod loop_ops;
 pub mod order;
 pub mod plugins;
+pub mod providers;
 pub mod result;
+pub mod routes;
+mod serde_defaults;
+pub mod world;
 
 pub use case::*;
 pub use result::*;

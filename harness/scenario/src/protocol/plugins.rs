@@ -14,6 +14,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::serde_defaults::{is_true, yes};
+
 /// Which context plugins the agent's loop has, and how they are set up
 /// (the scenario's `[plugins]` table). A plugin is installed when its table
 /// is present; each one registers its `agent/pre-step` listener when the
@@ -95,14 +97,6 @@ pub struct TmuxContextSpec {
     /// What the shell query returns until a `tmux` action changes it.
     /// Default: not inside a tmux pane (the query exits 1).
     pub query: Option<TmuxQuery>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 /// The result of the plugin's one read-only shell query (stand-in for

@@ -1,0 +1,392 @@
+//! Checking each command of a case and filling its default ids: scripted
+//! providers and their effects, assembly and loop listeners, owners, tool
+//! bodies, and the disposals, which may name a registration made later.
+
+use std::collections::BTreeSet;
+
+use super::{CompileError, fail};
+use crate::protocol::{
+    ActOp, Command, ContextCommand, Effect, ListenCommand, ListenerOp, LoopListenerCommand,
+    OwnerCommand, PreStepOp, ProviderSpec, RecordField, Registration, RequestErrorOp, RequestOp,
+    SectionCommand, TextSpec, ToolOp, ToolResultSpec, ToolsCommand, VariableCommand,
+};
+
+/// What the checks of one case collect as they go: the default-id
+/// counters, every id defined, and every disposal (checked at the end, as a
+/// registration may come after the provider that disposes it).
+#[derive(Default)]
+pub(super) struct Compiler {
+    tools_count: u32,
+    suppress_count: u32,
+    defined_ids: BTreeSet<String>,
+    dispose_targets: Vec<(String, String)>,
+}
+
+impl Compiler {
+    fn check_provider<T>(
+        &mut self,
+        path: &str,
+        spec: &mut ProviderSpec<T>,
+    ) -> Result<(), CompileError> {
+        let outcomes = usize::from(spec.returns.is_some())
+            + usize::from(spec.sequence.is_some())
+            + usize::from(spec.returns_undefined)
+            + usize::from(spec.throws.is_some())
+            + usize::from(spec.context_field.is_some());
+        if outcomes != 1 {
+            return fail(
+                path,
+                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`, `context_field`",
+            );
+        }
+        if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
+            return fail(path, "`sequence` needs at least one value");
+        }
+        if spec.cause.is_some() && spec.throws.is_none() {
+            return fail(path, "`cause` only goes with `throws`");
+        }
+        for (index, effect) in spec.effects.iter_mut().enumerate() {
+            self.effect(&format!("{path}.effects[{index}]"), effect)?;
+        }
+        Ok(())
+    }
+
+    fn effect(&mut self, path: &str, effect: &mut Effect) -> Result<(), CompileError> {
+        if effect.on_call == Some(0) {
+            return fail(path, "`on_call` counts from 1");
+        }
+        match (&mut effect.register, &effect.dispose) {
+            (Some(step), None) => self.nested_registration(&format!("{path}.register"), step),
+            (None, Some(target)) => {
+                self.dispose_targets
+                    .push((path.to_string(), target.clone()));
+                Ok(())
+            }
+            _ => fail(
+                path,
+                "an effect sets exactly one of `register` and `dispose`",
+            ),
+        }
+    }
+
+    fn nested_registration(
+        &mut self,
+        path: &str,
+        registration: &mut Registration,
+    ) -> Result<(), CompileError> {
+        match registration {
+            Registration::Section(s) => self.section(path, s),
+            Registration::Context(s) => self.context(path, s),
+            Registration::Variable(s) => self.variable(path, s),
+            Registration::Suppress(s) => {
+                self.define_suppressor(&mut s.id);
+                Ok(())
+            }
+            Registration::Tools(s) => self.tools(path, s),
+        }
+    }
+
+    fn section(&mut self, path: &str, s: &mut SectionCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.text"), &mut s.text)
+    }
+
+    fn context(&mut self, path: &str, s: &mut ContextCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.text"), &mut s.text)
+    }
+
+    fn variable(&mut self, path: &str, s: &mut VariableCommand) -> Result<(), CompileError> {
+        self.define_named(&mut s.id, &s.name, &s.scope);
+        self.text(&format!("{path}.value"), &mut s.value)
+    }
+
+    fn tools(&mut self, path: &str, s: &mut ToolsCommand) -> Result<(), CompileError> {
+        self.define_tools(&mut s.id);
+        self.check_provider(&format!("{path}.provider"), &mut s.provider)
+    }
+
+    fn define_suppressor(&mut self, id: &mut Option<String>) {
+        self.suppress_count += 1;
+        let n = self.suppress_count;
+        let id = id.get_or_insert_with(|| format!("suppress#{n}")).clone();
+        self.define(&id);
+    }
+
+    fn define_tools(&mut self, id: &mut Option<String>) {
+        self.tools_count += 1;
+        let n = self.tools_count;
+        let id = id.get_or_insert_with(|| format!("tools#{n}")).clone();
+        self.define(&id);
+    }
+
+    fn text(&mut self, path: &str, text: &mut TextSpec) -> Result<(), CompileError> {
+        match text {
+            TextSpec::Static(_) => Ok(()),
+            TextSpec::Provider(spec) => self.check_provider(path, spec),
+        }
+    }
+
+    /// Fill a named registration's default id (`name`, or `name@scope`) and record it.
+    fn define_named(&mut self, id: &mut Option<String>, name: &str, scope: &Option<String>) {
+        let id = id
+            .get_or_insert_with(|| default_named_id(name, scope))
+            .clone();
+        self.define(&id);
+    }
+
+    fn define(&mut self, id: &str) {
+        self.defined_ids.insert(id.to_string());
+    }
+
+    /// Validate a command and fill its default ids.
+    pub(super) fn command(
+        &mut self,
+        path: &str,
+        command: &mut Command,
+    ) -> Result<(), CompileError> {
+        match command {
+            Command::Section(s) => self.section(path, s),
+            Command::Context(s) => self.context(path, s),
+            Command::Variable(s) => self.variable(path, s),
+            Command::Suppress(s) => {
+                self.define_suppressor(&mut s.id);
+                Ok(())
+            }
+            Command::Tools(s) => self.tools(path, s),
+            Command::Listen(s) => self.listen(path, s),
+            Command::OnChange(s) => {
+                self.define(&s.id.clone());
+                Ok(())
+            }
+            Command::Owner(s) => self.owner(path, s),
+            Command::Dispose(s) => {
+                self.dispose_targets
+                    .push((path.to_string(), s.target.clone()));
+                Ok(())
+            }
+            Command::OnPreStep(LoopListenerCommand { id, .. })
+            | Command::OnRequest(LoopListenerCommand { id, .. })
+            | Command::OnRequestError(LoopListenerCommand { id, .. })
+            | Command::OnTurnStopping(LoopListenerCommand { id, .. })
+            | Command::OnStatus(LoopListenerCommand { id, .. })
+            | Command::OnSessionEvent(LoopListenerCommand { id, .. }) => {
+                self.define(&id.clone());
+                check_listener_acts(path, command)
+            }
+            Command::Bind(_)
+            | Command::DisposeScope(_)
+            | Command::Assemble(_)
+            | Command::Followup(_)
+            | Command::Steer(_)
+            | Command::Inject(_)
+            | Command::Cancel(_)
+            | Command::Wait(_)
+            | Command::WaitIdle(_)
+            | Command::Compact(_)
+            | Command::Resume(_)
+            | Command::DisposeAgent(_)
+            | Command::Plugin(_)
+            | Command::RegisterRoute(_)
+            | Command::UnregisterRoute(_)
+            | Command::Append(_)
+            | Command::ReadSession(_)
+            | Command::FirePreStep(_)
+            | Command::ClockJump(_)
+            | Command::CanonicalHeader(_)
+            | Command::HeaderEquals(_) => Ok(()),
+        }
+    }
+
+    /// A scripted assembly listener: its registrations and disposals, and no
+    /// `set_field` over one of the assembly's own lists.
+    fn listen(&mut self, path: &str, s: &mut ListenCommand) -> Result<(), CompileError> {
+        self.define(&s.id.clone());
+        for (index, op) in s.ops.iter_mut().enumerate() {
+            let op_path = format!("{path}.ops[{index}]");
+            match op {
+                ListenerOp::Register(registration) => {
+                    self.nested_registration(&op_path, registration)?
+                }
+                ListenerOp::Dispose(target) => {
+                    self.dispose_targets.push((op_path, target.clone()));
+                }
+                ListenerOp::SetField(field)
+                    if ["sections", "contexts", "tools", "variables"]
+                        .contains(&field.name.as_str()) =>
+                {
+                    return fail(
+                        &op_path,
+                        "`set_field` cannot set an assembly list; use the list ops",
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A plugin owning a group of registrations, all of them global.
+    fn owner(&mut self, path: &str, s: &mut OwnerCommand) -> Result<(), CompileError> {
+        self.define(&s.id.clone());
+        for (index, registration) in s.registrations.iter_mut().enumerate() {
+            let path = format!("{path}.registrations[{index}]");
+            if registration_scope(registration).is_some() {
+                return fail(
+                    &format!("{path}.scope"),
+                    "an owner's registrations are global",
+                );
+            }
+            self.nested_registration(&path, registration)?;
+        }
+        Ok(())
+    }
+
+    /// The ops of scripted tool bodies: their registrations and disposals,
+    /// and what a tool call can record.
+    pub(super) fn tool_results(
+        &mut self,
+        tool_results: &mut [ToolResultSpec],
+    ) -> Result<(), CompileError> {
+        for (tool_index, tool) in tool_results.iter_mut().enumerate() {
+            for (index, op) in tool.ops.iter_mut().enumerate() {
+                let path = format!("tool_results[{tool_index}].ops[{index}]");
+                match op {
+                    ToolOp::Register(registration) => {
+                        self.nested_registration(&path, registration)?
+                    }
+                    ToolOp::Dispose(target) => self.dispose_targets.push((path, target.clone())),
+                    ToolOp::Act(ActOp::Record(fields)) => check_tool_record(&path, fields)?,
+                    ToolOp::WaitForAbort | ToolOp::Act(_) => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every disposal names a registration the case makes somewhere.
+    pub(super) fn check_dispose_targets(&self) -> Result<(), CompileError> {
+        for (path, target) in &self.dispose_targets {
+            if !self.defined_ids.contains(target) {
+                return fail(path, format!("no registration has id {target:?}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_named_id(name: &str, scope: &Option<String>) -> String {
+    match scope {
+        Some(scope) => format!("{name}@{scope}"),
+        None => name.to_string(),
+    }
+}
+
+/// A tool body records only what a tool call receives.
+fn check_tool_record(path: &str, fields: &[RecordField]) -> Result<(), CompileError> {
+    use RecordField::{Aborted, Arguments, CallId, LastEvent};
+    let allowed = [CallId, Arguments, Aborted, LastEvent];
+    match fields.iter().find(|f| !allowed.contains(f)) {
+        Some(field) => fail(
+            &format!("{path}.record"),
+            format!(
+                "a tool call receives no `{}`; it can record `call_id`, `arguments`, `aborted`, `last_event`",
+                field.key()
+            ),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// A loop listener records only fields its event's payload has.
+fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError> {
+    use RecordField::{Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn};
+    let acts = |op: Option<&ActOp>| op.cloned();
+    let (event, fields, ops): (&str, &[RecordField], Vec<Option<ActOp>>) = match command {
+        Command::OnPreStep(c) => (
+            "agent/pre-step",
+            &[Turn, Step, Messages, Aborted, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        PreStepOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnRequest(c) => (
+            "agent/request",
+            &[Turn, Step, Aborted, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        RequestOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnRequestError(c) => (
+            "agent/request-error",
+            &[Turn, Step, Aborted, Provider, Failure, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| {
+                    acts(match op {
+                        RequestErrorOp::Act(a) => Some(a),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        ),
+        Command::OnTurnStopping(c) => (
+            "agent/turn-stopping",
+            &[Turn, Aborted, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        Command::OnStatus(c) => (
+            "agent/status",
+            &[Status, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        Command::OnSessionEvent(c) => (
+            "session/event",
+            &[Event, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
+        _ => return Ok(()),
+    };
+    for (index, op) in ops.iter().enumerate() {
+        if let Some(ActOp::Record(recorded)) = op
+            && let Some(field) = recorded.iter().find(|field| !fields.contains(field))
+        {
+            return fail(
+                &format!("{path}.ops[{index}].record"),
+                format!(
+                    "an {event} listener receives no `{}`; it can record {}",
+                    field.key(),
+                    fields
+                        .iter()
+                        .map(|f| format!("`{}`", f.key()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The scope a registration names, if any.
+fn registration_scope(registration: &Registration) -> Option<&String> {
+    match registration {
+        Registration::Section(c) => c.scope.as_ref(),
+        Registration::Context(c) => c.scope.as_ref(),
+        Registration::Suppress(c) => c.scope.as_ref(),
+        Registration::Tools(c) => c.scope.as_ref(),
+        Registration::Variable(c) => c.scope.as_ref(),
+    }
+}

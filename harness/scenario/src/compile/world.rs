@@ -1,0 +1,220 @@
+//! Checking a loop case's world and what its commands say of it: the mock
+//! provider's script, the scripted routes and their errors, the agents'
+//! options, the agents and routes commands name, and the simulated clock.
+
+use serde_json::Value;
+
+use super::{CompileError, MAX_EPOCH_MS, MAX_VIRTUAL_TIME_MS, addressed_agent, fail};
+use crate::protocol::{
+    AgentSpec, Command, LoopWorld, ModelResolution, RouteSpec, ScriptedError, SimulationSpec,
+};
+
+/// A loop case's world and what its commands say of it: the provider's
+/// script, the routes, each agent's options, the agents and routes the
+/// commands name, and the simulated clock.
+pub(super) fn check_world(
+    world: &LoopWorld,
+    commands: &[Command],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), CompileError> {
+    if let Err(error) = world.provider.validate() {
+        return fail("provider", error.to_string());
+    }
+    check_routes(&world.routes)?;
+    let agents: Vec<(String, &AgentSpec)> = std::iter::once(("agent".to_string(), &world.agent))
+        .chain(
+            world
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (format!("agents[{i}]"), a)),
+        )
+        .collect();
+    check_agent_options(&agents)?;
+    check_messages_and_agents(commands, &agents, path_of)?;
+    check_route_commands(commands, &world.routes, path_of)?;
+    check_clock(&world.simulation, commands)
+}
+
+/// `AgentOptions.provider` and `model` are strings or `undefined`: any other
+/// value could not name a route or a model.
+fn check_agent_options(agents: &[(String, &AgentSpec)]) -> Result<(), CompileError> {
+    for (path, agent) in agents {
+        for (key, value) in [("provider", &agent.provider), ("model", &agent.model)] {
+            if value.as_str().is_none() && !value.is_undefined() {
+                return fail(
+                    &format!("{path}.{key}"),
+                    "a string, or `{ \"$js\" = \"undefined\" }` for none",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each message a command sends has its content one way, and each agent a
+/// command names is one of the world's.
+fn check_messages_and_agents(
+    commands: &[Command],
+    agents: &[(String, &AgentSpec)],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), CompileError> {
+    for (index, command) in commands.iter().enumerate() {
+        if let Command::Followup(message) | Command::Steer(message) | Command::Inject(message) =
+            command
+            && message.text.is_some() == message.content.is_some()
+        {
+            return fail(&path_of(index), "a message has either `text` or `content`");
+        }
+        if let Some(id) = addressed_agent(command)
+            && !agents.iter().any(|(_, agent)| agent.id == id)
+        {
+            return fail(
+                &format!("{}.agent", path_of(index)),
+                format!("no agent has id {id:?}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `register_route` and `unregister_route` name one of the world's routes.
+fn check_route_commands(
+    commands: &[Command],
+    routes: &[RouteSpec],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), CompileError> {
+    for (index, command) in commands.iter().enumerate() {
+        if let Command::RegisterRoute(route) | Command::UnregisterRoute(route) = command
+            && !routes.iter().any(|r| r.provider == route.provider)
+        {
+            return fail(
+                &format!("{}.provider", path_of(index)),
+                format!("no route in `routes` has provider {:?}", route.provider),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The simulated clock stays bounded: the busy budget within
+/// [`MAX_VIRTUAL_TIME_MS`], and start plus budget plus every wait and
+/// forward clock jump within [`MAX_EPOCH_MS`].
+fn check_clock(simulation: &SimulationSpec, commands: &[Command]) -> Result<(), CompileError> {
+    if simulation.budget_ms > MAX_VIRTUAL_TIME_MS {
+        return fail(
+            "simulation.budget_ms",
+            format!("at most {MAX_VIRTUAL_TIME_MS} ms of virtual time per case"),
+        );
+    }
+    let waits = commands.iter().fold(0u64, |total, command| match command {
+        Command::Wait(wait) => total.saturating_add(wait.ms),
+        Command::ClockJump(jump) => total.saturating_add(jump.ms.max(0).unsigned_abs()),
+        _ => total,
+    });
+    let latest = simulation
+        .start_ms
+        .saturating_add(simulation.budget_ms)
+        .saturating_add(waits);
+    if latest > MAX_EPOCH_MS {
+        return fail(
+            "simulation.start_ms",
+            format!(
+                "the clock could pass {MAX_EPOCH_MS} (the end of JavaScript's Date range): \
+                 start_ms + budget_ms + every wait must stay below it"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Scripted routes: each response either gives `parts` or uses the
+/// shorthands, each part is an object with a string `type` or a
+/// `{sleep_ms}` pause, and an error is either plain or a valid `LlmError`.
+fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
+    for (route_index, route) in routes.iter().enumerate() {
+        let resolutions = std::iter::once((format!("routes[{route_index}].model"), &route.model))
+            .chain(route.models.iter().map(|(id, resolution)| {
+                (format!("routes[{route_index}].models.{id}"), resolution)
+            }));
+        for (path, resolution) in resolutions {
+            if let ModelResolution::Rejects(error) = resolution {
+                check_scripted_error(&path, error)?;
+            }
+        }
+        for (index, response) in route.responses.iter().enumerate() {
+            let path = format!("routes[{route_index}].responses[{index}]");
+            if response.uses_shorthand() && !response.parts.is_empty() {
+                return fail(
+                    &format!("{path}.parts"),
+                    "give either `parts` or the shorthands (reasoning, text, tool_calls, usage, finish)",
+                );
+            }
+            if response.hangs && response.error.is_some() {
+                return fail(
+                    &format!("{path}.hangs"),
+                    "a response that hangs raises no error",
+                );
+            }
+            for (part_index, part) in response.parts.iter().enumerate() {
+                let part_path = format!("{path}.parts[{part_index}]");
+                let Some(object) = part.as_object() else {
+                    return fail(&part_path, "a part is an object");
+                };
+                let pause = object.len() == 1 && object.get("sleep_ms").is_some_and(Value::is_u64);
+                if !pause && !object.get("type").is_some_and(Value::is_string) {
+                    return fail(
+                        &part_path,
+                        "a part has a string `type`, or is a pause `{ sleep_ms = N }`",
+                    );
+                }
+            }
+            if let Some(error) = &response.error {
+                check_scripted_error(&format!("{path}.error"), error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An `LlmError`'s own constructor checks, so every implementation can build it.
+fn check_scripted_error(path: &str, error: &ScriptedError) -> Result<(), CompileError> {
+    if error.code.is_none()
+        && (error.status.is_some()
+            || error.provider_retry_after_ms.is_some()
+            || error.request_id.is_some())
+    {
+        return fail(
+            path,
+            "status, provider_retry_after_ms and request_id need a `code`",
+        );
+    }
+    if error.code.is_some() && error.message.is_empty() {
+        return fail(
+            &format!("{path}.message"),
+            "an LlmError message is non-empty",
+        );
+    }
+    if error.code.as_deref() == Some("") {
+        return fail(&format!("{path}.code"), "an LlmError code is non-empty");
+    }
+    if error
+        .status
+        .is_some_and(|status| !(100..=599).contains(&status))
+    {
+        return fail(
+            &format!("{path}.status"),
+            "a status is from 100 through 599",
+        );
+    }
+    if error.provider_retry_after_ms == Some(0) {
+        return fail(
+            &format!("{path}.provider_retry_after_ms"),
+            "a retry-after is positive",
+        );
+    }
+    if error.request_id.as_deref() == Some("") {
+        return fail(&format!("{path}.request_id"), "a request id is non-empty");
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! The commands of a case that act on the prompt registry: the [`Command`]
+//! vocabulary itself (`do` selects the kind), the [`Registration`]s a
+//! provider, listener or tool can make while it runs, and the payloads of the
+//! registry-level commands (registrations, listeners, disposal, scopes and
+//! `assemble`).
+//!
+//! The loop-level commands' payloads live in [`super::loop_commands`].
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::listener_ops::ListenerOp;
+use super::loop_commands::{
+    AppendCommand, CancelCommand, CanonicalHeaderCommand, ClockJumpCommand, CompactCommand,
+    DisposeAgentCommand, FirePreStepCommand, HeaderEqualsCommand, LoopListenerCommand,
+    MessageCommand, ReadSessionCommand, ResumeCommand, RouteCommand, WaitCommand, WaitIdleCommand,
+};
+use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
+use super::order::Order;
+use super::plugins::PluginAction;
+use super::providers::{ProviderSpec, TextSpec, ToolsResultSpec};
+
+/// One command of a case. `do` selects the kind. In a scenario file each
+/// step is a command plus, for most kinds, its `expect`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Command {
+    /// `systemPrompt.section(...)`.
+    Section(SectionCommand),
+    /// `systemPrompt.context(...)`.
+    Context(ContextCommand),
+    /// `systemPrompt.suppressRuntimeContext()`.
+    Suppress(SuppressCommand),
+    /// `systemPrompt.tools(provider)`.
+    Tools(ToolsCommand),
+    /// `systemPrompt.variable(name, provider)`.
+    Variable(VariableCommand),
+    /// `ctx.on('system-prompt/assemble', listener, options)`.
+    Listen(ListenCommand),
+    /// Call a registration's disposer.
+    Dispose(DisposeCommand),
+    /// Dispose a scope (`createScope(...).dispose()`): every registration
+    /// and listener made on it goes.
+    DisposeScope(ScopeCommand),
+    /// A plugin that owns a group of global registrations (`ctx.plugin`):
+    /// they are made in its context, in order, and disposing `id` disposes
+    /// the plugin, so all of them go in one step.
+    Owner(OwnerCommand),
+    /// `ctx.on('system-prompt/change', listener)`: journals `change <id>`
+    /// on every event and throws on the calls `throw_on` names.
+    OnChange(ChangeListenerCommand),
+    /// Bind a scope's parent at this point.
+    Bind(BindCommand),
+    /// `assemble({scope})`, then render the prompt and the context snapshot.
+    Assemble(AssembleCommand),
+    /// Loop: `agent.followup(message)`.
+    Followup(MessageCommand),
+    /// Loop: `agent.steer(message)`.
+    Steer(MessageCommand),
+    /// Loop: `agent.inject(message)`.
+    Inject(MessageCommand),
+    /// Loop: `agent.cancel(reason, {keepInbox})`.
+    Cancel(CancelCommand),
+    /// Loop: let virtual time pass. While the agent is idle the clock jumps
+    /// (nothing is in flight); otherwise the simulation runs through it.
+    Wait(WaitCommand),
+
+    /// Loop: wait until the agent is idle.
+    WaitIdle(WaitIdleCommand),
+    /// Loop: append a compaction summary replacing a surface range.
+    Compact(CompactCommand),
+    /// Loop: a new agent over a session rebuilt from this log, as a new
+    /// process would build it: waits for idle, drops the old agent with its
+    /// scoped registrations and listeners, keeps global registrations.
+    Resume(ResumeCommand),
+    /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
+    DisposeAgent(DisposeAgentCommand),
+    /// Loop: an `agent/pre-step` listener.
+    OnPreStep(LoopListenerCommand<PreStepOp>),
+    /// Loop: an `agent/request` listener.
+    OnRequest(LoopListenerCommand<RequestOp>),
+    /// Loop: an `agent/request-error` listener.
+    OnRequestError(LoopListenerCommand<RequestErrorOp>),
+    /// Loop: an `agent/turn-stopping` listener (serial; it only acts).
+    OnTurnStopping(LoopListenerCommand<ActOp>),
+    /// Loop: an `agent/status` listener on the agent (a contained event:
+    /// a throw is logged as a warning).
+    OnStatus(LoopListenerCommand<ActOp>),
+    /// Loop: a `session/event` observer on the agent's session (contained
+    /// like `on_status`; runs after each append).
+    OnSessionEvent(LoopListenerCommand<ActOp>),
+    /// Loop: act on a context plugin's inputs (spec 10).
+    Plugin(PluginAction),
+    /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an
+    /// agent's session, with any values.
+    Append(AppendCommand),
+    /// Loop: read an agent's session: its folded request header and
+    /// context, surface nodes and derived messages (the step's `value`).
+    ReadSession(ReadSessionCommand),
+    /// Loop: fire an agent's `agent/pre-step` waterfall directly, without the
+    /// loop, with these messages; the decision is the step's `value`
+    /// (`{kind = "enter", messages}` or `{kind = "reject"}`).
+    FirePreStep(FirePreStepCommand),
+    /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
+    /// forward or backward, while timers keep their course.
+    ClockJump(ClockJumpCommand),
+    /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
+    CanonicalHeader(CanonicalHeaderCommand),
+    /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
+    HeaderEquals(HeaderEqualsCommand),
+    /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
+    /// scripted route of that name (its script goes on where it stopped).
+    RegisterRoute(RouteCommand),
+    /// Loop: dispose the route's current registration (a no-op when it has none).
+    UnregisterRoute(RouteCommand),
+}
+
+impl From<Registration> for Command {
+    fn from(registration: Registration) -> Self {
+        match registration {
+            Registration::Section(c) => Command::Section(c),
+            Registration::Context(c) => Command::Context(c),
+            Registration::Suppress(c) => Command::Suppress(c),
+            Registration::Tools(c) => Command::Tools(c),
+            Registration::Variable(c) => Command::Variable(c),
+        }
+    }
+}
+
+/// A registration a provider effect or a listener performs while it runs:
+/// the registering commands, by the same `do` names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Registration {
+    /// `systemPrompt.section(...)`.
+    Section(SectionCommand),
+    /// `systemPrompt.context(...)`.
+    Context(ContextCommand),
+    /// `systemPrompt.suppressRuntimeContext()`.
+    Suppress(SuppressCommand),
+    /// `systemPrompt.tools(provider)`.
+    Tools(ToolsCommand),
+    /// `systemPrompt.variable(name, provider)`.
+    Variable(VariableCommand),
+}
+
+/// Registers a prompt section.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SectionCommand {
+    /// Handle for `dispose` and journal entries. Default: the name, plus
+    /// `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Section name.
+    pub name: String,
+    /// Sort key. TOML `nan` and `inf` are allowed, to test validation.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+    /// The section's `complete` flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
+}
+
+/// Registers a runtime-context entry.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Context name.
+    pub name: String,
+    /// Sort key.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+}
+
+/// Registers a runtime-context suppressor.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuppressCommand {
+    /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+}
+
+/// Registers a tool provider.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsCommand {
+    /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// The scripted provider.
+    pub provider: ProviderSpec<ToolsResultSpec>,
+}
+
+/// Registers a prompt variable.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariableCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Variable name (validated by the registry).
+    pub name: String,
+    /// The provider. A plain string is short for `{ returns = "..." }`:
+    /// variables are always functions, so every form is journaled.
+    pub value: TextSpec,
+}
+
+/// Registers a waterfall listener on `system-prompt/assemble`.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListenCommand {
+    /// Listener handle, used in the journal (`listener <id>`) and by `dispose`.
+    pub id: String,
+    /// Register from this scope's context (a tagged listener); absent = untagged.
+    pub scope: Option<String>,
+    /// `{global: true}`: receive every assembly regardless of scope.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub global: bool,
+    /// `{prepend: true}`: run outside the listeners registered before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepend: bool,
+    /// What the listener does, in order. Without a `next` op it never calls
+    /// `next()`, so inner listeners and the default do not run.
+    pub ops: Vec<ListenerOp>,
+}
+
+/// Calls a registration's disposer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisposeCommand {
+    /// The `id` of an earlier registration or listener.
+    pub target: String,
+}
+
+/// Binds a scope's parent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BindCommand {
+    /// The child scope.
+    pub scope: String,
+    /// Its parent.
+    pub parent: String,
+}
+
+/// Assembles for a scope and renders the result.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssembleCommand {
+    /// `assemble({scope})`; absent = `assemble({})`.
+    pub scope: Option<String>,
+    /// More fields of the assemble context, passed to every provider
+    /// (e.g. `{ who = "ann" }`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub context: serde_json::Map<String, Value>,
+}
+
+/// Names a scope.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeCommand {
+    /// The scope's name.
+    pub scope: String,
+}
+
+/// A plugin owning a group of registrations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerCommand {
+    /// The owner's id (for `dispose`).
+    pub id: String,
+    /// The global registrations it makes, in order.
+    pub registrations: Vec<Registration>,
+}
+
+/// A scripted `system-prompt/change` listener.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangeListenerCommand {
+    /// Listener id (for `dispose` and the journal).
+    pub id: String,
+    /// Throw `new Error(throws)` on these invocations (1-based); default none.
+    pub throw_on: Option<Vec<u32>>,
+    /// The message it throws.
+    #[serde(default = "default_change_error")]
+    pub throws: String,
+}
+
+fn default_change_error() -> String {
+    "change listener failed".into()
+}

@@ -1,0 +1,166 @@
+//! Scripted providers: the text, variable and tool providers a registration
+//! carries ([`ProviderSpec`], [`TextSpec`]), what they return, and the
+//! registry [`Effect`]s they perform while they are evaluated.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::commands::Registration;
+use super::js_json::JsJson;
+
+/// Section or context text, or a variable's value provider.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TextSpec {
+    /// A string. For sections and contexts: static text, never "evaluated".
+    /// For variables: a provider returning this string.
+    Static(String),
+    /// A scripted provider.
+    Provider(ProviderSpec<String>),
+}
+
+/// A string is static text; a table is a provider, deserialized as one so
+/// that an error inside it names its own field (an untagged enum would only
+/// say that no variant matched).
+impl<'de> Deserialize<'de> for TextSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> serde::de::Visitor<'de> for Text {
+            type Value = TextSpec;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a string (the text) or a provider table with one of `returns`, \
+                     `sequence`, `returns_undefined` or `throws`",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TextSpec, E> {
+                Ok(TextSpec::Static(text.to_string()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<TextSpec, A::Error> {
+                ProviderSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(TextSpec::Provider)
+            }
+        }
+        deserializer.deserialize_any(Text)
+    }
+}
+
+/// A scripted provider. Exactly one of `returns`, `sequence`,
+/// `returns_undefined` and `throws` is set. Returned objects are created once
+/// at registration and returned by reference on every call, as a JavaScript
+/// closure over a constant would.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
+pub struct ProviderSpec<T> {
+    /// Return this value on every call.
+    pub returns: Option<T>,
+    /// Return the n-th value on the n-th call; after the last, repeat the
+    /// last. An item `{ "$js" = "undefined" }` returns `undefined`.
+    pub sequence: Option<Vec<SequenceItem<T>>>,
+    /// Return the assemble context's field of this name (what the caller
+    /// passed to `assemble`), `undefined` when it is not a string.
+    pub context_field: Option<String>,
+    /// Return `undefined`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub returns_undefined: bool,
+    /// Throw `new Error(throws)`.
+    pub throws: Option<String>,
+    /// With `throws`: attach `{cause: new Error(cause)}`.
+    pub cause: Option<String>,
+    /// Side effects run during the call, before it returns or throws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<Effect>,
+}
+
+/// One value of a provider's `sequence`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, bound(deserialize = "T: Deserialize<'de>"))]
+pub enum SequenceItem<T> {
+    /// `undefined` (`{ "$js" = "undefined" }`).
+    Undefined(UndefinedMarker),
+    /// A value.
+    Value(T),
+}
+
+impl<T> SequenceItem<T> {
+    /// The value, `None` for `undefined`.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            SequenceItem::Undefined(_) => None,
+            SequenceItem::Value(value) => Some(value),
+        }
+    }
+}
+
+/// `{ "$js" = "undefined" }`, and nothing else.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct UndefinedMarker {
+    /// Always `undefined`.
+    #[serde(rename = "$js")]
+    pub js: String,
+}
+
+impl<'de> Deserialize<'de> for UndefinedMarker {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = JsJson::deserialize(deserializer)?;
+        if value.is_undefined() {
+            Ok(UndefinedMarker {
+                js: "undefined".into(),
+            })
+        } else {
+            Err(serde::de::Error::custom(
+                "not `{ \"$js\" = \"undefined\" }`",
+            ))
+        }
+    }
+}
+
+/// A registry side effect performed from inside a provider or listener.
+/// Exactly one of `register` and `dispose` is set. A failing registration
+/// makes the provider throw that error.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Effect {
+    /// Only on this call (1-based); absent = on every call.
+    pub on_call: Option<u32>,
+    /// Register an entry.
+    pub register: Option<Box<Registration>>,
+    /// Dispose the registration with this id.
+    pub dispose: Option<String>,
+}
+
+/// What a tool provider returns.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsResultSpec {
+    /// Visible schemas.
+    #[serde(default)]
+    pub schemas: Vec<SchemaSpec>,
+    /// Pre-restriction known names; replaces the implicit schema names.
+    pub known_names: Option<Vec<String>>,
+}
+
+/// A tool schema as a provider returns it.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchemaSpec {
+    /// Tool name.
+    pub name: String,
+    /// Description; absent = `undefined`.
+    pub description: Option<String>,
+    /// JSON parameters; absent = `undefined`.
+    pub parameters: Option<Value>,
+    /// Extra fields on the schema object (e.g. `strict = true`); assembly drops them.
+    pub extra: Option<serde_json::Map<String, Value>>,
+    /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
+    /// `structuredClone` fails.
+    pub unclonable_symbol: Option<String>,
+}
