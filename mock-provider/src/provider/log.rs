@@ -9,6 +9,8 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+#[cfg(doc)]
+use super::MockProvider;
 use super::{Handled, IncomingRequest, State};
 use crate::prompt_cache::PromptAccounting;
 use crate::render::ResponsePlan;

@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[cfg(doc)]
+use super::Dialect;
 use super::{FaultKind, Fragments, RequestMatch, default_true, is_false, is_true, is_zero};
 use crate::tokenizer::count_tokens;
 
