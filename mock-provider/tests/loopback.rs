@@ -206,7 +206,21 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
     let observed = client
         .send("POST", "/chat/completions", body_text.clone())
         .await;
+    let prompt_tokens = check_tool_turn_stream(&observed, &body);
 
+    // Second step on the same keep-alive connection: history appended, prefix reused.
+    let second_body = deepseek_body(tool_result_messages());
+    let second = client
+        .send("POST", "/v1/chat/completions", second_body.to_string())
+        .await;
+    let expected_hit = check_reused_prefix(&second, &second_body, prompt_tokens);
+
+    check_logged_tool_turns(&provider, &body, body_text, expected_hit);
+}
+
+/// The first turn of the tool-turn test: the stream's headers, events in wire order
+/// and usage on the finish chunk. Returns the prompt's tokens.
+fn check_tool_turn_stream(observed: &Observed, body: &Value) -> u64 {
     assert_eq!(observed.status, StatusCode::OK);
     assert_eq!(
         observed.headers["content-type"],
@@ -248,7 +262,7 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
     // DeepSeek: no usage key before the finish chunk, usage on it.
     assert!(chunks[..7].iter().all(|chunk| chunk.get("usage").is_none()));
 
-    let prompt_tokens = count_tokens(&canonical_prompt(&body));
+    let prompt_tokens = count_tokens(&canonical_prompt(body));
     let reasoning_tokens = count_tokens("The user wants a.txt.");
     let completion_tokens =
         reasoning_tokens + count_tokens("Let me read it.") + count_tokens("{\"path\":\"a.txt\"}");
@@ -265,15 +279,21 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
         })
     );
 
-    // Second step on the same keep-alive connection: history appended, prefix reused.
+    prompt_tokens
+}
+
+/// The first turn's messages followed by its tool call and the tool's result.
+fn tool_result_messages() -> Value {
     let mut messages = first_messages().as_array().unwrap().clone();
     messages.push(json!({"role": "assistant", "content": "Let me read it.", "reasoning_content": "The user wants a.txt.",
         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a.txt\"}"}}]}));
     messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "hi"}));
-    let second_body = deepseek_body(Value::Array(messages));
-    let second = client
-        .send("POST", "/v1/chat/completions", second_body.to_string())
-        .await;
+    Value::Array(messages)
+}
+
+/// The second turn of the tool-turn test: the first prompt's whole cache units are
+/// hits. Returns the hit tokens.
+fn check_reused_prefix(second: &Observed, second_body: &Value, prompt_tokens: u64) -> u64 {
     assert_eq!(second.status, StatusCode::OK);
     let payloads = data_payloads(&second.body());
     let usage: Value = serde_json::from_str(&payloads[payloads.len() - 2]).unwrap();
@@ -286,17 +306,28 @@ async fn streams_a_tool_turn_in_wire_order_with_computed_usage() {
     );
     assert_eq!(
         usage["usage"]["prompt_tokens"],
-        count_tokens(&canonical_prompt(&second_body))
+        count_tokens(&canonical_prompt(second_body))
     );
     assert!(usage["usage"].get("completion_tokens_details").is_none());
 
+    expected_hit
+}
+
+/// The request log of the tool-turn test: both requests, their bodies, headers in
+/// arrival order, and what each got.
+fn check_logged_tool_turns(
+    provider: &MockProvider,
+    body: &Value,
+    body_text: String,
+    expected_hit: u64,
+) {
     let log = provider.requests();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].method, "POST");
     assert_eq!(log[0].path, "/chat/completions");
     assert_eq!(log[1].path, "/v1/chat/completions");
     assert_eq!(log[0].body, Bytes::from(body_text));
-    assert_eq!(log[0].body_json.as_ref(), Some(&body));
+    assert_eq!(log[0].body_json.as_ref(), Some(body));
     assert_eq!(log[0].header("authorization"), Some("Bearer sk-test"));
     assert_eq!(
         log[0].header("x-deepseek-harness-session-id"),

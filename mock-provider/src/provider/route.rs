@@ -1,0 +1,93 @@
+//! Which route a request path names, and the checks every request passes before
+//! its route is answered: a known path, the route's method, a body within the limit.
+
+use super::{Handled, IncomingRequest, ServerLimits};
+
+/// What a request path asks for. Every path may carry one `/v1` or `/beta`
+/// prefix (the bases OpenAI-style clients and LiteLLM use).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /chat/completions`; `beta` when under `/beta` (prefix completion).
+    Chat {
+        /// Arrived under `/beta`.
+        beta: bool,
+    },
+    /// `POST /completions`: fill-in-the-middle text completion.
+    Fim,
+    /// `GET /models`.
+    Models,
+    /// `GET /models/{id}`.
+    Model(String),
+    /// `GET /user/balance`.
+    Balance,
+}
+
+impl Route {
+    /// The route of `path`, or `None` for a path the API does not have.
+    pub fn of(path: &str) -> Option<Self> {
+        let (beta, rest) = if let Some(rest) = path.strip_prefix("/beta") {
+            (true, rest)
+        } else {
+            (false, path.strip_prefix("/v1").unwrap_or(path))
+        };
+        match rest {
+            "/chat/completions" => Some(Self::Chat { beta }),
+            "/completions" => Some(Self::Fim),
+            "/models" => Some(Self::Models),
+            "/user/balance" => Some(Self::Balance),
+            _ => rest
+                .strip_prefix("/models/")
+                .filter(|id| !id.is_empty() && !id.contains('/'))
+                .map(|id| Self::Model(id.to_owned())),
+        }
+    }
+
+    fn method(&self) -> &'static str {
+        match self {
+            Self::Chat { .. } | Self::Fim => "POST",
+            Self::Models | Self::Model(_) | Self::Balance => "GET",
+        }
+    }
+}
+
+/// The route of `request`, or the 404, 405 or 413 it gets instead (boxed: the
+/// error is large, the path cold).
+pub(super) fn admit(
+    request: &IncomingRequest,
+    limits: &ServerLimits,
+) -> Result<Route, Box<Handled>> {
+    let Some(route) = Route::of(&request.path) else {
+        return Err(Box::new(Handled::rejected(
+            404,
+            format!("No route for {} {}", request.method, request.path),
+            "not_found",
+            None,
+        )));
+    };
+    let method = route.method();
+    if request.method != method {
+        let mut handled = Handled::rejected(
+            405,
+            format!(
+                "Method {} is not allowed on {}; use {method}",
+                request.method, request.path
+            ),
+            "method_not_allowed",
+            None,
+        );
+        handled.plan.headers.push(("allow".into(), method.into()));
+        return Err(Box::new(handled));
+    }
+    if request.body.len() > limits.max_body_bytes {
+        return Err(Box::new(Handled::rejected(
+            413,
+            format!(
+                "Request body is larger than the limit of {} bytes",
+                limits.max_body_bytes
+            ),
+            "request_too_large",
+            None,
+        )));
+    }
+    Ok(route)
+}

@@ -1,0 +1,134 @@
+//! An HTTP error entry (`rate_limit`, `server_error`, `context_overflow`,
+//! `http_error`) as the OpenAI-shaped JSON error body DeepSeek sends, with its
+//! status and headers.
+
+use super::{RenderContext, ResponsePlan, push_request_id};
+use crate::request_rules::context_length_message;
+use crate::script::{FaultKind, ScriptEntry};
+use crate::wire::ErrorBody;
+
+/// The HTTP error answer of `entry`: status, `Retry-After`, the JSON error body.
+pub(super) fn render_http_error(entry: &ScriptEntry, context: &RenderContext) -> ResponsePlan {
+    let kind = entry.fault.unwrap_or(FaultKind::ServerError);
+    let (status, default_message, default_type, code) = match kind {
+        FaultKind::RateLimit => (
+            429,
+            "Rate limit reached for requests. Please slow down and retry later.".to_owned(),
+            "rate_limit_error",
+            Some("rate_limit_exceeded"),
+        ),
+        FaultKind::ContextOverflow => {
+            let completion = context.max_tokens.unwrap_or(0);
+            (
+                400,
+                context_length_message(
+                    context.context_window,
+                    context.usage.prompt_tokens,
+                    completion,
+                ),
+                "invalid_request_error",
+                // DeepSeek repeats the type as the code.
+                Some("invalid_request_error"),
+            )
+        }
+        FaultKind::HttpError => {
+            let status = entry.status.unwrap_or(500);
+            (
+                status,
+                format!("HTTP error {status} (scripted)"),
+                error_type_for_status(status),
+                None,
+            )
+        }
+        _ => (
+            500,
+            "The server had an error while processing your request. Sorry about that!".to_owned(),
+            "server_error",
+            Some("internal_server_error"),
+        ),
+    };
+    let body = ErrorBody::new(
+        entry.message.clone().unwrap_or(default_message),
+        entry.error_type.as_deref().unwrap_or(default_type),
+        code,
+    );
+    let mut plan = ResponsePlan::error(status, &body);
+    plan.head_delay_ms = entry.delay_ms;
+    if let Some(seconds) = entry.retry_after_s {
+        plan.headers
+            .push(("retry-after".to_owned(), seconds.to_string()));
+    }
+    push_request_id(entry, &mut plan.headers);
+    plan
+}
+
+/// The `error.type` used for a status when the script does not set one.
+pub fn error_type_for_status(status: u16) -> &'static str {
+    match status {
+        401 | 403 => "authentication_error",
+        402 => "insufficient_quota",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        500..=599 => "server_error",
+        _ => "invalid_request_error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::render::render_response;
+    use crate::render::test_support::context;
+    use crate::script::{FaultKind, ScriptEntry};
+
+    #[test]
+    fn http_errors_have_openai_shaped_bodies() {
+        let rate_limited = ScriptEntry {
+            retry_after_s: Some(2),
+            request_id: Some("req-9".into()),
+            ..ScriptEntry::fault(FaultKind::RateLimit)
+        };
+        let plan = render_response(&rate_limited, &context());
+        assert_eq!(plan.status, 429);
+        assert_eq!(plan.header("retry-after"), Some("2"));
+        assert_eq!(plan.header("x-request-id"), Some("req-9"));
+        assert_eq!(plan.header("content-type"), Some("application/json"));
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        assert_eq!(body["error"]["type"], "rate_limit_error");
+        assert!(body["error"]["param"].is_null());
+
+        let plan = render_response(&ScriptEntry::fault(FaultKind::ServerError), &context());
+        assert_eq!(plan.status, 500);
+        assert_eq!(plan.header("retry-after"), None);
+
+        let plan = render_response(&ScriptEntry::fault(FaultKind::ContextOverflow), &context());
+        assert_eq!(plan.status, 400);
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("maximum context length is 131072 tokens"),
+            "{message}"
+        );
+        assert_eq!(body["error"]["code"], "invalid_request_error");
+        assert!(message.contains(
+            "you requested 256100 tokens (100 in the messages, 256000 in the completion)"
+        ));
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+
+        let custom = ScriptEntry {
+            status: Some(402),
+            message: Some("Insufficient Balance".into()),
+            delay_ms: 30,
+            ..ScriptEntry::fault(FaultKind::HttpError)
+        };
+        let plan = render_response(&custom, &context());
+        assert_eq!((plan.status, plan.head_delay_ms), (402, 30));
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        assert_eq!(
+            body,
+            json!({"error": {"message": "Insufficient Balance", "type": "insufficient_quota",
+                             "param": null, "code": null}})
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! The scriptable failures: HTTP errors answered instead of a stream, and transport
+//! faults struck inside one.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A scriptable failure.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// HTTP 429 `rate_limit_error`, with `Retry-After` when `retry_after_s` is set.
+    RateLimit,
+    /// HTTP 500 `server_error`.
+    ServerError,
+    /// HTTP 400 `invalid_request_error` whose message mentions the maximum context
+    /// length (the adapter maps it to `CONTEXT_WINDOW_EXCEEDED`).
+    ContextOverflow,
+    /// Any HTTP error: `status` (400–599) with an OpenAI-shaped JSON body.
+    HttpError,
+    /// Abort the connection after `after_events` events: the body never completes.
+    DropConnection,
+    /// Send nothing for `stall_ms` after `after_events` events, then continue.
+    Stall,
+    /// Send one `data:` event with a non-JSON payload after `after_events` events, then
+    /// continue.
+    MalformedJson,
+    /// End the body cleanly without `data: [DONE]`.
+    MissingDone,
+}
+
+impl FaultKind {
+    /// True for faults answered with an HTTP error instead of a stream.
+    pub fn is_http_error(self) -> bool {
+        matches!(
+            self,
+            Self::RateLimit | Self::ServerError | Self::ContextOverflow | Self::HttpError
+        )
+    }
+}
+
+pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::RateLimit => "rate_limit",
+        FaultKind::ServerError => "server_error",
+        FaultKind::ContextOverflow => "context_overflow",
+        FaultKind::HttpError => "http_error",
+        FaultKind::DropConnection => "drop_connection",
+        FaultKind::Stall => "stall",
+        FaultKind::MalformedJson => "malformed_json",
+        FaultKind::MissingDone => "missing_done",
+    }
+}
