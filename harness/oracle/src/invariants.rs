@@ -172,14 +172,23 @@ mod tests {
 
     #[test]
     fn a_log_whose_seqs_skip_or_repeat_is_flagged() {
-        let counted = [event(0, "turn/start", json!({})), event(1, "turn/end", json!({}))];
+        let counted = [
+            event(0, "turn/start", json!({})),
+            event(1, "turn/end", json!({})),
+        ];
         assert!(seqs_contiguous(&counted).is_empty());
-        let skipped = [event(0, "turn/start", json!({})), event(2, "turn/end", json!({}))];
+        let skipped = [
+            event(0, "turn/start", json!({})),
+            event(2, "turn/end", json!({})),
+        ];
         assert_eq!(
             seqs_contiguous(&skipped),
             ["event 1 of the log has seq 2 (a log counts its seqs from 0, one per event)"]
         );
-        let repeated = [event(0, "turn/start", json!({})), event(0, "turn/end", json!({}))];
+        let repeated = [
+            event(0, "turn/start", json!({})),
+            event(0, "turn/end", json!({})),
+        ];
         assert_eq!(seqs_contiguous(&repeated).len(), 1);
     }
 

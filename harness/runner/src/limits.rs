@@ -28,12 +28,12 @@ pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 /// The loop's bounds on one run: provider attempts per step (retries) and
 /// steps in all (tool rounds).
 pub use dshc_reference::LOOP_LIMITS;
+/// The most copies one bench fixture's `repeat`s expand to.
+pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
 /// `dshc serve` and every mock provider: connections served at once, the
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
-/// The most copies one bench fixture's `repeat`s expand to.
-pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
 /// How long `dshc bench` waits for one fixture's measurement from an
 /// adapter (`bench --timeout-ms`).
 pub const BENCH_TIMEOUT_MS: u64 = 300_000;

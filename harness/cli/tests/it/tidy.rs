@@ -475,8 +475,14 @@ fn the_crate_graph_keeps_its_layers() {
             ],
         ),
         ("dshc-agent", &["dshc-scenario"]),
-        ("dshc-reference", &["dshc-oracle", "dshc-runner", "dshc-fuzzing"]),
-        ("dshc-oracle", &["dshc-reference", "dshc-agent", "dshc-runner"]),
+        (
+            "dshc-reference",
+            &["dshc-oracle", "dshc-runner", "dshc-fuzzing"],
+        ),
+        (
+            "dshc-oracle",
+            &["dshc-reference", "dshc-agent", "dshc-runner"],
+        ),
         ("dshc-runner", &["dshc-fuzzing"]),
     ];
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -484,7 +490,16 @@ fn the_crate_graph_keeps_its_layers() {
     for (package, forbidden) in rules {
         let output = std::process::Command::new(&cargo)
             .current_dir(repository())
-            .args(["tree", "--offline", "-e", "normal", "--prefix", "none", "-p", package])
+            .args([
+                "tree",
+                "--offline",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "-p",
+                package,
+            ])
             .output()
             .unwrap_or_else(|e| panic!("cannot run cargo tree: {e}"));
         assert!(
@@ -497,7 +512,10 @@ fn the_crate_graph_keeps_its_layers() {
             .lines()
             .filter_map(|line| line.split_whitespace().next())
             .collect();
-        assert!(reached.contains(package), "{package} is not in its own tree");
+        assert!(
+            reached.contains(package),
+            "{package} is not in its own tree"
+        );
         for name in *forbidden {
             if reached.contains(name) {
                 broken.push(format!("{package} depends on {name}"));
