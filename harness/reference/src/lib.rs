@@ -1,7 +1,7 @@
 //! The reference implementation of a case: the in-process twin of an
 //! external adapter, and the same implementation speaking the protocol
 //! (`dshc adapter`, [`serve`], loop cases on the harness's clock through
-//! [`virtual_time`]) and timed ([`bench`]).
+//! `virtual_time`) and timed ([`bench`]).
 //!
 //! [`run_case`] validates a case (as `dshc adapter` receives cases from
 //! anywhere) and runs it at its level: the assembly level on a fresh
@@ -12,6 +12,7 @@
 
 mod assembly_level;
 pub mod bench;
+mod channel;
 mod driver;
 mod loop_level;
 mod loop_listeners;

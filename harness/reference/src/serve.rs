@@ -1,9 +1,9 @@
 //! `dshc adapter`: the reference speaking the adapter protocol on stdin and
 //! stdout, so the protocol itself is tested end to end: both levels, the
 //! `bench/1` extension and `virtual_time/1` (loop cases on the harness's
-//! clock, their provider requests over the protocol: [`crate::virtual_time`]).
+//! clock, their provider requests over the protocol: `virtual_time`).
 //!
-//! The two streams are one shared [`Channel`]: between requests this loop
+//! The two streams are one shared `Channel`: between requests this loop
 //! reads and writes it; while a loop case runs, the simulation's bridge
 //! host does, to ask the harness for each provider response.
 
@@ -15,48 +15,16 @@ use dshc_scenario::protocol::{
     Capabilities, Case, Level, PROTOCOL_VERSION, Reply, ReplyBody, RequestBody, parse_request,
 };
 
+use crate::channel::{Channel, SharedChannel};
 use crate::{reference_info, reference_levels};
 
 /// Why a loop case sent in real time (with `provider_url`) is declined.
 pub const REAL_TIME_DECLINED: &str = "the reference runs loop cases only on the harness's clock \
      (virtual_time/1): it has no real-time mode to point at `provider_url`";
 
-/// The protocol's input and output, shared by [`serve`]'s loop and the
-/// bridge host of a virtual-time case.
-pub(crate) struct Channel {
-    input: Box<dyn BufRead>,
-    output: Box<dyn Write>,
-}
-
-/// A [`Channel`] both sides hold.
-pub(crate) type SharedChannel = Rc<RefCell<Channel>>;
-
-impl Channel {
-    /// The next line without its line end; `None` at the end of input.
-    pub(crate) fn read_line(&mut self) -> std::io::Result<Option<String>> {
-        let mut line = String::new();
-        if self.input.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        let trimmed = line.trim_end_matches(['\n', '\r']).len();
-        line.truncate(trimmed);
-        Ok(Some(line))
-    }
-
-    /// Write one reply line and flush it.
-    pub(crate) fn write_reply(&mut self, reply: &Reply) -> std::io::Result<()> {
-        let line = serde_json::to_string(reply).map_err(std::io::Error::other)?;
-        writeln!(self.output, "{line}")?;
-        self.output.flush()
-    }
-}
-
 /// Serve requests until `stop` or end of input.
 pub fn serve(input: impl BufRead + 'static, output: impl Write + 'static) -> std::io::Result<()> {
-    let channel: SharedChannel = Rc::new(RefCell::new(Channel {
-        input: Box::new(input),
-        output: Box::new(output),
-    }));
+    let channel: SharedChannel = Rc::new(RefCell::new(Channel::new(input, output)));
     loop {
         let Some(line) = channel.borrow_mut().read_line()? else {
             return Ok(());

@@ -471,7 +471,7 @@ pub(crate) fn simulation<'a>(
         .build()
 }
 
-/// A fresh [`simulation`] with `provider` served on its host
+/// A fresh simulation (see `simulation`) with `provider` served on its host
 /// [`PROVIDER_HOST`]:[`PROVIDER_PORT`]: the network every loop case runs
 /// on, the reference's agent or a bridged implementation's requests
 /// (`adapter::bridge`).

@@ -41,8 +41,8 @@ use dshc_scenario::protocol::{
     Request, RequestBody, parse_request,
 };
 
+use crate::channel::SharedChannel;
 use crate::loop_level::{self, PROVIDER_HOST, PROVIDER_PORT, failed_run};
-use crate::serve::SharedChannel;
 
 /// The running case's line to the harness: its `seq`, the shared channel,
 /// and what went wrong talking over it.
