@@ -175,9 +175,14 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, link: &HarnessLink)
     };
     sim.host(PROVIDER_HOST, move || serve_bridge(host.clone()));
     let mut result = loop_level::run_agent_in(sim, case, world, None, limits);
+    // A broken exchange with the harness comes first: whatever failed
+    // after it followed from it.
     if let Some(trouble) = link.state.trouble.borrow_mut().take() {
         let run = result.run.get_or_insert_with(LoopRun::default);
-        run.failure.get_or_insert(trouble);
+        run.failure = Some(match run.failure.take() {
+            Some(failure) => format!("{trouble}; {failure}"),
+            None => trouble,
+        });
     }
     result
 }

@@ -4,3 +4,4 @@
 mod adapter_doubles;
 mod loop_protocol;
 mod matching;
+mod virtual_time;
