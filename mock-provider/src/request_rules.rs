@@ -276,21 +276,9 @@ fn quoted_list(ids: &[&str]) -> String {
         .join(", ")
 }
 
-/// The text of a message for matching: its `content` string, or the
-/// concatenated `text` of its content parts.
-pub fn message_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::script::message_text;
     use serde_json::json;
 
     use super::*;

@@ -3,11 +3,15 @@
 //! log), what it exposes, and the helpers every phase uses to write the
 //! session log and the live events.
 //!
-//! It exists apart from the driver so the other modules (`driver`,
-//! `request`, `stream`, `tools`) can each add their part of `impl Agent`
-//! over one shared state without reaching into each other.
+//! With it live the types that refer to each other: the [`LoopContext`]
+//! every agent of a run shares (which holds the run's tool runner) and the
+//! tool interface (a [`ToolCall`] carries a handle on its agent). Keeping
+//! them in one module keeps the crate's modules acyclic: the other modules
+//! (`driver`, `request`, `stream`, `tools`) each add their part of
+//! `impl Agent` over this state, and none of them is used from here.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde_json::{Value, json};
@@ -16,11 +20,13 @@ use dshc_model::inbox::Inbox;
 use dshc_model::js::{JsValue, object};
 use dshc_model::runtime_context::RuntimeContextProjection;
 use dshc_model::session::{Session, SurfaceMeta};
-use dshc_model::{JsError, PromptEntry, ScopeKey};
+use dshc_model::{
+    AbortSignal, AgentFacts, AssembleContext, JsError, PromptEntry, Registry, ScopeKey,
+};
 
-use crate::context::{LoopContext, logger_warn};
-use crate::driver::Phase;
-use crate::listeners::LoopListeners;
+use crate::context::{AdapterRoute, Ids, LlmCall, LoopLimits, logger_warn};
+use crate::listeners::{LocalFuture, LoopListeners};
+use crate::plugins;
 use dshc_model::session::event_kind;
 
 /// `AgentOptions`.
@@ -286,3 +292,157 @@ impl AgentStatus {
         }
     }
 }
+
+/// The agent's phase (05 §1): idle after its last turn, or running a turn
+/// with that turn's signal, its open step, and whether a wake came in after
+/// an abort.
+pub(crate) enum Phase {
+    Idle {
+        last_turn: u64,
+    },
+    Running {
+        abort: AbortSignal,
+        turn: u64,
+        step: u64,
+        wake_requested: bool,
+    },
+}
+
+/// Everything agents share: the registry, adapters, tools, ids.
+#[derive(Clone)]
+pub struct LoopContext {
+    /// The prompt registry (global layer shared by all agents).
+    pub registry: Registry,
+    /// Adapter routes by provider (`llm.registerAdapter`); routes can come
+    /// and go while the loop runs.
+    pub adapters: Rc<RefCell<BTreeMap<String, AdapterRoute>>>,
+    /// Every scripted-route `stream()` call, in order.
+    pub llm_calls: Rc<RefCell<Vec<LlmCall>>>,
+    /// The tool runtime stand-in.
+    pub tools: ToolRunner,
+    /// Id minting.
+    pub ids: Ids,
+    /// Live (non-durable) events: `agent/error`, `agent/status`, ... in order.
+    pub live_events: Rc<RefCell<Vec<Value>>>,
+    /// What the context plugins read from outside the session (files, the
+    /// tmux pane, other sessions); shared so it outlives a resume (spec 10).
+    pub plugin_world: plugins::SharedWorld,
+    /// Bounds on one run, which upstream does not have: an always-retrying
+    /// listener or an endless tool loop would run forever there. Reaching
+    /// one fails the turn and is reported in [`LoopContext::limit_reached`].
+    pub limits: LoopLimits,
+    /// The first limit reached, as `name = value`.
+    pub limit_reached: Rc<RefCell<Option<String>>>,
+    /// Steps opened so far in the run.
+    pub steps_opened: Rc<Cell<u64>>,
+}
+
+impl LoopContext {
+    /// Record that `limit` (`name = value`) was reached; the error that ends
+    /// the turn.
+    pub(crate) fn reach(&self, limit: String) -> JsError {
+        self.limit_reached.borrow_mut().get_or_insert(limit.clone());
+        JsError::error(format!("dshc limit reached: {limit}"))
+    }
+}
+
+impl LoopContext {
+    /// `llm.registerAdapter([provider], adapter)`: all-or-nothing, refusing
+    /// an empty or taken provider name as upstream does.
+    pub fn register_route(&self, provider: &str, route: AdapterRoute) -> Result<(), JsError> {
+        if provider.is_empty() {
+            return Err(JsError::llm(dshc_model::llm::failure(
+                "adapter provider names must be non-empty",
+                "INVALID_ADAPTER",
+            )));
+        }
+        let mut adapters = self.adapters.borrow_mut();
+        if adapters.contains_key(provider) {
+            return Err(JsError::llm(dshc_model::llm::failure(
+                &format!("an adapter for provider \"{provider}\" is already registered"),
+                "DUPLICATE_ADAPTER",
+            )));
+        }
+        adapters.insert(provider.to_string(), route);
+        Ok(())
+    }
+
+    /// Dispose a route's registration (a no-op when it has none).
+    pub fn unregister_route(&self, provider: &str) {
+        self.adapters.borrow_mut().remove(provider);
+    }
+
+    /// Register the loop's three global variables (01 R1.2).
+    pub fn register_loop_variables(&self) -> Result<(), JsError> {
+        type Pick = fn(&AgentFacts) -> Option<String>;
+        let fields: [(&str, Pick); 3] = [
+            ("provider", |a| a.provider.clone()),
+            ("model", |a| a.model.clone()),
+            ("cwd", |a| a.cwd.clone()),
+        ];
+        for (name, pick) in fields {
+            self.registry.variable(
+                None,
+                name,
+                Rc::new(move |context: &AssembleContext, _| {
+                    Ok(context.agent.as_ref().and_then(pick))
+                }),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A scripted tool result (the loop-level contract of 99 §2).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolOutcome {
+    /// Result text.
+    pub text: String,
+    /// `isError`.
+    pub is_error: bool,
+    /// The result's `error.info` (`{name, code}` of a harness error the
+    /// tool threw), logged as the `tool/result`'s `error`.
+    pub error_info: Option<Value>,
+    /// Context messages spliced into the next-step inbox.
+    pub additional_contexts: Vec<String>,
+    /// `concludesTurn`.
+    pub concludes_turn: bool,
+}
+
+impl ToolOutcome {
+    /// dsh-tools `toolErrorResult`: what a tool body's throw becomes.
+    pub fn thrown(error: &JsError) -> ToolOutcome {
+        let message = if error.message.is_empty() {
+            "tool call failed".to_string()
+        } else {
+            error.message.clone()
+        };
+        ToolOutcome {
+            text: format!("Error: {message}"),
+            is_error: true,
+            error_info: error
+                .code
+                .as_ref()
+                .map(|code| json!({"name": error.name, "code": code})),
+            ..ToolOutcome::default()
+        }
+    }
+}
+
+/// One tool call as the runtime hands it to the tool body.
+#[derive(Clone)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// The raw arguments text.
+    pub arguments: String,
+    /// The call id.
+    pub call_id: String,
+    /// The call's signal (the turn's).
+    pub signal: AbortSignal,
+    /// The agent the call runs for.
+    pub agent: WeakAgent,
+}
+
+/// Runs a tool call's body; it may wait, act on the agent and fail.
+pub type ToolRunner = Rc<dyn Fn(ToolCall) -> LocalFuture<ToolOutcome>>;

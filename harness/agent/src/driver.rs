@@ -18,7 +18,7 @@ use dshc_model::render::{
 use dshc_model::session::SurfaceMeta;
 use dshc_model::{AbortSignal, AgentFacts, AssembleContext, Assembly, JsError};
 
-use crate::agent::{Agent, AgentStatus};
+use crate::agent::{Agent, AgentStatus, Phase};
 use crate::context::{throw_if_aborted, user_message};
 use crate::listeners::{
     self, Decision, LocalFuture, PreStepPayload, RequestErrorAction, RequestErrorPayload,
@@ -27,21 +27,6 @@ use crate::listeners::{
 use crate::stream::AttemptLog;
 use crate::tools::{ToolSchemas, tool_calls};
 use dshc_model::session::event_kind;
-
-/// The agent's phase (05 §1): idle after its last turn, or running a turn
-/// with that turn's signal, its open step, and whether a wake came in after
-/// an abort.
-pub(crate) enum Phase {
-    Idle {
-        last_turn: u64,
-    },
-    Running {
-        abort: AbortSignal,
-        turn: u64,
-        step: u64,
-        wake_requested: bool,
-    },
-}
 
 /// What a step returned.
 #[derive(Clone, Debug, PartialEq)]

@@ -25,9 +25,10 @@ mod stream;
 mod tools;
 pub mod transport;
 
-pub use agent::{Agent, AgentOptions, AgentStatus, LaidOutSection, PromptLayout, WeakAgent};
-pub use context::{
-    AdapterRoute, Ids, LlmCall, LoopContext, LoopLimits, WireRoute, logger_warn, user_message,
-    user_prompt,
+pub use agent::{
+    Agent, AgentOptions, AgentStatus, LaidOutSection, LoopContext, PromptLayout, ToolCall,
+    ToolOutcome, ToolRunner, WeakAgent,
 };
-pub use tools::{ToolCall, ToolOutcome, ToolRunner};
+pub use context::{
+    AdapterRoute, Ids, LlmCall, LoopLimits, WireRoute, logger_warn, user_message, user_prompt,
+};

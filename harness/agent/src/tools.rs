@@ -16,64 +16,9 @@ use dshc_model::inbox::Target;
 use dshc_model::session::SurfaceMeta;
 use dshc_model::{AbortSignal, JsError, ToolSchema};
 
-use crate::agent::{Agent, WeakAgent};
+use crate::agent::{Agent, ToolCall, ToolOutcome};
 use crate::context::user_message;
-use crate::listeners::LocalFuture;
 use dshc_model::session::event_kind;
-
-/// A scripted tool result (the loop-level contract of 99 §2).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ToolOutcome {
-    /// Result text.
-    pub text: String,
-    /// `isError`.
-    pub is_error: bool,
-    /// The result's `error.info` (`{name, code}` of a harness error the
-    /// tool threw), logged as the `tool/result`'s `error`.
-    pub error_info: Option<Value>,
-    /// Context messages spliced into the next-step inbox.
-    pub additional_contexts: Vec<String>,
-    /// `concludesTurn`.
-    pub concludes_turn: bool,
-}
-
-impl ToolOutcome {
-    /// dsh-tools `toolErrorResult`: what a tool body's throw becomes.
-    pub fn thrown(error: &JsError) -> ToolOutcome {
-        let message = if error.message.is_empty() {
-            "tool call failed".to_string()
-        } else {
-            error.message.clone()
-        };
-        ToolOutcome {
-            text: format!("Error: {message}"),
-            is_error: true,
-            error_info: error
-                .code
-                .as_ref()
-                .map(|code| json!({"name": error.name, "code": code})),
-            ..ToolOutcome::default()
-        }
-    }
-}
-
-/// One tool call as the runtime hands it to the tool body.
-#[derive(Clone)]
-pub struct ToolCall {
-    /// The tool's name.
-    pub name: String,
-    /// The raw arguments text.
-    pub arguments: String,
-    /// The call id.
-    pub call_id: String,
-    /// The call's signal (the turn's).
-    pub signal: AbortSignal,
-    /// The agent the call runs for.
-    pub agent: WeakAgent,
-}
-
-/// Runs a tool call's body; it may wait, act on the agent and fail.
-pub type ToolRunner = Rc<dyn Fn(ToolCall) -> LocalFuture<ToolOutcome>>;
 
 /// The step's tool schemas, as the request and its header carry them.
 pub(crate) struct ToolSchemas {

@@ -1,6 +1,7 @@
 //! The reference implementation of a case: the in-process twin of an
 //! external adapter, and the same implementation speaking the protocol
-//! (`dshc adapter`, [`serve`]) and timed ([`bench`]).
+//! (`dshc adapter`, [`serve`], loop cases on the harness's clock through
+//! `virtual_time`) and timed ([`bench`]).
 //!
 //! [`run_case`] validates a case (as `dshc adapter` receives cases from
 //! anywhere) and runs it at its level: the assembly level on a fresh
@@ -11,12 +12,14 @@
 
 mod assembly_level;
 pub mod bench;
+mod channel;
 mod driver;
 mod loop_level;
 mod loop_listeners;
 mod plugins;
 pub mod scripted;
 pub mod serve;
+mod virtual_time;
 
 use dshc_scenario::compile::{CompileError, validate_case};
 use dshc_scenario::protocol::{Case, CaseResult, ImplementationInfo, Level};
@@ -28,6 +31,21 @@ pub use loop_level::{PROVIDER_HOST, PROVIDER_PORT, provider_requests, provider_s
 /// scenario passes is refused with the reason, never run.
 pub fn run_case(case: &Case) -> Result<CaseResult, CompileError> {
     run_case_with_limits(case, crate::LOOP_LIMITS)
+}
+
+/// [`run_case`] for `dshc adapter` under `virtual_time/1`: a loop case
+/// runs as in process, except that its provider requests go to the
+/// harness over `link` and their answers are replayed on the simulated
+/// network ([`virtual_time`]).
+pub(crate) fn run_case_on_harness_clock(
+    case: &Case,
+    link: &virtual_time::HarnessLink,
+) -> Result<CaseResult, CompileError> {
+    validate_case(case)?;
+    Ok(match case.level {
+        Level::Assembly => assembly_level::run_assembly_case(case),
+        Level::Loop => virtual_time::run_loop_case(case, crate::LOOP_LIMITS, link),
+    })
 }
 
 /// [`run_case`] with other loop limits: how the limits themselves are
@@ -61,7 +79,8 @@ pub fn reference_info() -> ImplementationInfo {
     }
 }
 
-/// The levels the reference implements.
+/// The levels the reference implements: both, in process and over the
+/// protocol (`dshc adapter` runs loop cases on the harness's clock).
 pub fn reference_levels() -> Vec<Level> {
-    vec![Level::Assembly]
+    vec![Level::Assembly, Level::Loop]
 }

@@ -6,7 +6,6 @@ use serde_json::Value;
 
 use super::{Handled, IncomingRequest, RequestOutcome, SCRIPT_EXHAUSTED_STATUS, State};
 use crate::render::ResponsePlan;
-use crate::request_rules;
 use crate::script::{MatchInput, ScriptEntry};
 use crate::wire::ErrorBody;
 
@@ -59,7 +58,7 @@ impl State {
             let last = input
                 .messages
                 .last()
-                .map(request_rules::message_text)
+                .map(crate::script::message_text)
                 .unwrap_or_default();
             let shown: String = last.chars().take(60).collect();
             format!(

@@ -49,9 +49,8 @@ impl RequestMatch {
     pub fn matches(&self, request: &MatchInput<'_>) -> bool {
         let last = request.messages.last();
         let last_role = last.and_then(|message| message.get("role")?.as_str());
-        let contains = |message: &serde_json::Value, needle: &str| {
-            crate::request_rules::message_text(message).contains(needle)
-        };
+        let contains =
+            |message: &serde_json::Value, needle: &str| message_text(message).contains(needle);
         self.model
             .as_deref()
             .is_none_or(|model| model == request.model)
@@ -103,5 +102,18 @@ mod tests {
         assert!(matcher(r#"{"any_message_contains": "read", "message_count": 2}"#).matches(&input));
         assert!(!matcher(r#"{"endpoint": "fim"}"#).matches(&input));
         assert!(!matcher(r#"{"model": "other"}"#).matches(&input));
+    }
+}
+
+/// The text of a message for matching: its `content` string, or the
+/// concatenated `text` of its content parts.
+pub fn message_text(message: &serde_json::Value) -> String {
+    match message.get("content") {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(serde_json::Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
     }
 }

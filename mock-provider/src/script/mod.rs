@@ -40,7 +40,7 @@ pub use entry::{CompletionCounts, ScriptEntry, ScriptToolCall, UsagePlacement};
 pub use fault::FaultKind;
 pub(crate) use fault::fault_name;
 pub use fragments::Fragments;
-pub use matcher::{MatchInput, RequestMatch};
+pub use matcher::{MatchInput, RequestMatch, message_text};
 pub use options::{Dialect, Validation};
 pub use validate::ScriptError;
 

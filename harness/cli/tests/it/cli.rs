@@ -484,6 +484,88 @@ fn the_reference_adapter_answers_an_invalid_case_with_errored_not_a_panic() {
     assert!(second.contains("needs `level = \\\"loop\\\"`"), "{second}");
 }
 
+/// The scenario files below `dir`, counted by walking it: every `.toml`
+/// but the clause catalog.
+fn scenario_files(dir: &Path) -> usize {
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).expect("a folder").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            count += scenario_files(&path);
+        } else if path.extension().is_some_and(|e| e == "toml")
+            && path.file_name().is_some_and(|n| n != "clauses.toml")
+        {
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn the_reference_adapter_passes_every_bundled_scenario_at_both_levels() {
+    let root = bundled("..");
+    let output = run(
+        &["check", "--adapter", &reference_adapter(), "scenarios"],
+        &root,
+    );
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    // Nothing skipped: the closing line names no other count.
+    let count = scenario_files(&root.join("scenarios"));
+    assert_eq!(
+        text.lines().last(),
+        Some(format!("{count} passed, 0 failed").as_str()),
+        "{text}"
+    );
+    assert!(
+        text.lines().all(|line| !line.starts_with("skipped")),
+        "{text}"
+    );
+}
+
+#[test]
+fn over_the_protocol_every_loop_scenario_observes_exactly_what_the_reference_does_in_process() {
+    use dshc_runner::adapter::process::{AdapterProcess, Limits};
+    use dshc_runner::adapter::{External, Implementation, Ran};
+    let files = dshc_scenario::load::discover(&[bundled("loop")]).files;
+    assert_eq!(files.len(), scenario_files(&bundled("loop")));
+    let mut adapter = External::new(AdapterProcess::new(&reference_adapter(), Limits::default()));
+    let mut differing = Vec::new();
+    for file in &files {
+        let scenario = dshc_scenario::load::load_scenario(file).expect("a bundled scenario");
+        let in_process = dshc_reference::run_case(&scenario.case).expect("a valid case");
+        // The whole result, the traffic the harness's bridge saw included.
+        let served = match adapter.run(&scenario.case) {
+            Ran::Observed(result) => *result,
+            Ran::NotRun(not_run) => {
+                differing.push(format!("{}: not run: {not_run}", scenario.case.id));
+                continue;
+            }
+        };
+        let (a, b) = (
+            serde_json::to_string(&in_process).expect("JSON"),
+            serde_json::to_string(&served).expect("JSON"),
+        );
+        if let Some(at) = a.bytes().zip(b.bytes()).position(|(x, y)| x != y) {
+            let around = |s: &str| s[at.saturating_sub(80)..(at + 80).min(s.len())].to_owned();
+            differing.push(format!(
+                "{} at byte {at}:\n  in process: {}\n  over the protocol: {}",
+                scenario.case.id,
+                around(&a),
+                around(&b)
+            ));
+        } else if a != b {
+            differing.push(format!(
+                "{}: one result is a prefix of the other",
+                scenario.case.id
+            ));
+        }
+    }
+    adapter.stop();
+    assert_eq!(adapter.starts(), 1, "one adapter process served every case");
+    assert!(differing.is_empty(), "{}", differing.join("\n"));
+}
+
 /// The bundled scenario of a changing middle section (`clock`), and a stable one.
 fn bundled(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -126,9 +126,17 @@ fn no_module_uses_a_sibling_that_uses_it_back() {
     let mut cycles = Vec::new();
     for (krate, modules) in &crates {
         let known: BTreeSet<&str> = modules.iter().map(|(m, _)| m.as_str()).collect();
+        let root = modules
+            .iter()
+            .find(|(m, _)| m.is_empty())
+            .map(|(_, text)| text.as_str());
+        let reexports = root.map(root_reexports).unwrap_or_default();
         let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
         for (module, text) in modules {
             for target in references(module, text) {
+                // `crate::Name` of an item the root re-exports is a use of
+                // the module it comes from.
+                let target = reexports.get(target.as_str()).cloned().unwrap_or(target);
                 let Some(target) = resolve(&target, &known) else {
                     continue;
                 };
@@ -446,6 +454,37 @@ fn references(module: &str, text: &str) -> Vec<String> {
         let group = &code[at + "crate::{".len()..];
         let group = &group[..group.find('}').unwrap_or(group.len())];
         found.extend(group.split(',').map(|part| path_at(part.trim())));
+    }
+    found
+}
+
+/// The items a crate root re-exports (`pub use module::{A, B};`), each with
+/// the module it comes from.
+fn root_reexports(text: &str) -> BTreeMap<String, String> {
+    let code = blank_literals(text);
+    let mut found = BTreeMap::new();
+    for statement in code.split(';') {
+        let Some(path) = statement.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let path = path
+            .trim()
+            .trim_start_matches("self::")
+            .trim_start_matches("crate::");
+        let (module, items) = match path.split_once("::{") {
+            Some((module, items)) => (module, items.trim_end_matches('}').to_owned()),
+            None => match path.rsplit_once("::") {
+                Some((module, item)) => (module, item.to_owned()),
+                None => continue,
+            },
+        };
+        for item in items.split(',') {
+            let item = item.trim();
+            let name = item.rsplit(" as ").next().unwrap_or(item).trim();
+            if !name.is_empty() && !name.contains('{') {
+                found.insert(name.to_owned(), module.trim().to_owned());
+            }
+        }
     }
     found
 }

@@ -458,20 +458,28 @@ fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> Protoco
 }
 
 /// A fresh simulation of `simulation` (seed, latency, budget, 1 ms ticks)
-/// with `provider` served on its host [`PROVIDER_HOST`]:[`PROVIDER_PORT`]:
-/// the network every loop case runs on, the reference's agent or a bridged
-/// implementation's requests (`adapter::bridge`).
-pub fn provider_simulation<'a>(
-    provider: &MockProvider,
+/// with no host yet: the network every loop case runs on.
+pub(crate) fn simulation<'a>(
     simulation: &dshc_scenario::protocol::SimulationSpec,
 ) -> turmoil::Sim<'a> {
-    let mut sim = turmoil::Builder::new()
+    turmoil::Builder::new()
         .rng_seed(simulation.seed)
         .min_message_latency(Duration::from_millis(simulation.latency_ms))
         .max_message_latency(Duration::from_millis(simulation.latency_ms))
         .simulation_duration(Duration::from_millis(simulation.budget_ms))
         .tick_duration(Duration::from_millis(1))
-        .build();
+        .build()
+}
+
+/// A fresh simulation (see `simulation`) with `provider` served on its host
+/// [`PROVIDER_HOST`]:[`PROVIDER_PORT`]: the network every loop case runs
+/// on, the reference's agent or a bridged implementation's requests
+/// (`adapter::bridge`).
+pub fn provider_simulation<'a>(
+    provider: &MockProvider,
+    spec: &dshc_scenario::protocol::SimulationSpec,
+) -> turmoil::Sim<'a> {
+    let mut sim = simulation(spec);
     let host_provider = provider.clone();
     sim.host(PROVIDER_HOST, move || {
         let provider = host_provider.clone();
@@ -484,7 +492,7 @@ pub fn provider_simulation<'a>(
     sim
 }
 
-/// Run a loop-level case in a fresh simulation.
+/// Run a loop-level case in a fresh simulation, the mock provider in process.
 pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
     let Some(world) = case.world.clone() else {
         return failed_run("a loop case needs its world");
@@ -493,13 +501,27 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
         Ok(provider) => provider,
         Err(error) => return failed_run(&error.to_string()),
     };
-    let mut sim = provider_simulation(&provider, &world.simulation);
+    let sim = provider_simulation(&provider, &world.simulation);
+    run_agent_in(sim, case, world, Some(provider), limits)
+}
+
+/// Run a loop case's agent on `sim`, whose provider host is in place.
+/// `provider` is that host's mock provider when it runs in process: its
+/// request log is the run's `requests`; without it they stay empty (the
+/// harness that answered the requests fills them in).
+pub(crate) fn run_agent_in(
+    mut sim: turmoil::Sim<'_>,
+    case: &Case,
+    world: LoopWorld,
+    provider: Option<MockProvider>,
+    limits: LoopLimits,
+) -> CaseResult {
     let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
     let sink = output.clone();
     let case = case.clone();
     let client_provider = provider.clone();
     sim.client("agent-host", async move {
-        let result = drive(&case, world, &client_provider, limits).await;
+        let result = drive(&case, world, client_provider.as_ref(), limits).await;
         *sink.borrow_mut() = Some(result);
         Ok(())
     });
@@ -508,12 +530,12 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
     if let Err(error) = finished {
         let run = result.run.get_or_insert_with(LoopRun::default);
         run.failure = Some(format!("the simulation did not finish: {error}"));
-        run.requests = provider_requests(&provider);
+        run.requests = provider.as_ref().map(provider_requests).unwrap_or_default();
     }
     result
 }
 
-fn failed_run(message: &str) -> CaseResult {
+pub(crate) fn failed_run(message: &str) -> CaseResult {
     CaseResult {
         run: Some(LoopRun {
             failure: Some(message.to_string()),
@@ -587,7 +609,7 @@ pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
 async fn drive(
     case: &Case,
     world: LoopWorld,
-    provider: &MockProvider,
+    provider: Option<&MockProvider>,
     limits: LoopLimits,
 ) -> CaseResult {
     let registry = match Registry::new(config_of(&case.config)) {
@@ -683,9 +705,9 @@ impl CaseClock {
 }
 
 /// What a finished case's run observed: every agent's log, status and
-/// inbox, the provider's traffic, the scripted routes' calls and the
-/// prompt layouts.
-fn finished_run(runner: &LoopCommands, case: &Case, provider: &MockProvider) -> LoopRun {
+/// inbox, the provider's traffic (when it runs in process), the scripted
+/// routes' calls and the prompt layouts.
+fn finished_run(runner: &LoopCommands, case: &Case, provider: Option<&MockProvider>) -> LoopRun {
     let mut agent_runs: Vec<AgentRun> = runner
         .agents
         .iter()
@@ -713,7 +735,7 @@ fn finished_run(runner: &LoopCommands, case: &Case, provider: &MockProvider) -> 
     let llm_calls = runner.context.llm_calls.borrow().clone();
     LoopRun {
         log: main.log,
-        requests: provider_requests(provider),
+        requests: provider.map(provider_requests).unwrap_or_default(),
         llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
         status: main.status,
         pending: main.pending,

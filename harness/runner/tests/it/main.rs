@@ -10,3 +10,4 @@ mod adapter_doubles;
 mod loop_protocol;
 mod matching;
 mod node_adapter;
+mod virtual_time;
