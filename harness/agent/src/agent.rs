@@ -26,7 +26,7 @@ use dshc_model::{
 
 use crate::context::{AdapterRoute, Ids, LlmCall, LoopLimits, logger_warn};
 use crate::listeners::{LocalFuture, LoopListeners};
-use crate::plugins;
+use crate::plugin_world::SharedWorld;
 use dshc_model::session::event_kind;
 
 /// `AgentOptions`.
@@ -326,7 +326,7 @@ pub struct LoopContext {
     pub live_events: Rc<RefCell<Vec<Value>>>,
     /// What the context plugins read from outside the session (files, the
     /// tmux pane, other sessions); shared so it outlives a resume (spec 10).
-    pub plugin_world: plugins::SharedWorld,
+    pub plugin_world: SharedWorld,
     /// Bounds on one run, which upstream does not have: an always-retrying
     /// listener or an endless tool loop would run forever there. Reaching
     /// one fails the turn and is reported in [`LoopContext::limit_reached`].

@@ -89,6 +89,15 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
     for detail in invariants::tools_sorted(&run.requests) {
         found.push(violation("tools", detail));
     }
+    found.extend(session_properties(scenario, &facts, &run));
+    (found, Some(run))
+}
+
+/// The properties a generated session states about itself: a complete
+/// section is the whole system prompt, and a suppressed runtime context
+/// logs no snapshot (after its tombstone, once suppressed mid-session).
+fn session_properties(scenario: &Scenario, facts: &SessionFacts, run: &LoopRun) -> Vec<Violation> {
+    let mut found = Vec::new();
     if let Some(text) = &facts.complete_text {
         for event in run
             .log
@@ -137,7 +146,7 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
             ));
         }
     }
-    (found, Some(run))
+    found
 }
 
 /// Shrink a session while a violation with the same tag remains.

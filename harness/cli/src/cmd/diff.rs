@@ -99,6 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         handshake_timeout_ms,
         ..Limits::default()
     };
+    let mut pool = adapter_pool(&adapter, &limits, case.is_some(), jobs);
     // Inclusive, so that the last case of the u64 range replays too.
     let range = match case {
         Some(case) => Some(case..=case),
@@ -108,14 +109,6 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         .into_iter()
         .flatten()
         .filter(|&case| partition.contains(case));
-    let jobs = if case.is_some() {
-        NonZeroUsize::MIN
-    } else {
-        jobs.unwrap_or_else(default_jobs)
-    };
-    let mut pool: Vec<External> = (0..jobs.get())
-        .map(|_| External::new(AdapterProcess::new(&adapter, limits.clone())))
-        .collect();
     #[expect(
         clippy::disallowed_methods,
         reason = "throughput for the person watching; never part of a result"
@@ -180,6 +173,24 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         total as f64 / elapsed.max(1e-9)
     );
     Ok(Exit::failed_if(not_run > 0))
+}
+
+/// The adapter processes the cases run on: one when replaying a single
+/// case, else `--jobs` (default: the cores available).
+fn adapter_pool(
+    adapter: &str,
+    limits: &Limits,
+    single_case: bool,
+    jobs: Option<NonZeroUsize>,
+) -> Vec<External> {
+    let jobs = if single_case {
+        NonZeroUsize::MIN
+    } else {
+        jobs.unwrap_or_else(default_jobs)
+    };
+    (0..jobs.get())
+        .map(|_| External::new(AdapterProcess::new(adapter, limits.clone())))
+        .collect()
 }
 
 /// How the seeded cases compared so far.

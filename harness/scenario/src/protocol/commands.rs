@@ -1,8 +1,8 @@
 //! The commands of a case that act on the prompt registry: the [`Command`]
-//! vocabulary itself (`do` selects the kind), the [`Registration`]s a
-//! provider, listener or tool can make while it runs, and the payloads of the
-//! registry-level commands (registrations, listeners, disposal, scopes and
-//! `assemble`).
+//! vocabulary itself (`do` selects the kind) and the payloads of the
+//! registry-level commands (listeners, disposal, scopes and `assemble`).
+//! The registering commands live with the providers they carry
+//! ([`super::providers`]), since a provider's effect registers in turn.
 //!
 //! The loop-level commands' payloads live in [`super::loop_commands`].
 
@@ -17,9 +17,10 @@ use super::loop_commands::{
     MessageCommand, ReadSessionCommand, ResumeCommand, RouteCommand, WaitCommand, WaitIdleCommand,
 };
 use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
-use super::order::Order;
 use super::plugins::PluginAction;
-use super::providers::{ProviderSpec, TextSpec, ToolsResultSpec};
+use super::providers::{
+    ContextCommand, Registration, SectionCommand, SuppressCommand, ToolsCommand, VariableCommand,
+};
 
 /// One command of a case. `do` selects the kind. In a scenario file each
 /// step is a command plus, for most kinds, its `expect`.
@@ -126,101 +127,6 @@ impl From<Registration> for Command {
             Registration::Variable(c) => Command::Variable(c),
         }
     }
-}
-
-/// A registration a provider effect or a listener performs while it runs:
-/// the registering commands, by the same `do` names.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "do", rename_all = "snake_case")]
-pub enum Registration {
-    /// `systemPrompt.section(...)`.
-    Section(SectionCommand),
-    /// `systemPrompt.context(...)`.
-    Context(ContextCommand),
-    /// `systemPrompt.suppressRuntimeContext()`.
-    Suppress(SuppressCommand),
-    /// `systemPrompt.tools(provider)`.
-    Tools(ToolsCommand),
-    /// `systemPrompt.variable(name, provider)`.
-    Variable(VariableCommand),
-}
-
-/// Registers a prompt section.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SectionCommand {
-    /// Handle for `dispose` and journal entries. Default: the name, plus
-    /// `@<scope>` when scoped.
-    pub id: Option<String>,
-    /// Register through this scope's context; absent = global.
-    pub scope: Option<String>,
-    /// Section name.
-    pub name: String,
-    /// Sort key. TOML `nan` and `inf` are allowed, to test validation.
-    pub order: Order,
-    /// A string is static text; a table is a text provider.
-    pub text: TextSpec,
-    /// The section's `complete` flag.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub complete: bool,
-}
-
-/// Registers a runtime-context entry.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ContextCommand {
-    /// Handle; default the name, plus `@<scope>` when scoped.
-    pub id: Option<String>,
-    /// Register through this scope's context; absent = global.
-    pub scope: Option<String>,
-    /// Context name.
-    pub name: String,
-    /// Sort key.
-    pub order: Order,
-    /// A string is static text; a table is a text provider.
-    pub text: TextSpec,
-}
-
-/// Registers a runtime-context suppressor.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SuppressCommand {
-    /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
-    pub id: Option<String>,
-    /// Register through this scope's context; absent = global.
-    pub scope: Option<String>,
-}
-
-/// Registers a tool provider.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolsCommand {
-    /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
-    pub id: Option<String>,
-    /// Register through this scope's context; absent = global.
-    pub scope: Option<String>,
-    /// The scripted provider.
-    pub provider: ProviderSpec<ToolsResultSpec>,
-}
-
-/// Registers a prompt variable.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VariableCommand {
-    /// Handle; default the name, plus `@<scope>` when scoped.
-    pub id: Option<String>,
-    /// Register through this scope's context; absent = global.
-    pub scope: Option<String>,
-    /// Variable name (validated by the registry).
-    pub name: String,
-    /// The provider. A plain string is short for `{ returns = "..." }`:
-    /// variables are always functions, so every form is journaled.
-    pub value: TextSpec,
 }
 
 /// Registers a waterfall listener on `system-prompt/assemble`.

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::commands::Registration;
+use super::providers::Registration;
 use super::providers::SchemaSpec;
 
 /// One operation of a scripted listener. `current` starts as the argument

@@ -1,13 +1,16 @@
-//! Scripted providers: the text, variable and tool providers a registration
-//! carries ([`ProviderSpec`], [`TextSpec`]), what they return, and the
-//! registry [`Effect`]s they perform while they are evaluated.
+//! Scripted providers and the registrations that carry them: the
+//! registering commands ([`Registration`]: sections, contexts, suppressors,
+//! tools, variables), the text, variable and tool providers they carry
+//! ([`ProviderSpec`], [`TextSpec`]), what those return, and the registry
+//! [`Effect`]s they perform while they are evaluated, which register in
+//! turn. The types refer to each other, so they share this module.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::commands::Registration;
 use super::js_json::JsJson;
+use super::order::Order;
 
 /// Section or context text, or a variable's value provider.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -163,4 +166,99 @@ pub struct SchemaSpec {
     /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
     /// `structuredClone` fails.
     pub unclonable_symbol: Option<String>,
+}
+
+/// A registration a provider effect or a listener performs while it runs:
+/// the registering commands, by the same `do` names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Registration {
+    /// `systemPrompt.section(...)`.
+    Section(SectionCommand),
+    /// `systemPrompt.context(...)`.
+    Context(ContextCommand),
+    /// `systemPrompt.suppressRuntimeContext()`.
+    Suppress(SuppressCommand),
+    /// `systemPrompt.tools(provider)`.
+    Tools(ToolsCommand),
+    /// `systemPrompt.variable(name, provider)`.
+    Variable(VariableCommand),
+}
+
+/// Registers a prompt section.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SectionCommand {
+    /// Handle for `dispose` and journal entries. Default: the name, plus
+    /// `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Section name.
+    pub name: String,
+    /// Sort key. TOML `nan` and `inf` are allowed, to test validation.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+    /// The section's `complete` flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub complete: bool,
+}
+
+/// Registers a runtime-context entry.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Context name.
+    pub name: String,
+    /// Sort key.
+    pub order: Order,
+    /// A string is static text; a table is a text provider.
+    pub text: TextSpec,
+}
+
+/// Registers a runtime-context suppressor.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuppressCommand {
+    /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+}
+
+/// Registers a tool provider.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsCommand {
+    /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// The scripted provider.
+    pub provider: ProviderSpec<ToolsResultSpec>,
+}
+
+/// Registers a prompt variable.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VariableCommand {
+    /// Handle; default the name, plus `@<scope>` when scoped.
+    pub id: Option<String>,
+    /// Register through this scope's context; absent = global.
+    pub scope: Option<String>,
+    /// Variable name (validated by the registry).
+    pub name: String,
+    /// The provider. A plain string is short for `{ returns = "..." }`:
+    /// variables are always functions, so every form is journaled.
+    pub value: TextSpec,
 }

@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::commands::Registration;
 use super::js_json::JsJson;
 use super::loop_ops::ActOp;
 use super::plugins::PluginsSpec;
+use super::providers::Registration;
 use super::routes::RouteSpec;
 use super::serde_defaults::{is_zero, yes};
 
