@@ -221,10 +221,10 @@ pub enum MergeError {
         index: usize,
         /// The field that differs.
         key: &'static str,
-        /// Its value there.
-        theirs: serde_json::Value,
-        /// Its value in the first report.
-        first: serde_json::Value,
+        /// Its value there, as JSON.
+        theirs: String,
+        /// Its value in the first report, as JSON.
+        first: String,
     },
     /// A report without a field every report has.
     #[error("report {index} has no `{field}`")]
@@ -260,8 +260,8 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
                 return Err(MergeError::OtherRun {
                     index,
                     key,
-                    theirs: report[key].clone(),
-                    first: first[key].clone(),
+                    theirs: report[key].to_string(),
+                    first: first[key].to_string(),
                 });
             }
         }

@@ -78,6 +78,19 @@ impl RequestMatch {
     }
 }
 
+/// The text of a message for matching: its `content` string, or the
+/// concatenated `text` of its content parts.
+pub fn message_text(message: &serde_json::Value) -> String {
+    match message.get("content") {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(serde_json::Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,18 +115,5 @@ mod tests {
         assert!(matcher(r#"{"any_message_contains": "read", "message_count": 2}"#).matches(&input));
         assert!(!matcher(r#"{"endpoint": "fim"}"#).matches(&input));
         assert!(!matcher(r#"{"model": "other"}"#).matches(&input));
-    }
-}
-
-/// The text of a message for matching: its `content` string, or the
-/// concatenated `text` of its content parts.
-pub fn message_text(message: &serde_json::Value) -> String {
-    match message.get("content") {
-        Some(serde_json::Value::String(text)) => text.clone(),
-        Some(serde_json::Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|part| part.get("text").and_then(serde_json::Value::as_str))
-            .collect(),
-        _ => String::new(),
     }
 }
