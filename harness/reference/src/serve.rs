@@ -78,6 +78,7 @@ fn answer(line: &str, channel: &SharedChannel) -> std::io::Result<Option<(u64, R
             iterations,
             batches,
         } => match crate::bench::BenchRig::new(&case)
+            .map_err(|e| e.to_string())
             .and_then(|rig| rig.time(iterations, batches).map_err(|e| e.message))
         {
             Ok(reply) => ReplyBody::Benched(reply),

@@ -72,16 +72,20 @@ enum Subject {
 impl Subject {
     fn measure(&mut self, fixture: &Fixture, args: &Args) -> Result<BenchReply, String> {
         match self {
-            Subject::Reference => BenchRig::new(&fixture.case).and_then(|rig| {
-                rig.time(args.iterations, args.batches)
-                    .map_err(|e| e.message)
-            }),
-            Subject::Adapter(adapter) => adapter.bench(
-                &fixture.case,
-                args.iterations,
-                args.batches,
-                args.timeout_ms,
-            ),
+            Subject::Reference => BenchRig::new(&fixture.case)
+                .map_err(|e| e.to_string())
+                .and_then(|rig| {
+                    rig.time(args.iterations, args.batches)
+                        .map_err(|e| e.message)
+                }),
+            Subject::Adapter(adapter) => adapter
+                .bench(
+                    &fixture.case,
+                    args.iterations,
+                    args.batches,
+                    args.timeout_ms,
+                )
+                .map_err(|e| e.to_string()),
         }
     }
 

@@ -32,14 +32,34 @@ pub struct BenchRig {
     _world: Rc<World>,
 }
 
+/// Why a bench case cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum RigError {
+    /// Its last command is not the `assemble` to measure.
+    #[error("a bench case ends with the measured `assemble`")]
+    NoMeasuredAssemble,
+    /// The plugin config was refused.
+    #[error("{0}")]
+    Config(String),
+    /// A registration before the measured step failed.
+    #[error("command {index} failed: {message}")]
+    Registration {
+        /// Which command.
+        index: usize,
+        /// Its error.
+        message: String,
+    },
+}
+
 impl BenchRig {
     /// Run every command of `case` but the last, which must be the measured
     /// `assemble`; a registration that fails fails the rig.
-    pub fn new(case: &Case) -> Result<BenchRig, String> {
+    pub fn new(case: &Case) -> Result<BenchRig, RigError> {
         let Some((Command::Assemble(measured), registrations)) = case.commands.split_last() else {
-            return Err("a bench case ends with the measured `assemble`".into());
+            return Err(RigError::NoMeasuredAssemble);
         };
-        let registry = Registry::new(config_of(&case.config)).map_err(|e| e.message)?;
+        let registry =
+            Registry::new(config_of(&case.config)).map_err(|e| RigError::Config(e.message))?;
         let world = Rc::new(World::default());
         let mut level = AssemblyCommands {
             registry: registry.clone(),
@@ -52,7 +72,10 @@ impl BenchRig {
             .enumerate()
             .find_map(|(index, observation)| observation.error.as_ref().map(|e| (index, e)))
         {
-            return Err(format!("command {index} failed: {}", error.message));
+            return Err(RigError::Registration {
+                index,
+                message: error.message.clone(),
+            });
         }
         // The journal is for scenario expectations; a benchmark reads none.
         world.set_journaling(false);

@@ -98,10 +98,10 @@ impl External {
         iterations: u32,
         batches: u32,
         timeout_ms: u64,
-    ) -> Result<BenchReply, String> {
-        self.process.ensure_started().map_err(|f| f.to_string())?;
+    ) -> Result<BenchReply, BenchError> {
+        self.process.ensure_started().map_err(BenchError::Fault)?;
         if !self.process.capabilities.bench {
-            return Err("the adapter does not offer the bench/1 extension".into());
+            return Err(BenchError::NotOffered);
         }
         let request = RequestBody::Bench {
             case: Box::new(case.clone()),
@@ -110,14 +110,33 @@ impl External {
         };
         match self.process.exchange_within(request, timeout_ms) {
             Ok(ReplyBody::Benched(reply)) => Ok(reply),
-            Ok(ReplyBody::Errored { context }) => Err(context),
+            Ok(ReplyBody::Errored { context }) => Err(BenchError::Errored(context)),
             Ok(other) => {
                 let _ = self.process.kill();
-                Err(format!("protocol error: `bench` answered with {other:?}"))
+                Err(BenchError::Protocol(format!(
+                    "`bench` answered with {other:?}"
+                )))
             }
-            Err(fault) => Err(fault.to_string()),
+            Err(fault) => Err(BenchError::Fault(fault)),
         }
     }
+}
+
+/// Why an adapter's `bench` measurement did not come back.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The adapter does not offer the extension.
+    #[error("the adapter does not offer the bench/1 extension")]
+    NotOffered,
+    /// The adapter answered `errored`.
+    #[error("{0}")]
+    Errored(String),
+    /// The answer broke the protocol.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The process crashed, timed out or broke the protocol on the way.
+    #[error("{0}")]
+    Fault(AdapterFault),
 }
 
 fn fault(fault: AdapterFault) -> Ran {
