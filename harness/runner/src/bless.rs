@@ -35,6 +35,17 @@ pub enum BlessError {
     /// An observation has no TOML form.
     #[error("cannot write the expectation as TOML: {0}")]
     Unrepresentable(String),
+    /// The reference refused the case.
+    #[error("the reference cannot run the case: {0}")]
+    Invalid(#[from] dshc_scenario::compile::CompileError),
+    /// The rewritten file could not replace the original (which is kept).
+    #[error("cannot write {path}: {error}")]
+    Write {
+        /// The scenario file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
 /// Whether blessing was requested, refusing under CI.
@@ -342,6 +353,20 @@ fn set_expect(table: &mut toml_edit::Table, item: Option<toml_edit::Item>) {
             table.remove("expect");
         }
     }
+}
+
+/// Rewrite a scenario file's expectations from the reference's run of it,
+/// replacing the file only once the new text is whole
+/// ([`dshc_scenario::data_file::replace_file`]).
+pub fn bless_file(scenario: &LoadedScenario) -> Result<(), BlessError> {
+    let result = dshc_reference::run_case(&scenario.case)?;
+    let text = blessed_source(scenario, &result)?;
+    dshc_scenario::data_file::replace_file(&scenario.path, &text).map_err(|error| {
+        BlessError::Write {
+            path: scenario.path.display().to_string(),
+            error,
+        }
+    })
 }
 
 /// The scenario text with expectations rewritten from `result`.

@@ -75,11 +75,8 @@ fn bless_or_fail(scenario: &LoadedScenario, outcome: &Outcome) -> Result<(), Fai
     let description = describe(scenario, outcome);
     match dshc_runner::bless::bless_requested() {
         Ok(true) => {
-            let result = dshc_reference::run_case(&scenario.case)
+            dshc_runner::bless::bless_file(scenario)
                 .map_err(|e| Failed::from(format!("{description}\ncannot bless: {e}")))?;
-            let text = dshc_runner::bless::blessed_source(scenario, &result)
-                .map_err(|e| Failed::from(format!("{description}\ncannot bless: {e}")))?;
-            std::fs::write(&scenario.path, text).map_err(|e| Failed::from(e.to_string()))?;
             eprintln!("blessed {} (review the diff)", scenario.path.display());
             Ok(())
         }

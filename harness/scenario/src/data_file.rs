@@ -77,3 +77,66 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, source: &str) -> Result<T, D
         message: e.to_string(),
     })
 }
+
+/// Replace the file at `path` with `text`, or leave it as it was: the text is
+/// written to a temporary file beside it, synced, then renamed over it, so a
+/// full disk or a killed process never leaves a truncated original. A
+/// symlink at `path` is replaced by the file, never written through.
+pub fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))?;
+    let mut temporary_name = std::ffi::OsString::from(".");
+    temporary_name.push(name);
+    temporary_name.push(format!(".dshc-{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    let written = std::fs::File::create(&temporary).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    });
+    let replaced = written.and_then(|()| std::fs::rename(&temporary, path));
+    if replaced.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    replaced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_file;
+
+    #[test]
+    fn replacing_a_file_writes_the_new_text_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("dshc-replace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let path = dir.join("scenario.toml");
+        std::fs::write(&path, "old").expect("written");
+        replace_file(&path, "new").expect("replaced");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .expect("listed")
+            .map(|entry| entry.expect("an entry").file_name())
+            .collect();
+        assert_eq!(names, ["scenario.toml"]);
+        std::fs::remove_dir_all(&dir).expect("removed");
+    }
+
+    #[test]
+    fn a_failed_replacement_keeps_the_original() {
+        let dir = std::env::temp_dir().join(format!("dshc-replace-fail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        // A folder where the file should be: the rename fails, and the
+        // folder and its content stay as they were.
+        let path = dir.join("taken");
+        std::fs::create_dir_all(path.join("inside")).expect("a folder");
+        assert!(replace_file(&path, "new").is_err());
+        assert!(path.join("inside").is_dir());
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .expect("listed")
+            .map(|entry| entry.expect("an entry").file_name())
+            .collect();
+        assert_eq!(names, ["taken"]);
+        std::fs::remove_dir_all(&dir).expect("removed");
+    }
+}

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         let text = read_text(&file)?;
         match dshc_scenario::migrate::migrate(&text) {
             Ok(new_text) => {
-                std::fs::write(&file, new_text)?;
+                dshc_scenario::data_file::replace_file(&file, &new_text)?;
                 crate::out!("migrated {}", file.display());
                 migrated += 1;
             }

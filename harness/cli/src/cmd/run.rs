@@ -2,13 +2,11 @@
 //! diff, then the summary line. `DSHC_BLESS=1` rewrites failing scenarios'
 //! expectations from the reference.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
 use dshc_runner::adapter::Reference;
-use dshc_runner::bless::{bless_requested, blessed_source};
+use dshc_runner::bless::{bless_file, bless_requested};
 use dshc_runner::check::{Outcome, Verdict, check, describe, run_suite};
 use dshc_scenario::load::LoadedScenario;
+use std::path::PathBuf;
 
 use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
@@ -28,10 +26,7 @@ pub struct Args {
 /// Rewrite a failing scenario's expectations; then check it again, since
 /// some expectations (event lists, queries) are not rewritten.
 fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
-    let result = dshc_reference::run_case(&scenario.case)?;
-    let text = blessed_source(scenario, &result)?;
-    std::fs::write(&scenario.path, text)
-        .with_context(|| format!("cannot write {}", scenario.path.display()))?;
+    bless_file(scenario)?;
     let blessed = dshc_scenario::load::load_scenario(&scenario.path)?;
     Ok(check(&blessed))
 }
