@@ -254,41 +254,61 @@ fn body_end(lines: &[&str], start: usize) -> Option<usize> {
     None
 }
 
+/// What the lexical scan sets apart from code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Skipped {
+    /// A comment, a raw or byte string, or a char literal.
+    Other,
+    /// A plain `"..."` string literal.
+    PlainString,
+}
+
+/// The spans of comments and literals in `chars`, in order, as
+/// `(start, end, what)`: everything else is code.
+fn skipped_spans(chars: &[char]) -> Vec<(usize, usize, Skipped)> {
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        let (len, what) = if rest.starts_with(&['/', '/']) {
+            let len = rest.iter().position(|c| *c == '\n').unwrap_or(rest.len());
+            (len, Skipped::Other)
+        } else if rest.starts_with(&['/', '*']) {
+            (block_comment_len(rest), Skipped::Other)
+        } else if rest[0] == '"' {
+            (string_len(rest, 1), Skipped::PlainString)
+        } else if rest[0] == 'r' && raw_string_hashes(rest).is_some() && !ident_before(chars, i) {
+            let hashes = raw_string_hashes(rest).unwrap_or(0);
+            (raw_string_len(rest, hashes), Skipped::Other)
+        } else if rest[0] == 'b' && rest.get(1) == Some(&'"') && !ident_before(chars, i) {
+            (1 + string_len(&rest[1..], 1), Skipped::Other)
+        } else if rest[0] == '\'' {
+            (char_literal_len(rest), Skipped::Other)
+        } else {
+            (0, Skipped::Other)
+        };
+        if len > 0 {
+            spans.push((i, i + len, what));
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    spans
+}
+
 /// The text with comments, string literals and char literals blanked out
 /// (newlines kept), so that only code braces remain.
 fn blank_literals(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let keep_newlines = |span: &[char], out: &mut String| {
-        out.extend(span.iter().filter(|c| **c == '\n'));
-    };
-    while i < chars.len() {
-        let rest = &chars[i..];
-        let skip = if rest.starts_with(&['/', '/']) {
-            rest.iter().position(|c| *c == '\n').unwrap_or(rest.len())
-        } else if rest.starts_with(&['/', '*']) {
-            block_comment_len(rest)
-        } else if rest[0] == '"' {
-            string_len(rest, 1)
-        } else if rest[0] == 'r' && raw_string_hashes(rest).is_some() && !ident_before(&chars, i) {
-            let hashes = raw_string_hashes(rest).unwrap_or(0);
-            raw_string_len(rest, hashes)
-        } else if rest[0] == 'b' && rest.get(1) == Some(&'"') && !ident_before(&chars, i) {
-            1 + string_len(&rest[1..], 1)
-        } else if rest[0] == '\'' {
-            char_literal_len(rest)
-        } else {
-            0
-        };
-        if skip > 0 {
-            keep_newlines(&rest[..skip], &mut out);
-            i += skip;
-        } else {
-            out.push(rest[0]);
-            i += 1;
-        }
+    let mut code_from = 0;
+    for (start, end, _) in skipped_spans(&chars) {
+        out.extend(&chars[code_from..start]);
+        out.extend(chars[start..end].iter().filter(|c| **c == '\n'));
+        code_from = end;
     }
+    out.extend(&chars[code_from..]);
     out
 }
 
@@ -296,40 +316,12 @@ fn blank_literals(text: &str) -> String {
 /// strings, not in comments), with their 1-based line, undecoded.
 fn plain_string_literals(text: &str) -> Vec<(usize, String)> {
     let chars: Vec<char> = text.chars().collect();
-    let mut found = Vec::new();
-    let mut line = 1;
-    let mut i = 0;
-    while i < chars.len() {
-        let rest = &chars[i..];
-        let (skip, literal) = if rest.starts_with(&['/', '/']) {
-            (
-                rest.iter().position(|c| *c == '\n').unwrap_or(rest.len()),
-                false,
-            )
-        } else if rest.starts_with(&['/', '*']) {
-            (block_comment_len(rest), false)
-        } else if rest[0] == '"' {
-            (string_len(rest, 1), true)
-        } else if rest[0] == 'r' && raw_string_hashes(rest).is_some() && !ident_before(&chars, i) {
-            (
-                raw_string_len(rest, raw_string_hashes(rest).unwrap_or(0)),
-                false,
-            )
-        } else if rest[0] == 'b' && rest.get(1) == Some(&'"') && !ident_before(&chars, i) {
-            (1 + string_len(&rest[1..], 1), false)
-        } else if rest[0] == '\'' {
-            (char_literal_len(rest), false)
-        } else {
-            (0, false)
-        };
-        let skip = skip.max(1);
-        if literal && skip >= 2 {
-            found.push((line, rest[1..skip - 1].iter().collect()));
-        }
-        line += rest[..skip].iter().filter(|c| **c == '\n').count();
-        i += skip;
-    }
-    found
+    let line_of = |at: usize| 1 + chars[..at].iter().filter(|c| **c == '\n').count();
+    skipped_spans(&chars)
+        .into_iter()
+        .filter(|(start, end, what)| *what == Skipped::PlainString && end - start >= 2)
+        .map(|(start, end, _)| (line_of(start), chars[start + 1..end - 1].iter().collect()))
+        .collect()
 }
 
 fn ident_before(chars: &[char], i: usize) -> bool {
