@@ -18,8 +18,8 @@ use serde_json::Value;
 
 pub use crate::pattern::Pattern;
 use crate::protocol::{
-    AdapterSpec, AgentSpec, Command, ConfigSpec, Level, PluginsSpec, RouteSpec, SimulationSpec,
-    ToolResultSpec,
+    AdapterSpec, AgentSpec, AssemblyCommand, Command, ConfigSpec, Level, PluginsSpec, RouteSpec,
+    SimulationSpec, ToolResultSpec,
 };
 
 /// One scenario step: a command, and what it is expected to do. In a file
@@ -80,7 +80,7 @@ impl<'de> Deserialize<'de> for Step {
         let expect = match expect {
             None => None,
             Some(value) => Some(match command {
-                Command::Assemble(_) => StepExpect::Assemble(Box::new(
+                Command::Assembly(AssemblyCommand::Assemble(_)) => StepExpect::Assemble(Box::new(
                     value
                         .try_into()
                         .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?,

@@ -350,20 +350,20 @@ impl Generator {
                 ops.insert(at, ListenerOp::Next);
             }
         }
-        Command::Listen(ListenCommand {
+        Command::Assembly(AssemblyCommand::Listen(ListenCommand {
             id: self.fresh_id("l"),
             scope: self.scope(),
             global: self.rng.percent(10),
             prepend: self.rng.percent(30),
             ops,
-        })
+        }))
     }
 
     fn assemble(&mut self) -> Command {
-        Command::Assemble(AssembleCommand {
+        Command::Assembly(AssemblyCommand::Assemble(AssembleCommand {
             scope: self.scope(),
             context: serde_json::Map::new(),
-        })
+        }))
     }
 
     fn config(&mut self) -> ConfigSpec {
@@ -415,7 +415,7 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
             6..=7 => generator.listener(),
             8 if !generator.ids.is_empty() => {
                 let target = generator.rng.pick(&generator.ids).clone();
-                Command::Dispose(DisposeCommand { target })
+                Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target }))
             }
             _ => generator.assemble(),
         };
