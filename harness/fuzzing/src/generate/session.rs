@@ -90,13 +90,8 @@ impl Generator {
                 .map(|_| SequenceItem::Value(self.words(5)))
                 .collect();
             TextSpec::Provider(ProviderSpec {
-                returns: None,
-                sequence: Some(values),
-                returns_undefined: false,
-                throws: None,
-                cause: None,
+                provided: Provided::Sequence(values),
                 effects: Vec::new(),
-                context_field: None,
             })
         }
     }
@@ -130,18 +125,10 @@ impl Generator {
             } else {
                 None
             },
-            provider: ProviderSpec {
-                returns: Some(ToolsResultSpec {
-                    schemas,
-                    known_names: None,
-                }),
-                sequence: None,
-                returns_undefined: false,
-                throws: None,
-                cause: None,
-                effects: Vec::new(),
-                context_field: None,
-            },
+            provider: ProviderSpec::returning(ToolsResultSpec {
+                schemas,
+                known_names: None,
+            }),
         }))
     }
 

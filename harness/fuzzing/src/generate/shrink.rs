@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{
-    AssemblyCommand, Command, ContextCommand, ListenerOp, ProviderSpec, SectionCommand,
+    AssemblyCommand, Command, ContextCommand, ListenerOp, Provided, ProviderSpec, SectionCommand,
     SequenceItem, TextSpec, VariableCommand,
 };
 
@@ -132,12 +132,15 @@ pub fn write_file(dir: &Path, stem: &str, text: &str) -> Result<PathBuf, Regress
 
 fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
     spec.effects.clear();
-    spec.cause = None;
-    if let Some(sequence) = spec.sequence.take() {
-        match sequence.into_iter().next() {
-            Some(SequenceItem::Value(value)) => spec.returns = Some(value),
-            _ => spec.returns_undefined = true,
+    match &mut spec.provided {
+        Provided::Throws { cause, .. } => *cause = None,
+        Provided::Sequence(sequence) => {
+            spec.provided = match sequence.first() {
+                Some(SequenceItem::Value(value)) => Provided::Returns(value.clone()),
+                _ => Provided::Undefined,
+            };
         }
+        Provided::Returns(_) | Provided::ContextField(_) | Provided::Undefined => {}
     }
 }
 
@@ -206,16 +209,17 @@ fn shorter(text: &str) -> Vec<String> {
 fn shorter_text_specs(text: &TextSpec) -> Vec<TextSpec> {
     match text {
         TextSpec::Static(t) => shorter(t).into_iter().map(TextSpec::Static).collect(),
-        TextSpec::Provider(p) => match &p.returns {
-            Some(t) => shorter(t)
+        TextSpec::Provider(p) => match &p.provided {
+            Provided::Returns(t) => shorter(t)
                 .into_iter()
                 .map(|t| {
-                    let mut p = p.clone();
-                    p.returns = Some(t);
-                    TextSpec::Provider(p)
+                    TextSpec::Provider(ProviderSpec {
+                        provided: Provided::Returns(t),
+                        effects: p.effects.clone(),
+                    })
                 })
                 .collect(),
-            None => Vec::new(),
+            _ => Vec::new(),
         },
     }
 }

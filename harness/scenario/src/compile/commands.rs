@@ -29,23 +29,6 @@ impl Compiler {
         path: &str,
         spec: &mut ProviderSpec<T>,
     ) -> Result<(), CompileError> {
-        let outcomes = usize::from(spec.returns.is_some())
-            + usize::from(spec.sequence.is_some())
-            + usize::from(spec.returns_undefined)
-            + usize::from(spec.throws.is_some())
-            + usize::from(spec.context_field.is_some());
-        if outcomes != 1 {
-            return fail(
-                path,
-                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`, `context_field`",
-            );
-        }
-        if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
-            return fail(path, "`sequence` needs at least one value");
-        }
-        if spec.cause.is_some() && spec.throws.is_none() {
-            return fail(path, "`cause` only goes with `throws`");
-        }
         for (index, effect) in spec.effects.iter_mut().enumerate() {
             self.effect(&format!("{path}.effects[{index}]"), effect)?;
         }

@@ -43,8 +43,8 @@ pub enum Command {
 /// belongs to is written once, here.
 macro_rules! commands_by_level {
     (
-        assembly { $( $(#[$a_meta:meta])* $a_kind:ident($a_payload:ty), )* }
-        loop { $( $(#[$l_meta:meta])* $l_kind:ident($l_payload:ty), )* }
+        assembly { $( $(#[$a_meta:meta])* $a_name:literal => $a_kind:ident($a_payload:ty), )* }
+        loop { $( $(#[$l_meta:meta])* $l_name:literal => $l_kind:ident($l_payload:ty), )* }
     ) => {
         /// The commands that run at either level: the prompt registry's,
         /// `assemble`, and the session header helpers.
@@ -58,11 +58,33 @@ macro_rules! commands_by_level {
         /// One command of a case. `do` selects the kind. In a scenario file each
         /// step is a command plus, for most kinds, its `expect`.
         #[derive(Clone, Serialize, Deserialize, JsonSchema)]
-        #[serde(tag = "do", rename_all = "snake_case")]
+        #[serde(tag = "do")]
         #[schemars(rename = "Command")]
         enum WireCommand {
-            $( $(#[$a_meta])* $a_kind($a_payload), )*
-            $( $(#[$l_meta])* $l_kind($l_payload), )*
+            $( $(#[$a_meta])* #[serde(rename = $a_name)] $a_kind($a_payload), )*
+            $( $(#[$l_meta])* #[serde(rename = $l_name)] $l_kind($l_payload), )*
+        }
+
+        impl Command {
+            /// Every `do` kind, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $a_name, )* $( $l_name, )*];
+
+            /// The command of kind `kind` (its `do`) whose other fields
+            /// `payload` holds. Unlike reading a whole `do`-tagged table,
+            /// this reads the payload straight from `payload`, so a
+            /// path-tracking deserializer sees every field on the way.
+            pub fn from_payload<'de, D: serde::Deserializer<'de>>(
+                kind: &str,
+                payload: D,
+            ) -> Result<Command, D::Error> {
+                match kind {
+                    $( $a_name => <$a_payload>::deserialize(payload)
+                        .map(|c| Command::Assembly(AssemblyCommand::$a_kind(c))), )*
+                    $( $l_name => <$l_payload>::deserialize(payload)
+                        .map(|c| Command::Loop(LoopCommand::$l_kind(c))), )*
+                    other => Err(serde::de::Error::unknown_variant(other, Command::KINDS)),
+                }
+            }
         }
 
         impl From<WireCommand> for Command {
@@ -88,94 +110,94 @@ macro_rules! commands_by_level {
 commands_by_level! {
     assembly {
         /// `systemPrompt.section(...)`.
-        Section(SectionCommand),
+        "section" => Section(SectionCommand),
         /// `systemPrompt.context(...)`.
-        Context(ContextCommand),
+        "context" => Context(ContextCommand),
         /// `systemPrompt.suppressRuntimeContext()`.
-        Suppress(SuppressCommand),
+        "suppress" => Suppress(SuppressCommand),
         /// `systemPrompt.tools(provider)`.
-        Tools(ToolsCommand),
+        "tools" => Tools(ToolsCommand),
         /// `systemPrompt.variable(name, provider)`.
-        Variable(VariableCommand),
+        "variable" => Variable(VariableCommand),
         /// `ctx.on('system-prompt/assemble', listener, options)`.
-        Listen(ListenCommand),
+        "listen" => Listen(ListenCommand),
         /// Call a registration's disposer.
-        Dispose(DisposeCommand),
+        "dispose" => Dispose(DisposeCommand),
         /// Dispose a scope (`createScope(...).dispose()`): every registration
         /// and listener made on it goes.
-        DisposeScope(ScopeCommand),
+        "dispose_scope" => DisposeScope(ScopeCommand),
         /// A plugin that owns a group of global registrations (`ctx.plugin`):
         /// they are made in its context, in order, and disposing `id` disposes
         /// the plugin, so all of them go in one step.
-        Owner(OwnerCommand),
+        "owner" => Owner(OwnerCommand),
         /// `ctx.on('system-prompt/change', listener)`: journals `change <id>`
         /// on every event and throws on the calls `throw_on` names.
-        OnChange(ChangeListenerCommand),
+        "on_change" => OnChange(ChangeListenerCommand),
         /// Bind a scope's parent at this point.
-        Bind(BindCommand),
+        "bind" => Bind(BindCommand),
         /// `assemble({scope})`, then render the prompt and the context snapshot.
-        Assemble(AssembleCommand),
+        "assemble" => Assemble(AssembleCommand),
         /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
-        CanonicalHeader(CanonicalHeaderCommand),
+        "canonical_header" => CanonicalHeader(CanonicalHeaderCommand),
         /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
-        HeaderEquals(HeaderEqualsCommand),
+        "header_equals" => HeaderEquals(HeaderEqualsCommand),
     }
     loop {
         /// Loop: `agent.followup(message)`.
-        Followup(MessageCommand),
+        "followup" => Followup(MessageCommand),
         /// Loop: `agent.steer(message)`.
-        Steer(MessageCommand),
+        "steer" => Steer(MessageCommand),
         /// Loop: `agent.inject(message)`.
-        Inject(MessageCommand),
+        "inject" => Inject(MessageCommand),
         /// Loop: `agent.cancel(reason, {keepInbox})`.
-        Cancel(CancelCommand),
+        "cancel" => Cancel(CancelCommand),
         /// Loop: let virtual time pass. While the agent is idle the clock jumps
         /// (nothing is in flight); otherwise the simulation runs through it.
-        Wait(WaitCommand),
+        "wait" => Wait(WaitCommand),
         /// Loop: wait until the agent is idle.
-        WaitIdle(WaitIdleCommand),
+        "wait_idle" => WaitIdle(WaitIdleCommand),
         /// Loop: append a compaction summary replacing a surface range.
-        Compact(CompactCommand),
+        "compact" => Compact(CompactCommand),
         /// Loop: a new agent over a session rebuilt from this log, as a new
         /// process would build it: waits for idle, drops the old agent with its
         /// scoped registrations and listeners, keeps global registrations.
-        Resume(ResumeCommand),
+        "resume" => Resume(ResumeCommand),
         /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
-        DisposeAgent(DisposeAgentCommand),
+        "dispose_agent" => DisposeAgent(DisposeAgentCommand),
         /// Loop: an `agent/pre-step` listener.
-        OnPreStep(LoopListenerCommand<PreStepOp>),
+        "on_pre_step" => OnPreStep(LoopListenerCommand<PreStepOp>),
         /// Loop: an `agent/request` listener.
-        OnRequest(LoopListenerCommand<RequestOp>),
+        "on_request" => OnRequest(LoopListenerCommand<RequestOp>),
         /// Loop: an `agent/request-error` listener.
-        OnRequestError(LoopListenerCommand<RequestErrorOp>),
+        "on_request_error" => OnRequestError(LoopListenerCommand<RequestErrorOp>),
         /// Loop: an `agent/turn-stopping` listener (serial; it only acts).
-        OnTurnStopping(LoopListenerCommand<ActOp>),
+        "on_turn_stopping" => OnTurnStopping(LoopListenerCommand<ActOp>),
         /// Loop: an `agent/status` listener on the agent (a contained event:
         /// a throw is logged as a warning).
-        OnStatus(LoopListenerCommand<ActOp>),
+        "on_status" => OnStatus(LoopListenerCommand<ActOp>),
         /// Loop: a `session/event` observer on the agent's session (contained
         /// like `on_status`; runs after each append).
-        OnSessionEvent(LoopListenerCommand<ActOp>),
+        "on_session_event" => OnSessionEvent(LoopListenerCommand<ActOp>),
         /// Loop: act on a context plugin's inputs (spec 10).
-        Plugin(PluginAction),
+        "plugin" => Plugin(PluginAction),
         /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an
         /// agent's session, with any values.
-        Append(AppendCommand),
+        "append" => Append(AppendCommand),
         /// Loop: read an agent's session: its folded request header and
         /// context, surface nodes and derived messages (the step's `value`).
-        ReadSession(ReadSessionCommand),
+        "read_session" => ReadSession(ReadSessionCommand),
         /// Loop: fire an agent's `agent/pre-step` waterfall directly, without the
         /// loop, with these messages; the decision is the step's `value`
         /// (`{kind = "enter", messages}` or `{kind = "reject"}`).
-        FirePreStep(FirePreStepCommand),
+        "fire_pre_step" => FirePreStep(FirePreStepCommand),
         /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
         /// forward or backward, while timers keep their course.
-        ClockJump(ClockJumpCommand),
+        "clock_jump" => ClockJump(ClockJumpCommand),
         /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
         /// scripted route of that name (its script goes on where it stopped).
-        RegisterRoute(RouteCommand),
+        "register_route" => RegisterRoute(RouteCommand),
         /// Loop: dispose the route's current registration (a no-op when it has none).
-        UnregisterRoute(RouteCommand),
+        "unregister_route" => UnregisterRoute(RouteCommand),
     }
 }
 
