@@ -8,6 +8,7 @@
 
 mod cmd;
 mod progress;
+mod suite;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -114,6 +115,8 @@ enum Command {
     Report(cmd::report::Args),
     /// Print the JSON Schema of scenario files.
     Schema(cmd::schema::Args),
+    /// The scenario suite embedded in this binary: export it, or list it.
+    Scenarios(cmd::scenarios::Args),
 }
 
 fn main() -> ExitCode {
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
         Command::Coverage(args) => cmd::coverage::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Schema(args) => cmd::schema::run(args),
+        Command::Scenarios(args) => cmd::scenarios::run(args),
     };
     let exit = result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");

@@ -9,5 +9,6 @@
 
 mod bench_fixtures;
 mod cli;
+mod gate;
 mod serve;
 mod tidy;
