@@ -1,7 +1,8 @@
 //! dshc's seeded search, as wasmtime splits it: generators that draw cases
 //! from a seed ([`generate`]), the runs that judge them against the
 //! reference ([`diff`] for an adapter, [`sim`] for the invariants), the
-//! shrinker that turns a finding into a minimal scenario file, and the byte
+//! shrinker that turns a finding into a minimal scenario, the regression
+//! files that are checked to reproduce it ([`regression`]), and the byte
 //! oracles the fuzz targets are thin wrappers over ([`oracles`]).
 //!
 //! Everything here is deterministic: one seed gives the same cases, the
@@ -10,4 +11,5 @@
 pub mod diff;
 pub mod generate;
 pub mod oracles;
+pub mod regression;
 pub mod sim;

@@ -7,7 +7,8 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
+use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, summary, write_regression};
+use dshc_fuzzing::regression::differences::structural_diff;
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::check::KnownDisagreement;
@@ -142,14 +143,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     );
     if let Some((case, scenario, first)) = disagreement {
         progress.clear();
-        crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
+        crate::out!("case {case} of seed {seed}: the implementations disagree on {first}");
         let replay = Replay {
             adapter: adapter.clone(),
             loop_level: level == DiffLevel::Loop,
             seed,
             case,
         };
-        shrink_and_write(
+        let exit = shrink_and_write(
             &scenario,
             &mut pool[0],
             &replay,
@@ -157,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             shrink_attempts,
         );
         stop(&mut pool);
-        return Ok(Exit::Failed);
+        return Ok(exit);
     }
     progress.clear();
     stop(&mut pool);
@@ -223,33 +224,61 @@ impl Tally {
             {
                 self.known_seen += 1;
             }
-            Comparison::Disagree { first, .. } => return Some(first),
+            Comparison::Disagree { differences, .. } => return Some(summary(&differences)),
         }
         None
     }
 }
 
+/// How many differing leaves the console shows (the JSON file has all).
+const SHOWN_DIFFERENCES: usize = 30;
+
 /// Shrink a disagreement on one adapter process, write the minimal case as a
-/// regression scenario, and print how to replay the original.
+/// regression scenario (checked to fail on the adapter and pass on the
+/// reference first), print its structural diff and how to replay the
+/// original. A file that would not reproduce is dshc's own bug.
 fn shrink_and_write(
     scenario: &Scenario,
     implementation: &mut External,
     replay: &Replay,
     regressions_dir: &Path,
     shrink_attempts: usize,
-) {
+) -> Exit {
     crate::out!("shrinking");
     let minimal = shrink(scenario, implementation, shrink_attempts);
-    let other = match compare_once(&minimal, "minimal", implementation) {
-        Comparison::Disagree { other, .. } => *other,
-        _ => Default::default(),
+    let exit = match write_regression(regressions_dir, replay, &minimal, implementation) {
+        Ok(Some((written, differences))) => {
+            crate::out!(
+                "the shrunk case ({} steps) differs here:",
+                minimal.steps.len()
+            );
+            for line in structural_diff(&differences, SHOWN_DIFFERENCES) {
+                crate::out!("  {line}");
+            }
+            crate::out!(
+                "wrote {} (checked: it fails on the adapter and passes on the reference)",
+                written.scenario.display()
+            );
+            crate::out!(
+                "both sides' full observations: {}",
+                written.evidence.display()
+            );
+            Exit::Failed
+        }
+        Ok(None) => {
+            eprintln!(
+                "error: the shrunk case no longer disagrees when run again: the adapter's answers change from run to run; nothing written"
+            );
+            Exit::Failed
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Exit::HarnessBug
+        }
     };
-    match write_regression(regressions_dir, replay, &minimal, &other) {
-        Ok(path) => crate::out!("wrote {}", path.display()),
-        Err(error) => eprintln!("error: cannot write the regression: {error}"),
-    }
     crate::out!("seed {}, case {}; replay with:", replay.seed, replay.case);
     crate::out!("  {}", replay.command());
+    exit
 }
 
 fn stop(pool: &mut [External]) {

@@ -99,12 +99,18 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         let minimal = shrink(&scenario, &violations[0].tag, 400);
         let remaining = check_session(&minimal).0;
-        match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
-            Ok(path) => crate::out!("wrote the shrunk session to {}", path.display()),
-            Err(error) => eprintln!("error: cannot write the session: {error}"),
-        }
+        let exit = match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
+            Ok(path) => {
+                crate::out!("wrote the shrunk session to {}", path.display());
+                Exit::Failed
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                Exit::HarnessBug
+            }
+        };
         crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
-        return Ok(Exit::Failed);
+        return Ok(exit);
     }
     progress.clear();
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
