@@ -36,7 +36,10 @@ const MUTATIONS: &[(&str, &str)] = &[
         "leaves an assembly's last variable out",
     ),
     ("extra-dropped", "loses an assembly's extra fields"),
-    ("tools-reversed", "reports an assembly's tools in reverse order"),
+    (
+        "tools-reversed",
+        "reports an assembly's tools in reverse order",
+    ),
     ("changes-doubled", "counts every change event twice"),
     (
         "journal-last-dropped",

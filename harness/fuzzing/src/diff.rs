@@ -142,9 +142,7 @@ pub fn shrink(
     };
     generate::shrink::shrink(scenario, max_attempts, |candidate| {
         match compare_once(candidate, "shrinking", other) {
-            Comparison::Disagree { differences, .. } => {
-                differences.iter().any(|d| d.class == kept)
-            }
+            Comparison::Disagree { differences, .. } => differences.iter().any(|d| d.class == kept),
             _ => false,
         }
     })

@@ -15,12 +15,12 @@ use dshc_scenario::protocol::{CaseResult, Command, LoopRun};
 use crate::generate::session::SessionFacts;
 use crate::generate::shrink;
 use crate::regression::{self, RegressionError};
-use dshc_runner::adapter::Reference;
-use dshc_runner::check::{Outcome, check_twice, describe_outcome};
-use dshc_scenario::format::{CommandExpect, Pattern, StepExpect};
 use dshc_model::session::event_kind;
 use dshc_oracle::invariants;
 use dshc_reference::run_case;
+use dshc_runner::adapter::Reference;
+use dshc_runner::check::{Outcome, check_twice, describe_outcome};
+use dshc_scenario::format::{CommandExpect, Pattern, StepExpect};
 
 /// What `compact` says when there is nothing to compact.
 const EMPTY_SURFACE: &str = "compact: the surface is empty";

@@ -99,6 +99,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         let minimal = shrink(&scenario, &violations[0].tag, 400);
         let remaining = check_session(&minimal).0;
+        crate::out!(
+            "the shrunk session ({} steps) violates:",
+            minimal.steps.len()
+        );
+        for violation in &remaining {
+            crate::out!("  [{}] {}", violation.tag, violation.detail);
+        }
         let exit = match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
             Ok(path) => {
                 crate::out!("wrote the shrunk session to {}", path.display());

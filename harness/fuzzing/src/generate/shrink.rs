@@ -12,8 +12,8 @@ use dshc_scenario::protocol::{
 
 /// Every one-step simplification of a scenario, most drastic first: drop a
 /// step, drop a provider response, reset the config and scopes, drop a scope
-/// binding, a further agent, a listener or tool op, strip effects, sequences
-/// and scopes, shorten texts.
+/// binding, a further agent, a scripted tool result, a listener or tool op,
+/// strip effects, sequences and scopes, shorten texts.
 pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
     let mut with = |change: &dyn Fn(&mut Scenario)| {
@@ -56,6 +56,11 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     for index in (0..scenario.agents.len()).rev() {
         with(&|s| {
             s.agents.remove(index);
+        });
+    }
+    for index in (0..scenario.tool_results.len()).rev() {
+        with(&|s| {
+            s.tool_results.remove(index);
         });
     }
     for (index, result) in scenario.tool_results.iter().enumerate() {
@@ -291,12 +296,18 @@ mod tests {
         );
         let all = candidates(&original);
         let scopes: Vec<usize> = all.iter().map(|c| c.scopes.len()).collect();
-        assert!(scopes.iter().filter(|&&n| n == 1).count() >= 2, "{scopes:?}");
+        assert!(
+            scopes.iter().filter(|&&n| n == 1).count() >= 2,
+            "{scopes:?}"
+        );
         let ops = |s: &Scenario| match &s.steps[0].command {
             Command::Listen(l) => l.ops.len(),
             _ => 0,
         };
-        let one_op = all.iter().filter(|c| c.steps.len() == 2 && ops(c) == 1).count();
+        let one_op = all
+            .iter()
+            .filter(|c| c.steps.len() == 2 && ops(c) == 1)
+            .count();
         assert_eq!(one_op, 2, "each of the two ops is dropped alone");
     }
 }

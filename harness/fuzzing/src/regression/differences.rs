@@ -214,7 +214,9 @@ fn run_fields(
     };
     let (our_agents, their_agents) = (agents(ours), agents(theirs));
     let find = |list: &[(String, Value)], id: &str| {
-        list.iter().find(|(other, _)| other == id).map(|(_, log)| log.clone())
+        list.iter()
+            .find(|(other, _)| other == id)
+            .map(|(_, log)| log.clone())
     };
     let mut ids: Vec<&String> = our_agents.iter().map(|(id, _)| id).collect();
     ids.extend(
@@ -324,7 +326,10 @@ pub fn short(value: Option<&Value>, max_chars: usize) -> String {
 /// (`path: reference X, adapter Y`), at most `max_lines` of them, then how
 /// many more there are.
 pub fn structural_diff(differences: &[FieldDifference], max_lines: usize) -> Vec<String> {
-    let all: Vec<Leaf> = differences.iter().flat_map(FieldDifference::leaves).collect();
+    let all: Vec<Leaf> = differences
+        .iter()
+        .flat_map(FieldDifference::leaves)
+        .collect();
     let mut lines: Vec<String> = all
         .iter()
         .take(max_lines)

@@ -162,7 +162,9 @@ fn description(found: &Disagreement, asserted: &[String], unpinned: &[String]) -
         text.push_str(&format!("- {line}\n"));
     }
     if !unpinned.is_empty() {
-        text.push_str("Fields that differ but have no expectation key (the judge reports them by itself):\n");
+        text.push_str(
+            "Fields that differ but have no expectation key (the judge reports them by itself):\n",
+        );
         for path in unpinned {
             text.push_str(&format!("- {path}\n"));
         }

@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 
 use dshc_model::js::stringify;
 use dshc_scenario::format::{
-    AgentExpect, AssembleExpect, CommandExpect, EventQuery, LoopExpect, Pattern, Scenario,
-    StepExpect,
+    AssembleExpect, CommandExpect, EventQuery, LoopExpect, Pattern, Scenario, StepExpect,
 };
 use dshc_scenario::protocol::{
     CaseResult, Command, Observation, ObservedError, Rendered, RenderedSections,
@@ -44,7 +43,9 @@ pub fn pin(scenario: &Scenario, reference: &CaseResult, differences: &[FieldDiff
     for difference in differences {
         let stated = match &difference.place {
             Place::Config => pin_config(&mut pinned.scenario, reference),
-            Place::Command(index) => pin_command(&mut pinned.scenario, reference, *index, difference),
+            Place::Command(index) => {
+                pin_command(&mut pinned.scenario, reference, *index, difference)
+            }
             Place::Run => pin_run(&mut pinned.scenario, reference, difference),
             Place::Agent(id) => pin_agent(&mut pinned.scenario, reference, id),
         };
@@ -161,7 +162,8 @@ fn pin_command(
         }
         _ => None,
     };
-    step.expect = (expect != CommandExpect::default()).then(|| StepExpect::Command(Box::new(expect)));
+    step.expect =
+        (expect != CommandExpect::default()).then(|| StepExpect::Command(Box::new(expect)));
     stated
 }
 
@@ -178,7 +180,9 @@ fn pin_assembly(
         .and_then(|a| serde_json::to_value(a).ok());
     let part = |key: &str| {
         let value = assembly.as_ref()?.get(key).cloned();
-        Some(Pattern::new(full_value(&value.unwrap_or_else(|| json!({})))))
+        Some(Pattern::new(full_value(
+            &value.unwrap_or_else(|| json!({})),
+        )))
     };
     let (slot, pattern): (&mut Option<Pattern>, Option<Pattern>) = match field {
         "error" => (
@@ -285,14 +289,18 @@ fn pin_run(
         }
         "live_events" => {
             *live = live_queries(&run.live_events, difference);
-            return Some("expect.live (the live events: their count and each differing one)".into());
+            return Some(
+                "expect.live (the live events: their count and each differing one)".into(),
+            );
         }
         "status" => *status = Some(Pattern::new(json!(run.status))),
         "pending" => *pending = Some(Pattern::new(full_value(&json!(run.pending)))),
         "failure" => match &run.failure {
             Some(text) => *failure = Some(Pattern::new(json!(text))),
             None => {
-                return Some("expect.failure: none (an unexpected run failure always fails)".into());
+                return Some(
+                    "expect.failure: none (an unexpected run failure always fails)".into(),
+                );
             }
         },
         "llm_requests" => *llm_requests = Some(Pattern::new(full_value(&json!(run.llm_requests)))),
@@ -317,7 +325,8 @@ fn live_queries(events: &[Value], difference: &FieldDifference) -> Vec<EventQuer
         .collect();
     for (index, event) in events.iter().enumerate() {
         if theirs.get(index) != Some(event) {
-            let nth = json!({ "select": {}, "nth": { "index": index, "event": full_value(event) } });
+            let nth =
+                json!({ "select": {}, "nth": { "index": index, "event": full_value(event) } });
             queries.extend(query(nth));
         }
     }
@@ -327,10 +336,7 @@ fn live_queries(events: &[Value], difference: &FieldDifference) -> Vec<EventQuer
 fn pin_agent(scenario: &mut Scenario, reference: &CaseResult, id: &str) -> Option<String> {
     let agent = reference.run.as_ref()?.agents.iter().find(|a| a.id == id)?;
     let expect = scenario.expect.get_or_insert_with(Box::default);
-    let entry = expect
-        .agents
-        .entry(id.to_string())
-        .or_insert_with(AgentExpect::default);
+    let entry = expect.agents.entry(id.to_string()).or_default();
     entry.log = Some(log_text(&agent.log));
     Some(format!("expect.agents.{id}.log"))
 }

@@ -4,7 +4,9 @@
 
 use dshc_fuzzing::diff::{Comparison, compare_once, shrink};
 use dshc_fuzzing::generate::assembly::generate;
+use dshc_fuzzing::regression::{Disagreement, RegressionError, write_verified};
 use dshc_runner::adapter::{Implementation, Ran, Reference};
+use dshc_runner::check::{Outcome, check, check_with};
 use dshc_scenario::protocol::{Case, Command, ImplementationInfo as Info};
 
 #[test]
@@ -188,7 +190,8 @@ fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk()
         differences[0].path == "expect.log"
             && leaves
                 .iter()
-                .all(|leaf| leaf.path.starts_with("expect.log[") && leaf.path.ends_with("].data.chunk.text")),
+                .all(|leaf| leaf.path.starts_with("expect.log[")
+                    && leaf.path.ends_with("].data.chunk.text")),
         "session {case}: {differences:?}"
     );
     let minimal = shrink(&scenario, &mut planted, 2_000);
@@ -200,4 +203,56 @@ fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk()
         "session {case}: the shrunk scenario still disagrees"
     );
     assert!(minimal.steps.len() <= scenario.steps.len());
+}
+
+#[test]
+fn a_regression_file_that_would_not_fail_on_the_adapter_is_refused_and_not_written() {
+    let mut planted = PlantedBug;
+    let scenario = (0..2_000)
+        .map(|case| generate(5, case))
+        .find(|scenario| {
+            matches!(
+                compare_once(scenario, "x", &mut planted),
+                Comparison::Disagree { .. }
+            )
+        })
+        .expect("some generated case renders an é");
+    let minimal = shrink(&scenario, &mut planted, 2_000);
+    let Comparison::Disagree {
+        reference,
+        other,
+        differences,
+    } = compare_once(&minimal, "x", &mut planted)
+    else {
+        panic!("the shrunk case disagrees");
+    };
+    let dir = std::env::temp_dir().join(format!("dshc-refused-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let found = Disagreement {
+        stem: "planted".into(),
+        title: "planted".into(),
+        replay: "(a test)".into(),
+        scenario: &minimal,
+        reference: &reference,
+        other: &other,
+        differences: &differences,
+    };
+    // Checked on the reference in the adapter's place, the file passes
+    // there: dshc's own bug, refused loudly and not written.
+    let refused = write_verified(&dir, &found, &mut Reference);
+    assert!(
+        matches!(refused, Err(RegressionError::DoesNotReproduce { .. })),
+        "{refused:?}"
+    );
+    assert!(!dir.join("planted.toml").exists());
+    assert!(dir.join("planted.json").exists(), "the evidence is kept");
+    let written = write_verified(&dir, &found, &mut planted).expect("reproduces on the bug");
+    let text = std::fs::read_to_string(&written.scenario).unwrap();
+    let loaded = dshc_scenario::load::parse_scenario(&written.scenario, &text).unwrap();
+    assert!(matches!(
+        check_with(&loaded, &mut planted),
+        Outcome::Fail { .. }
+    ));
+    assert_eq!(check(&loaded), Outcome::Pass);
+    let _ = std::fs::remove_dir_all(&dir);
 }
