@@ -43,7 +43,8 @@ pub enum RegressionError {
     Unusable(String),
     /// The file does not reproduce the finding: dshc's own bug.
     #[error(
-        "dshc bug: the regression file does not reproduce the finding, so it was not written.\n\
+        "dshc bug (or an adapter whose answers change from run to run): the regression file \
+         does not reproduce the finding, so it was not written.\n\
          On the adapter it should fail; it gave: {adapter}\n\
          On the reference it should pass; it gave: {reference}\n\
          The scenario's text and both sides' observations are in {evidence}"
