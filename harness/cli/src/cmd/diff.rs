@@ -8,6 +8,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, summary, write_regression};
+use dshc_fuzzing::exercised::Exercised;
 use dshc_fuzzing::regression::differences::structural_diff;
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
@@ -15,6 +16,7 @@ use dshc_runner::check::KnownDisagreement;
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
 use dshc_scenario::format::Scenario;
+use dshc_scenario::protocol::Level;
 
 use crate::Exit;
 use crate::progress::Progress;
@@ -118,6 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let mut tally = Tally::default();
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
+    let mut exercised = Exercised::new(match level {
+        DiffLevel::Assembly => Level::Assembly,
+        DiffLevel::Loop => Level::Loop,
+    });
     for_each_ordered_on(
         indices,
         &mut pool,
@@ -132,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
         |(case, scenario, comparison)| {
             progress.tick(case);
+            exercised.add(&scenario);
             match tally.count(case, comparison, &known) {
                 Some(first) => {
                     disagreement = Some((case, scenario, first));
@@ -163,17 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     progress.clear();
     stop(&mut pool);
     let elapsed = started.elapsed().as_secs_f64();
-    let Tally {
-        agreed,
-        not_run,
-        known_seen,
-    } = tally;
-    let total = agreed + not_run + known_seen;
-    crate::out!(
-        "{total} cases: {agreed} agree, 0 disagree, {known_seen} known disagreements, {not_run} not run ({:.0} cases/s)",
-        total as f64 / elapsed.max(1e-9)
-    );
-    Ok(Exit::failed_if(not_run > 0))
+    Ok(Exit::failed_if(tally.print(elapsed, &exercised) > 0))
 }
 
 /// The adapter processes the cases run on: one when replaying a single
@@ -203,6 +200,25 @@ struct Tally {
 }
 
 impl Tally {
+    /// The run's summary line and what it exercised; returns how many cases
+    /// did not run.
+    fn print(self, elapsed_s: f64, exercised: &Exercised) -> u64 {
+        let Tally {
+            agreed,
+            not_run,
+            known_seen,
+        } = self;
+        let total = agreed + not_run + known_seen;
+        crate::out!(
+            "{total} cases: {agreed} agree, 0 disagree, {known_seen} known disagreements, {not_run} not run ({:.0} cases/s)",
+            total as f64 / elapsed_s.max(1e-9)
+        );
+        for line in exercised.lines() {
+            crate::out!("{line}");
+        }
+        not_run
+    }
+
     /// Count one case; a new disagreement is returned (where the two sides
     /// first differ) instead of counted.
     fn count(

@@ -6,8 +6,10 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use dshc_fuzzing::exercised::Exercised;
 use dshc_fuzzing::generate::session::generate_session;
 use dshc_fuzzing::sim::{check_session, shrink, steps_of, write_session};
+use dshc_scenario::protocol::Level;
 
 use dshc_runner::parallel::{default_jobs, for_each_ordered};
 use dshc_runner::partition::Partition;
@@ -64,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         .flatten()
         .filter(|&index| args.partition.contains(index));
     let mut failing = None;
+    let mut exercised = Exercised::new(Level::Loop);
     for_each_ordered(
         indices,
         args.jobs.unwrap_or_else(default_jobs),
@@ -79,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
         |(index, scenario, violations, session_steps)| {
             progress.tick(index);
+            exercised.add(&scenario);
             checked += 1;
             steps += session_steps;
             if violations.is_empty() {
@@ -126,5 +130,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         checked as f64 / elapsed,
         2.0 * steps as f64 / elapsed
     );
+    for line in exercised.lines() {
+        crate::out!("{line}");
+    }
     Ok(Exit::Passed)
 }
