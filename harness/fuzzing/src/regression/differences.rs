@@ -154,15 +154,26 @@ pub fn command_kind<T: Serialize>(command: &T) -> String {
 /// (`sections`, `contexts`, `tools`, `variables`, `extra`) beside the
 /// command's own (`error`, `changes`, `journal`, `value`, the renders).
 fn observation_fields(observation: Option<&Observation>) -> Map<String, Value> {
-    let Some(Value::Object(mut fields)) = observation.and_then(|o| serde_json::to_value(o).ok())
+    let Some(Value::Object(observed)) = observation.and_then(|o| serde_json::to_value(o).ok())
     else {
         return Map::new();
     };
-    if let Some(Value::Object(assembly)) = fields.remove("assembly") {
-        fields.extend(assembly);
-        fields.entry("extra").or_insert_with(|| json!({}));
+    // In the observation's own order, the assembly's parts where it stands.
+    let mut fields = Map::new();
+    for (key, value) in observed {
+        match (key.as_str(), value) {
+            ("assembly", Value::Object(assembly)) => {
+                fields.extend(assembly);
+                fields.entry("extra").or_insert_with(|| json!({}));
+            }
+            (_, value) => {
+                fields.insert(key, value);
+            }
+        }
+        if !fields.contains_key("journal") && fields.contains_key("changes") {
+            fields.insert("journal".into(), json!([]));
+        }
     }
-    fields.entry("journal").or_insert_with(|| json!([]));
     fields
 }
 

@@ -256,3 +256,62 @@ fn a_regression_file_that_would_not_fail_on_the_adapter_is_refused_and_not_writt
     assert_eq!(check(&loaded), Outcome::Pass);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two planted bugs at once: an é in a prompt gains a "!", and every
+/// non-empty context snapshot gains a trailing newline (observed after the
+/// prompt, and not removed by shortening the é away).
+struct TwoPlantedBugs;
+
+impl Implementation for TwoPlantedBugs {
+    fn info(&mut self) -> Option<Info> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        let Ran::Observed(mut result) = PlantedBug.run(case) else {
+            unreachable!("the planted bug always observes");
+        };
+        for observation in &mut result.observations {
+            if let Some(dshc_scenario::protocol::Rendered::Text(text)) = &mut observation.snapshot
+                && !text.is_empty()
+            {
+                text.push('\n');
+            }
+        }
+        Ran::Observed(result)
+    }
+}
+
+#[test]
+fn shrinking_keeps_the_disagreement_it_found_not_merely_some_disagreement() {
+    // The context comes first, so the greedy shrinker tries dropping the é
+    // section before the context: that step keeps *a* disagreement (the
+    // snapshot) but loses the one found first (the prompt).
+    let scenario: dshc_scenario::format::Scenario = toml::from_str(
+        "format = 2\ntitle = \"two bugs\"\ncovers = [\"00:DIFF\"]\n\
+         [config]\ninclude_harness_identity = false\n\
+         [[steps]]\ndo = \"context\"\nname = \"c\"\norder = 1\ntext = \"x\"\n\
+         [[steps]]\ndo = \"section\"\nname = \"s\"\norder = 1\ntext = \"é\"\n\
+         [[steps]]\ndo = \"assemble\"\n",
+    )
+    .unwrap();
+    let mut planted = TwoPlantedBugs;
+    let classes = |scenario: &dshc_scenario::format::Scenario, planted: &mut TwoPlantedBugs| {
+        match compare_once(scenario, "x", planted) {
+            Comparison::Disagree { differences, .. } => {
+                differences.into_iter().map(|d| d.class).collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(
+        classes(&scenario, &mut planted),
+        ["assemble.prompt", "assemble.snapshot"]
+    );
+    let minimal = shrink(&scenario, &mut planted, 1_000);
+    let kept = classes(&minimal, &mut planted);
+    assert!(
+        kept.iter().any(|c| c == "assemble.prompt"),
+        "the shrunk case lost the prompt disagreement it was found for: {kept:?}\n{minimal:#?}"
+    );
+}
