@@ -82,8 +82,12 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
             });
         }
         with(&|s| s.steps[index].command = simplify(&s.steps[index].command));
-        for shorter in shorter_texts(&scenario.steps[index].command) {
-            with(&|s| s.steps[index].command = shorter.clone());
+        let mut shorter = shorter_texts(&scenario.steps[index].command);
+        if shorter.is_empty() {
+            shorter = shorter_plain_text(&scenario.steps[index].command);
+        }
+        for command in shorter {
+            with(&|s| s.steps[index].command = command.clone());
         }
     }
     out
@@ -223,6 +227,25 @@ fn shorter(text: &str) -> Vec<String> {
     out
 }
 
+/// The shorter forms of a command's own plain `text` (a loop message:
+/// `followup`, `steer`, `inject`), read off its data like [`without_each_op`].
+fn shorter_plain_text(command: &Command) -> Vec<Command> {
+    let Ok(json) = serde_json::to_value(command) else {
+        return Vec::new();
+    };
+    let Some(text) = json.get("text").and_then(serde_json::Value::as_str) else {
+        return Vec::new();
+    };
+    shorter(text)
+        .into_iter()
+        .filter_map(|t| {
+            let mut candidate = json.clone();
+            candidate["text"] = serde_json::Value::String(t);
+            serde_json::from_value(candidate).ok()
+        })
+        .collect()
+}
+
 fn shorter_text_specs(text: &TextSpec) -> Vec<TextSpec> {
     match text {
         TextSpec::Static(t) => shorter(t).into_iter().map(TextSpec::Static).collect(),
@@ -309,5 +332,23 @@ mod tests {
             .filter(|c| c.steps.len() == 2 && ops(c) == 1)
             .count();
         assert_eq!(one_op, 2, "each of the two ops is dropped alone");
+    }
+
+    #[test]
+    fn a_loop_message_is_shortened_too() {
+        let original = scenario(
+            "format = 2\ntitle = \"t\"\ncovers = []\nlevel = \"loop\"\n\
+             [[steps]]\ndo = \"followup\"\ntext = \"hello there\"\n",
+        );
+        let texts: Vec<String> = candidates(&original)
+            .iter()
+            .filter_map(|c| match &c.steps.first()?.command {
+                Command::Followup(message) => serde_json::to_value(message).ok(),
+                _ => None,
+            })
+            .filter_map(|v| v["text"].as_str().map(str::to_owned))
+            .collect();
+        assert!(texts.iter().any(|t| t.is_empty()), "{texts:?}");
+        assert!(texts.iter().any(|t| t == "hello"), "{texts:?}");
     }
 }
