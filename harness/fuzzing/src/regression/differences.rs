@@ -8,8 +8,9 @@
 //! an assembly result is compared whole; a loop result as the contract
 //! observes it: each command's observation, each agent's session log, the
 //! provider traffic (bodies and cache hits: transport headers are each
-//! implementation's own), the live events, the final status, inbox,
-//! failure, scripted-route calls and the acting listeners' journal.
+//! implementation's own), all byte for byte, then as values (key order
+//! aside) the live events, the final status, inbox, failure, scripted-route
+//! calls and the acting listeners' journal.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -121,7 +122,12 @@ pub fn differences(
                 Place::Agent(id) => (format!("expect.agents.{id}.{field}"), "agent"),
                 _ => (format!("expect.{field}"), "run"),
             };
-            push(place, field, path, format!("{class}.{field}"), a, b);
+            // Bytes are the contract in the logs and the wire bodies; the
+            // run's other fields are compared as values (key order aside).
+            let in_bytes = matches!(field, "log" | "requests");
+            if in_bytes || a != b {
+                push(place, field, path, format!("{class}.{field}"), a, b);
+            }
         }
     }
     found
