@@ -4,7 +4,9 @@
 //! `dshc-scenario`).
 //!
 //! Exit codes ([`Exit`]): 0 everything passed; 1 some case failed; 2 bad
-//! input or usage (a malformed scenario, a missing path, an unknown flag).
+//! input or usage (a malformed scenario, a missing path, an unknown flag);
+//! 3 dshc caught itself in a bug (a regression file that would not
+//! reproduce what it was written for).
 
 mod cmd;
 mod progress;
@@ -57,6 +59,9 @@ pub enum Exit {
     Failed = 1,
     /// Bad input or usage.
     BadInput = 2,
+    /// dshc caught itself in a bug (a regression file that does not
+    /// reproduce its finding).
+    HarnessBug = 3,
 }
 
 impl Exit {
