@@ -89,7 +89,8 @@ const waited = await stream([system, { role: "user", content: "Rate limited?" }]
 emit("rate_limit", { elapsed_ms: Math.round(performance.now() - started), ...waited });
 
 for (const [testCase, content, options] of [
-  ["overflow", "Too long", { max_tokens: 2_000_000 }],
+  ["overflow", "Too long", { model: "dshc-small-window", max_tokens: 100 }],
+  ["max_tokens", "Too many tokens", { max_tokens: 2_000_000 }],
   ["exhausted", "Unscripted", {}],
 ]) {
   try {

@@ -103,11 +103,12 @@ def main():
     emit("rate_limit", elapsed_ms=round((time.monotonic() - started) * 1000), **waited)
 
     for case, content, options in [
-            ("overflow", "Too long", {"max_tokens": 2_000_000}),
+            ("overflow", "Too long", {"model": "dshc-small-window", "max_tokens": 100}),
+            ("max_tokens", "Too many tokens", {"max_tokens": 2_000_000}),
             ("exhausted", "Unscripted", {})]:
         try:
-            client.chat.completions.create(
-                model=MODEL, messages=[system, {"role": "user", "content": content}], **options)
+            client.chat.completions.create(**{
+                "model": MODEL, "messages": [system, {"role": "user", "content": content}], **options})
             emit(case, error=None)
         except openai.APIStatusError as error:
             emit(case, error=error_of(error))

@@ -24,6 +24,10 @@ pub struct CatalogModel {
     /// Prompt plus completion tokens the model accepts; a request asking for
     /// more is answered with DeepSeek's context-length 400.
     pub context_window: u64,
+    /// The largest `max_tokens` the model accepts; more (or 0) is answered
+    /// with DeepSeek's `Invalid max_tokens value` 400. Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
     /// `owned_by` in `/models` (default `deepseek`).
     #[serde(default = "default_owner")]
     pub owned_by: String,
@@ -35,16 +39,20 @@ fn default_owner() -> String {
 
 /// The built-in models, in the order `/models` lists them.
 pub fn builtin_models() -> Vec<CatalogModel> {
+    // The output limits are the ranges DeepSeek's `Invalid max_tokens value`
+    // errors quote (docs/mock-provider.md cites them): [1, 393216] for V4,
+    // [1, 8192] for deepseek-chat and [1, 65536] for deepseek-reasoner.
     [
-        ("deepseek-v4-flash", 1_000_000),
-        ("deepseek-v4-pro", 1_000_000),
-        ("deepseek-chat", 131_072),
-        ("deepseek-reasoner", 131_072),
+        ("deepseek-v4-flash", 1_000_000, 393_216),
+        ("deepseek-v4-pro", 1_000_000, 393_216),
+        ("deepseek-chat", 131_072, 8_192),
+        ("deepseek-reasoner", 131_072, 65_536),
     ]
     .into_iter()
-    .map(|(id, context_window)| CatalogModel {
+    .map(|(id, context_window, max_output_tokens)| CatalogModel {
         id: id.to_owned(),
         context_window,
+        max_output_tokens: Some(max_output_tokens),
         owned_by: default_owner(),
     })
     .collect()
@@ -78,6 +86,7 @@ mod tests {
     #[test]
     fn script_models_replace_and_extend_the_builtin_ones() {
         let custom = |id: &str, window| CatalogModel {
+            max_output_tokens: None,
             id: id.into(),
             context_window: window,
             owned_by: "me".into(),

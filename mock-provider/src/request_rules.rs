@@ -3,12 +3,16 @@
 //! same kind of 400, instead of in production.
 //!
 //! Each rule is a pure check of one request body (and, for the reasoning
-//! passback, of what this mock answered before). A violation is answered with
-//! HTTP 400, `type` and `code` `invalid_request_error` (DeepSeek puts the type
-//! in both), `param` naming the offending field, and a message that names the
-//! message index; no script entry is used. [`crate::script::Validation`]
-//! switches each rule. The rules and their messages are listed in
-//! `docs/mock-provider.md`.
+//! passback, of what this mock answered before). A violation is answered as
+//! DeepSeek answers it: HTTP 400, `type` and `code` `invalid_request_error`
+//! (DeepSeek puts the type in both), DeepSeek's own message and `param`
+//! (`null` wherever DeepSeek sends `null`); no script entry is used. Where
+//! DeepSeek's wording is not on public record the mock words it itself and
+//! names the field. Each violation also carries the mock's own account of
+//! what was wrong (which message, which call), for the request log and the
+//! stderr line, never for the client. [`crate::script::Validation`]
+//! switches each rule. The rules, their texts and the public source of each
+//! are listed in `docs/mock-provider.md`.
 
 use std::collections::BTreeMap;
 
@@ -33,10 +37,14 @@ pub(crate) type ServedCalls = BTreeMap<String, ServedCall>;
 pub struct RuleViolation {
     /// The rule's name, as in [`Validation`] (`tool_results`, …).
     pub rule: &'static str,
-    /// The field at fault, e.g. `messages[2].reasoning_content`.
-    pub param: String,
+    /// `error.param` as sent: `None` (JSON `null`) where DeepSeek sends
+    /// `null`, else the field at fault.
+    pub param: Option<String>,
     /// The message sent in `error.message`.
     pub message: String,
+    /// What exactly was wrong, e.g. which message and call: for the request
+    /// log, not sent to the client.
+    pub detail: String,
 }
 
 /// What the rules need to know about the request besides its body.
@@ -53,6 +61,8 @@ pub(crate) struct RuleInput<'a> {
     pub context_window: Option<u64>,
     /// The window used for a model outside the catalog.
     pub default_context_window: u64,
+    /// The requested model's largest `max_tokens`, when the catalog gives one.
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Check a chat-completions request against the enabled rules; the first
@@ -69,6 +79,9 @@ pub(crate) fn check_chat(
         .map_or(&[][..], Vec::as_slice);
     if rules.checks(rules.known_model) {
         known_model(input)?;
+    }
+    if rules.checks(rules.max_tokens) {
+        max_tokens(input)?;
     }
     if rules.checks(rules.prefix_completion) {
         prefix_completion(messages, input.beta)?;
@@ -90,10 +103,55 @@ pub(crate) fn check_fim(input: &RuleInput<'_>, rules: &Validation) -> Result<(),
     if rules.checks(rules.known_model) {
         known_model(input)?;
     }
+    if rules.checks(rules.max_tokens) {
+        max_tokens(input)?;
+    }
     if rules.checks(rules.context_window) {
         context_window(input)?;
     }
     Ok(())
+}
+
+/// DeepSeek's words for a request it refuses, as its 400s carry them.
+pub mod deepseek_says {
+    /// A model the API does not serve.
+    pub const MODEL_NOT_EXIST: &str = "Model Not Exist";
+    /// An assistant message whose tool calls are not all answered right after it.
+    pub const INSUFFICIENT_TOOL_MESSAGES: &str = "An assistant message with 'tool_calls' must be \
+        followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages \
+        following tool_calls message)";
+    /// A `tool` message with no assistant `tool_calls` message before it.
+    pub const ORPHAN_TOOL_MESSAGE: &str =
+        "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
+    /// Thinking-mode tool calls sent back without their reasoning.
+    pub const REASONING_NOT_PASSED_BACK: &str =
+        "The `reasoning_content` in the thinking mode must be passed back to the API.";
+    /// `prefix: true` outside the `/beta` base URL.
+    pub const PREFIX_NEEDS_BETA: &str = "prefix is only available when using beta api (set base_url=\"https://api.deepseek.com/beta\")";
+
+    /// `max_tokens` outside the model's range.
+    pub fn invalid_max_tokens(max_output_tokens: u64) -> String {
+        format!(
+            "Invalid max_tokens value, the valid range of max_tokens is [1, {max_output_tokens}]"
+        )
+    }
+}
+
+fn max_tokens(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
+    let (Some(limit), Some(requested)) =
+        (input.max_output_tokens, input.completion_tokens_requested)
+    else {
+        return Ok(());
+    };
+    if (1..=limit).contains(&requested) {
+        return Ok(());
+    }
+    Err(RuleViolation {
+        rule: "max_tokens",
+        param: None,
+        message: deepseek_says::invalid_max_tokens(limit),
+        detail: format!("max_tokens {requested} is outside [1, {limit}]"),
+    })
 }
 
 fn known_model(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
@@ -102,8 +160,9 @@ fn known_model(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
     }
     Err(RuleViolation {
         rule: "known_model",
-        param: "model".into(),
-        message: "Model Not Exist".into(),
+        param: None,
+        message: deepseek_says::MODEL_NOT_EXIST.into(),
+        detail: "the model is not in the catalog".into(),
     })
 }
 
@@ -116,8 +175,9 @@ fn context_window(input: &RuleInput<'_>) -> Result<(), RuleViolation> {
     }
     Err(RuleViolation {
         rule: "context_window",
-        param: "messages".into(),
+        param: None,
         message: context_length_message(window, input.prompt_tokens, completion),
+        detail: format!("{requested} tokens requested, the window is {window}"),
     })
 }
 
@@ -139,19 +199,30 @@ fn prefix_completion(messages: &[Value], beta: bool) -> Result<(), RuleViolation
         if message.get("prefix") != Some(&Value::Bool(true)) {
             continue;
         }
-        let problem = if index != last {
-            "only the last message may set `prefix: true`"
+        // DeepSeek's wording is on record only for the base URL; the other
+        // two misuses are worded here, naming the field.
+        let (param, message) = if index != last {
+            let text = "only the last message may set `prefix: true`";
+            (
+                Some(format!("messages[{index}].prefix")),
+                format!("Invalid messages[{index}]: {text}"),
+            )
         } else if role(message) != Some("assistant") {
-            "`prefix: true` is allowed only on an assistant message"
+            let text = "`prefix: true` is allowed only on an assistant message";
+            (
+                Some(format!("messages[{index}].prefix")),
+                format!("Invalid messages[{index}]: {text}"),
+            )
         } else if !beta {
-            "prefix completion is a beta feature: send the request to the `/beta` base URL"
+            (None, deepseek_says::PREFIX_NEEDS_BETA.to_owned())
         } else {
             continue;
         };
         return Err(RuleViolation {
             rule: "prefix_completion",
-            param: format!("messages[{index}].prefix"),
-            message: format!("Invalid messages[{index}]: {problem}"),
+            param,
+            message,
+            detail: format!("messages[{index}] sets `prefix: true`"),
         });
     }
     Ok(())
@@ -165,10 +236,11 @@ fn tool_results(messages: &[Value]) -> Result<(), RuleViolation> {
             Some("tool") => {
                 return Err(RuleViolation {
                     rule: "tool_results",
-                    param: format!("messages[{index}]"),
-                    message: format!(
-                        "Invalid messages[{index}]: a message with role `tool` must answer a \
-                         `tool_calls` entry of the assistant message right before it"
+                    param: None,
+                    message: deepseek_says::ORPHAN_TOOL_MESSAGE.into(),
+                    detail: format!(
+                        "messages[{index}] has role `tool` but answers no `tool_calls` entry of \
+                         the assistant message right before it"
                     ),
                 });
             }
@@ -184,10 +256,11 @@ fn tool_results(messages: &[Value]) -> Result<(), RuleViolation> {
                         None => {
                             return Err(RuleViolation {
                                 rule: "tool_results",
-                                param: format!("messages[{next}].tool_call_id"),
-                                message: format!(
-                                    "Invalid messages[{next}]: `tool_call_id` {} answers no \
-                                     unanswered call of messages[{index}]",
+                                param: None,
+                                message: deepseek_says::INSUFFICIENT_TOOL_MESSAGES.into(),
+                                detail: format!(
+                                    "messages[{next}]: `tool_call_id` {} answers no unanswered \
+                                     call of messages[{index}]",
                                     answered.map_or("(missing)".to_owned(), |id| format!("{id:?}"))
                                 ),
                             });
@@ -198,10 +271,10 @@ fn tool_results(messages: &[Value]) -> Result<(), RuleViolation> {
                 if !pending.is_empty() {
                     return Err(RuleViolation {
                         rule: "tool_results",
-                        param: format!("messages[{index}].tool_calls"),
-                        message: format!(
-                            "Invalid messages[{index}]: an assistant message with `tool_calls` \
-                             must be followed by one `tool` message per call; no answer for {}",
+                        param: None,
+                        message: deepseek_says::INSUFFICIENT_TOOL_MESSAGES.into(),
+                        detail: format!(
+                            "messages[{index}]: no `tool` message answers {}",
                             quoted_list(&pending)
                         ),
                     });
@@ -238,11 +311,11 @@ fn reasoning_passback(messages: &[Value], served: &ServedCalls) -> Result<(), Ru
             let index = turn_start + offset;
             return Err(RuleViolation {
                 rule: "reasoning_passback",
-                param: format!("messages[{index}].reasoning_content"),
-                message: format!(
-                    "Missing `reasoning_content` in the assistant message at messages[{index}]: \
-                     its tool calls were made in thinking mode (response {}), and within a \
-                     turn the reasoning must be sent back with them",
+                param: None,
+                message: deepseek_says::REASONING_NOT_PASSED_BACK.into(),
+                detail: format!(
+                    "messages[{index}] has no `reasoning_content`, but its tool calls were made \
+                     in thinking mode (response {})",
                     call.response_number
                 ),
             });
@@ -291,8 +364,17 @@ mod tests {
             completion_tokens_requested: None,
             context_window: Some(100),
             default_context_window: 1_000,
+            max_output_tokens: Some(50),
         }
     }
+
+    // DeepSeek's texts as public reports quote them (docs/mock-provider.md
+    // cites each), written out here rather than read from `deepseek_says`.
+    const INSUFFICIENT: &str = "An assistant message with 'tool_calls' must be followed by tool \
+        messages responding to each 'tool_call_id'. (insufficient tool messages following \
+        tool_calls message)";
+    const ORPHAN: &str =
+        "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
 
     fn check(body: Value, served: &ServedCalls) -> Result<(), RuleViolation> {
         check_chat(&input(&body), served, &Validation::default())
@@ -321,26 +403,38 @@ mod tests {
         ]});
         let violation = check(unanswered, &served).unwrap_err();
         assert_eq!(violation.rule, "tool_results");
-        assert_eq!(violation.param, "messages[0].tool_calls");
+        assert_eq!(
+            (violation.param, violation.message.as_str()),
+            (None, INSUFFICIENT)
+        );
         assert!(
-            violation.message.contains("no answer for \"b\""),
-            "{violation:?}"
+            violation.detail.contains("messages[0]") && violation.detail.contains("\"b\""),
+            "{}",
+            violation.detail
         );
 
         let stray = json!({"messages": [
             {"role": "user", "content": "go"},
             {"role": "tool", "tool_call_id": "a", "content": "1"}
         ]});
-        assert_eq!(check(stray, &served).unwrap_err().param, "messages[1]");
+        let violation = check(stray, &served).unwrap_err();
+        assert_eq!(
+            (violation.param, violation.message.as_str()),
+            (None, ORPHAN)
+        );
+        assert!(
+            violation.detail.starts_with("messages[1]"),
+            "{}",
+            violation.detail
+        );
 
         let wrong_id = json!({"messages": [
             {"role": "assistant", "content": "", "tool_calls": [call("a")]},
             {"role": "tool", "tool_call_id": "z", "content": "1"}
         ]});
-        assert_eq!(
-            check(wrong_id, &served).unwrap_err().param,
-            "messages[1].tool_call_id"
-        );
+        let violation = check(wrong_id, &served).unwrap_err();
+        assert_eq!(violation.message, INSUFFICIENT);
+        assert!(violation.detail.contains("\"z\""), "{}", violation.detail);
     }
 
     #[test]
@@ -370,8 +464,16 @@ mod tests {
         let dropped = turn(json!({"role": "assistant", "content": "", "tool_calls": [call("a")]}));
         let violation = check(dropped.clone(), &served).unwrap_err();
         assert_eq!(violation.rule, "reasoning_passback");
-        assert_eq!(violation.param, "messages[1].reasoning_content");
-        assert!(violation.message.contains("response 1"), "{violation:?}");
+        assert_eq!(
+            (violation.param, violation.message.as_str()),
+            (
+                None,
+                "The `reasoning_content` in the thinking mode must be passed back to the API."
+            )
+        );
+        assert!(
+            violation.detail.contains("messages[1]") && violation.detail.contains("response 1")
+        );
 
         let passed_back = turn(json!({"role": "assistant", "content": "",
             "reasoning_content": "thought", "tool_calls": [call("a")]}));
@@ -398,6 +500,7 @@ mod tests {
     fn the_window_counts_the_prompt_and_the_requested_completion() {
         let body = json!({"messages": []});
         let mut request = input(&body);
+        request.max_output_tokens = None;
         request.completion_tokens_requested = Some(90);
         assert_eq!(
             check_chat(&request, &ServedCalls::new(), &Validation::default()),
@@ -443,7 +546,13 @@ mod tests {
         let mut request = input(&body);
         let rules = Validation::default();
         let violation = check_chat(&request, &ServedCalls::new(), &rules).unwrap_err();
-        assert!(violation.message.contains("beta"), "{violation:?}");
+        assert_eq!(
+            (violation.param, violation.message.as_str()),
+            (
+                None,
+                "prefix is only available when using beta api (set base_url=\"https://api.deepseek.com/beta\")"
+            )
+        );
         request.beta = true;
         assert_eq!(check_chat(&request, &ServedCalls::new(), &rules), Ok(()));
         let misplaced = json!({"messages": [
@@ -454,7 +563,48 @@ mod tests {
             ..input(&misplaced)
         };
         let violation = check_chat(&request, &ServedCalls::new(), &rules).unwrap_err();
-        assert_eq!(violation.param, "messages[0].prefix");
+        assert_eq!(violation.param.as_deref(), Some("messages[0].prefix"));
+    }
+
+    #[test]
+    fn max_tokens_lies_in_the_models_range() {
+        let body = json!({"messages": []});
+        let rules = Validation::default();
+        let mut request = input(&body);
+        request.context_window = Some(1_000);
+        for (requested, refused) in [
+            (Some(1), false),
+            (Some(50), false),
+            (None, false),
+            (Some(51), true),
+            (Some(0), true),
+        ] {
+            request.completion_tokens_requested = requested;
+            let checked = check_chat(&request, &ServedCalls::new(), &rules);
+            assert_eq!(checked.is_err(), refused, "max_tokens {requested:?}");
+            if let Err(violation) = checked {
+                assert_eq!(
+                    (violation.param, violation.message.as_str()),
+                    (
+                        None,
+                        "Invalid max_tokens value, the valid range of max_tokens is [1, 50]"
+                    )
+                );
+            }
+        }
+        request.max_output_tokens = None;
+        request.completion_tokens_requested = Some(51);
+        assert_eq!(
+            check_chat(&request, &ServedCalls::new(), &rules),
+            Ok(()),
+            "no limit known"
+        );
+        let off = Validation {
+            max_tokens: false,
+            ..rules
+        };
+        request.max_output_tokens = Some(50);
+        assert_eq!(check_chat(&request, &ServedCalls::new(), &off), Ok(()));
     }
 
     #[test]

@@ -25,6 +25,7 @@ struct Accepted {
     prompt: PromptAccounting,
     /// The requested model's context window, when the catalog has the model.
     known_window: Option<u64>,
+    max_output_tokens: Option<u64>,
 }
 
 impl State {
@@ -91,11 +92,9 @@ impl State {
         };
         let prompt_ids = token_ids(&prompt_text);
         let prompt = self.cache.account_ids(&parsed.model, &prompt_ids);
-        let known_window = self
-            .catalog
-            .iter()
-            .find(|model| model.id == parsed.model)
-            .map(|model| model.context_window);
+        let known = self.catalog.iter().find(|model| model.id == parsed.model);
+        let known_window = known.map(|model| model.context_window);
+        let max_output_tokens = known.and_then(|model| model.max_output_tokens);
         Ok(Accepted {
             endpoint,
             beta,
@@ -104,6 +103,7 @@ impl State {
             prompt_ids,
             prompt,
             known_window,
+            max_output_tokens,
         })
     }
 
@@ -116,6 +116,7 @@ impl State {
             completion_tokens_requested: accepted.parsed.max_tokens,
             context_window: accepted.known_window,
             default_context_window: DEFAULT_CONTEXT_WINDOW_TOKENS,
+            max_output_tokens: accepted.max_output_tokens,
         };
         let rules = &self.script.validation;
         match accepted.endpoint {
@@ -202,20 +203,25 @@ impl State {
     }
 }
 
-/// The documented 400 of a broken rule, naming the offending parameter.
+/// DeepSeek's 400 for a broken rule; the log keeps what exactly was wrong.
 fn violation_answer(violation: RuleViolation, body_json: Value) -> Handled {
-    let RuleViolation { param, message, .. } = violation;
-    let error = ErrorBody::new(
+    let RuleViolation {
+        param,
+        message,
+        detail,
+        ..
+    } = violation;
+    let mut error = ErrorBody::new(
         &message,
         "invalid_request_error",
         Some("invalid_request_error"),
-    )
-    .with_param(param);
+    );
+    error.error.param = param;
     Handled {
         plan: ResponsePlan::error(400, &error),
         outcome: RequestOutcome::Rejected {
             status: 400,
-            message,
+            message: format!("{message} ({detail})"),
         },
         body_json: Some(body_json),
         prompt: None,

@@ -238,8 +238,22 @@ fn rule_violations_are_documented_400s_that_use_no_entry() {
     let error = &json_of(&plan)["error"];
     assert_eq!(error["type"], "invalid_request_error");
     assert_eq!(error["code"], "invalid_request_error");
-    assert_eq!(error["param"], "messages[0].tool_calls");
+    // DeepSeek's body: its text, and `param: null`.
+    assert_eq!(
+        error["message"],
+        "An assistant message with 'tool_calls' must be followed by tool messages responding \
+         to each 'tool_call_id'. (insufficient tool messages following tool_calls message)"
+    );
+    assert_eq!(error["param"], Value::Null);
     assert_eq!(provider.responses_served(), 0);
+    // The log keeps what exactly was wrong.
+    provider.with_requests(|log| {
+        let logged = log.last().unwrap().summary_line();
+        assert!(
+            logged.contains("messages[0]: no `tool` message answers \"c\""),
+            "{logged}"
+        );
+    });
     let relaxed = Script {
         validation: crate::script::Validation::off(),
         ..Script::new(vec![ScriptEntry::content(["x"])])
@@ -279,8 +293,9 @@ fn a_thinking_tool_call_replayed_without_its_reasoning_is_refused() {
     ])));
     assert_eq!(without.status, 400);
     assert_eq!(
-        json_of(&without)["error"]["param"],
-        "messages[1].reasoning_content"
+        json_of(&without)["error"],
+        json!({"message": "The `reasoning_content` in the thinking mode must be passed back to the API.",
+               "type": "invalid_request_error", "param": null, "code": "invalid_request_error"})
     );
     let with = provider.handle(chat(json!([
         question,

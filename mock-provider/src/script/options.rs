@@ -53,6 +53,10 @@ pub struct Validation {
     /// model's context window. Default true.
     #[serde(default = "default_true")]
     pub context_window: bool,
+    /// `max_tokens` (or `max_completion_tokens`) lies in the model's range,
+    /// `[1, max_output_tokens]` of the catalog. Default true.
+    #[serde(default = "default_true")]
+    pub max_tokens: bool,
     /// A message with `prefix: true` must be the last one, from the assistant,
     /// sent to the `/beta` base. Default true.
     #[serde(default = "default_true")]
@@ -70,6 +74,7 @@ impl Default for Validation {
             reasoning_passback: true,
             tool_results: true,
             context_window: true,
+            max_tokens: true,
             prefix_completion: true,
             known_model: false,
         }

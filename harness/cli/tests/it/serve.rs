@@ -385,7 +385,17 @@ fn assert_deepseek_session(language: &str) {
     assert_eq!(overflow["code"], "invalid_request_error");
     let message = overflow["message"].as_str().unwrap();
     assert!(
-        message.contains("maximum context length is 1000000 tokens"),
+        message.contains("maximum context length is 64 tokens"),
+        "{message}"
+    );
+
+    // DeepSeek's own body for a max_tokens outside V4's range.
+    let too_many = &case("max_tokens")["error"];
+    assert_eq!(too_many["status"], 400);
+    assert_eq!(too_many["code"], "invalid_request_error");
+    let message = too_many["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("Invalid max_tokens value, the valid range of max_tokens is [1, 393216]"),
         "{message}"
     );
 
@@ -393,7 +403,7 @@ fn assert_deepseek_session(language: &str) {
     assert_eq!(exhausted["status"], 400);
     assert_eq!(exhausted["code"], "script_exhausted");
     // Named by the script file `dshc serve` was given.
-    let script_file = format!("client-{language}-deepseek.toml has no answer for request 9");
+    let script_file = format!("client-{language}-deepseek.toml has no answer for request 10");
     assert!(
         exhausted["message"]
             .as_str()
@@ -402,11 +412,11 @@ fn assert_deepseek_session(language: &str) {
         "{exhausted}"
     );
     // One request per case, the 429 and its retry, and nothing retried after
-    // the two 400s.
+    // the three 400s.
     let statuses: Vec<u64> = log.iter().map(|r| r["status"].as_u64().unwrap()).collect();
     assert_eq!(
         statuses,
-        [200, 200, 200, 200, 200, 429, 200, 400, 400],
+        [200, 200, 200, 200, 200, 429, 200, 400, 400, 400],
         "{language}"
     );
 }
