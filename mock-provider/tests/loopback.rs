@@ -259,8 +259,12 @@ fn check_tool_turn_stream(observed: &Observed, body: &Value) -> u64 {
         json!({"index": 0, "function": {"arguments": "th\":\"a.txt\"}"}})
     );
     assert_eq!(chunks[7]["choices"][0]["finish_reason"], "tool_calls");
-    // DeepSeek: no usage key before the finish chunk, usage on it.
-    assert!(chunks[..7].iter().all(|chunk| chunk.get("usage").is_none()));
+    // DeepSeek, asked for usage: `usage: null` before the finish chunk, usage on it.
+    assert!(
+        chunks[..7]
+            .iter()
+            .all(|chunk| chunk.get("usage") == Some(&Value::Null))
+    );
 
     let prompt_tokens = count_tokens(&canonical_prompt(body));
     let reasoning_tokens = count_tokens("The user wants a.txt.");

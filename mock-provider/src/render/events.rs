@@ -13,10 +13,10 @@ use crate::wire::{
 /// as the exact bytes `data: <json>\n\n`; the last one is `data: [DONE]\n\n`.
 pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes> {
     let placement = usage_placement(entry, context);
-    // Before the usage: OpenAI sends `"usage": null` when usage was asked for,
-    // DeepSeek no key at all.
-    let no_usage_yet =
-        (context.dialect == Dialect::Openai && context.include_usage).then_some(None);
+    // Before the usage: `"usage": null` on every chunk when the request asked
+    // for usage (`stream_options.include_usage`), no key at all otherwise;
+    // DeepSeek's API reference and OpenAI's agree on this.
+    let no_usage_yet = context.include_usage.then_some(None);
     let finish_usage = match placement {
         UsagePlacement::OnFinish => Some(Some(&context.usage)),
         _ => no_usage_yet,
@@ -301,7 +301,16 @@ mod tests {
                     .iter()
                     .all(|chunk| !chunk["choices"].as_array().unwrap().is_empty())
             );
-            assert!(chunks[..8].iter().all(|chunk| chunk.get("usage").is_none()));
+            // With include_usage every chunk before the last says `usage: null`
+            // (DeepSeek's API reference); without it, the key is absent.
+            for chunk in &chunks[..8] {
+                let expected = include_usage.then_some(&Value::Null);
+                assert_eq!(
+                    chunk.get("usage"),
+                    expected,
+                    "include_usage {include_usage}"
+                );
+            }
             let finish = &chunks[8];
             assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
             assert_eq!(finish["choices"][0]["delta"], json!({"content": ""}));
