@@ -395,7 +395,7 @@ pub fn register_suppressor(
     world: &WorldRef,
     registry: &Registry,
 ) -> Result<(), JsError> {
-    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref());
+    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref())?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
@@ -425,7 +425,7 @@ pub fn register_tools(
                 call_provider(&spec, calls.get(), context, &world_ref, registry, |_| None)?;
             Ok(result.map(|r| tools_result(&r)))
         }),
-    );
+    )?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
