@@ -800,3 +800,40 @@ fn bench_compares_implementations_and_fails_on_a_regression() {
         stderr(&regressed)
     );
 }
+
+#[test]
+fn migrate_keeps_a_file_it_cannot_rewrite_equivalently_and_says_which() {
+    let scratch = Scratch::new("migrate");
+    let head = "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n\n[[steps]]\ndo = \"assemble\"\n";
+    let good = scratch.write(
+        "old/good.toml",
+        &format!("{head}expect.sections = [{{ name = \"a\" }}]\n"),
+    );
+    let typo_text = format!("{head}expect.promt = \"p\"\n");
+    let typo = scratch.write("old/typo.toml", &typo_text);
+    let operator_text = format!("{head}expect.prompt = {{ \"$contains\" = \"x\" }}\n");
+    let operator = scratch.write("old/operator.toml", &operator_text);
+    let output = run(&["migrate", "old"], &scratch.root);
+    assert_eq!(code(&output), 2, "{}{}", stdout(&output), stderr(&output));
+    assert!(
+        stdout(&output).ends_with("1 migrated, 0 already current, 2 left as they were\n"),
+        "{}",
+        stdout(&output)
+    );
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("old/typo.toml: the rewritten file would not load (")
+            && errors.contains("promt"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("old/operator.toml: cannot be kept equivalent: `steps[0].expect.prompt` has the key \"$contains\""),
+        "{errors}"
+    );
+    let read = |path: &Path| std::fs::read_to_string(path).expect("readable");
+    assert_eq!(read(&typo), typo_text, "left as it was");
+    assert_eq!(read(&operator), operator_text, "left as it was");
+    assert!(read(&good).starts_with("format = 2"), "{}", read(&good));
+    let check = run(&["run", "old/good.toml"], &scratch.root);
+    assert_ne!(code(&check), 2, "the migrated file loads: {}", stdout(&check));
+}
