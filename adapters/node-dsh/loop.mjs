@@ -43,6 +43,7 @@ import {
   Returned,
   observed,
   present,
+  timerDelayMs,
 } from './world.mjs'
 import { BRIDGE_BASE_URL, VirtualTime } from './virtual_time.mjs'
 
@@ -227,7 +228,7 @@ export function prepareLoopEnvironment() {
   process.env.DSH_HOME = DSH_HOME
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, timerDelayMs(ms)))
 
 /** The simulated host's home and `$DSH_HOME` (the reference's). */
 const SIMULATED_HOME = '/home/user'

@@ -614,7 +614,9 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                         return Err(JsError::error(format!("aborted: {reason}")));
                     }
                     ListenerOp::SleepMs(ms) => {
-                        tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
+                        // `setTimeout(resolve, ms)`: never due at the same instant.
+                        let delay_ms = dshc_model::js::timer_delay_ms(*ms);
+                        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await
                     }
                     ListenerOp::AddSection(_)
                     | ListenerOp::RemoveSection(_)
