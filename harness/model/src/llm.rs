@@ -389,7 +389,8 @@ impl BlockAssembler {
         let kept = entries
             .iter()
             .zip(&assembled)
-            .filter_map(|(entry, (_, kept))| kept.then(|| entry.clone()));
+            .filter(|(_, (_, kept))| *kept)
+            .map(|(entry, _)| entry.clone());
         pruned.insert("blocks".into(), Value::Array(kept.collect()));
         Some(Value::Object(pruned))
     }

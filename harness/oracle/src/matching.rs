@@ -685,9 +685,18 @@ mod tests {
         holds(json!({"a": {"$not": {"$contains": "x"}}}), json!({}));
         fails(json!({"a": {"$not": {"$absent": true}}}), json!({}));
         holds(json!({"a": {"$not": {"$absent": true}}}), json!({"a": 1}));
-        holds(json!({"a": {"$any_of": [{"$absent": true}, "x"]}}), json!({}));
-        holds(json!({"a": {"$any_of": [{"$absent": true}, "x"]}}), json!({"a": "x"}));
-        fails(json!({"a": {"$any_of": [{"$absent": true}, "x"]}}), json!({"a": "y"}));
+        holds(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({}),
+        );
+        holds(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({"a": "x"}),
+        );
+        fails(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({"a": "y"}),
+        );
         fails(json!({"a": {"$any_of": ["x", "y"]}}), json!({}));
         holds(json!({"a": {"$match": {"$absent": true}}}), json!({}));
         fails(json!({"a": {"$match": {"b": 1}}}), json!({}));

@@ -460,12 +460,14 @@ mod tests {
 
     #[test]
     fn replay_state_reaches_only_the_route_that_produced_it() {
-        let answer = |provider: &str| {
-            json!({"role": "assistant", "content": [], "source": {"kind": "model", "provider": provider, "model": "m", "replayState": {"r": 1}}})
-        };
+        let answer = |provider: &str| json!({"role": "assistant", "content": [], "source": {"kind": "model", "provider": provider, "model": "m", "replayState": {"r": 1}}});
         let request = json!({"provider": "a", "messages": [answer("a"), answer("b")]});
         let received = for_called_route(request);
-        assert_eq!(received["messages"][0], answer("a"), "its own route keeps it");
+        assert_eq!(
+            received["messages"][0],
+            answer("a"),
+            "its own route keeps it"
+        );
         assert_eq!(
             received["messages"][1]["source"],
             json!({"kind": "model", "provider": "b", "model": "m"})

@@ -621,11 +621,17 @@ do = "assemble"
         };
         let (cases, summary) = run_suite(&scenarios, &mut implementation, &[], false, |_, _| {});
         let Outcome::NotRun(NotRun::Crashed { context }) = &cases[0].outcome else {
-            panic!("the panicking case must be crashed, not {:?}", cases[0].outcome);
+            panic!(
+                "the panicking case must be crashed, not {:?}",
+                cases[0].outcome
+            );
         };
         assert!(context.ends_with("the first case breaks"), "{context}");
         assert_eq!(cases[1].outcome, Outcome::Pass);
         assert_eq!((summary.passed, summary.failed), (1, 1));
-        assert_eq!(implementation.recoveries, 1, "the panicked case's state is dropped");
+        assert_eq!(
+            implementation.recoveries, 1,
+            "the panicked case's state is dropped"
+        );
     }
 }

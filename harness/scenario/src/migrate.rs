@@ -120,7 +120,11 @@ fn first_key_of<'a>(
     None
 }
 
-fn first_operator_key_in(value: &Value, path: &str, wrapped: &[String]) -> Option<(String, String)> {
+fn first_operator_key_in(
+    value: &Value,
+    path: &str,
+    wrapped: &[String],
+) -> Option<(String, String)> {
     if wrapped.iter().any(|w| w == path) {
         return None;
     }
@@ -130,7 +134,11 @@ fn first_operator_key_in(value: &Value, path: &str, wrapped: &[String]) -> Optio
                 .iter()
                 .map(|(key, value)| (key, Item::Value(value.clone())))
                 .collect();
-            first_key_of(entries.iter().map(|(key, item)| (*key, item)), path, wrapped)
+            first_key_of(
+                entries.iter().map(|(key, item)| (*key, item)),
+                path,
+                wrapped,
+            )
         }
         Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
             first_operator_key_in(item, &format!("{path}[{index}]"), wrapped)
@@ -161,7 +169,11 @@ fn check_equivalent(document: &DocumentMut) -> Result<(), MigrateError> {
             };
             let path = format!("steps[{index}].expect");
             if step.get("do").and_then(Item::as_str) == Some("assemble") {
-                wrapped.extend(WHOLE_ASSEMBLE_KEYS.iter().map(|key| format!("{path}.{key}")));
+                wrapped.extend(
+                    WHOLE_ASSEMBLE_KEYS
+                        .iter()
+                        .map(|key| format!("{path}.{key}")),
+                );
             }
             expectations.push((path, expect));
         }
@@ -289,7 +301,10 @@ mod tests {
     fn an_array_of_tables_compared_whole_is_wrapped_too() {
         let v1 = "format = 1\ntitle = \"t\"\ncovers = [\"x\"]\n\n[[steps]]\ndo = \"assemble\"\n\n[[steps.expect.sections]]\nname = \"a\"\n";
         let v2 = migrate(v1).expect("migrates");
-        assert!(v2.contains("sections = { \"$exact\" = [{ name = \"a\" }] }"), "{v2}");
+        assert!(
+            v2.contains("sections = { \"$exact\" = [{ name = \"a\" }] }"),
+            "{v2}"
+        );
     }
 
     #[test]
@@ -297,7 +312,10 @@ mod tests {
         let literal = "format = 1\ntitle = \"t\"\ncovers = [\"x\"]\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"p\"\n\n[[steps]]\ndo = \"assemble\"\nexpect.extra = { \"$ref\" = \"x\" }\nexpect.error = { \"$contains\" = \"x\" }\n";
         match migrate(literal) {
             Err(MigrateError::NotEquivalent { at, key }) => {
-                assert_eq!((at.as_str(), key.as_str()), ("steps[1].expect.error", "$contains"));
+                assert_eq!(
+                    (at.as_str(), key.as_str()),
+                    ("steps[1].expect.error", "$contains")
+                );
             }
             other => panic!("a `$` key outside `$exact` must be refused, not {other:?}"),
         }

@@ -835,5 +835,10 @@ fn migrate_keeps_a_file_it_cannot_rewrite_equivalently_and_says_which() {
     assert_eq!(read(&operator), operator_text, "left as it was");
     assert!(read(&good).starts_with("format = 2"), "{}", read(&good));
     let check = run(&["run", "old/good.toml"], &scratch.root);
-    assert_ne!(code(&check), 2, "the migrated file loads: {}", stdout(&check));
+    assert_ne!(
+        code(&check),
+        2,
+        "the migrated file loads: {}",
+        stdout(&check)
+    );
 }

@@ -306,8 +306,15 @@ mod tests {
     #[test]
     fn a_number_field_takes_every_javascript_number() {
         assert_eq!(read_number("value = inf"), Ok(f64::INFINITY));
-        assert_eq!(read_number("value = { \"$js\" = \"-Infinity\" }"), Ok(f64::NEG_INFINITY));
-        assert!(read_number("value = { \"$js\" = \"NaN\" }").unwrap().is_nan());
+        assert_eq!(
+            read_number("value = { \"$js\" = \"-Infinity\" }"),
+            Ok(f64::NEG_INFINITY)
+        );
+        assert!(
+            read_number("value = { \"$js\" = \"NaN\" }")
+                .unwrap()
+                .is_nan()
+        );
         assert!(read_number("value = nan").unwrap().is_nan());
         let zero = read_number("value = { \"$js\" = \"-0\" }").unwrap();
         assert!(zero == 0.0 && zero.is_sign_negative());
@@ -321,7 +328,15 @@ mod tests {
 
     #[test]
     fn a_number_crosses_json_as_itself() {
-        for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, 1.5, 1e300] {
+        for value in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.0,
+            1.5,
+            1e300,
+        ] {
             let json = serde_json::to_value(JsNumber(value)).unwrap();
             let back: JsNumber = serde_json::from_value(json.clone()).unwrap();
             assert_eq!(back, JsNumber(value), "{json}");
