@@ -95,6 +95,13 @@ fn run_exits_0_on_pass_1_on_failure_2_on_bad_input() {
     let failed = run(&["run", "scenarios"], &scratch.root);
     assert_eq!(code(&failed), 1);
     insta::assert_snapshot!("run_failed", stdout(&failed));
+    // `-v` lists every case, passing ones too, as `check` does.
+    let verbose = run(&["run", "-v", "scenarios"], &scratch.root);
+    assert_eq!(code(&verbose), 1);
+    let listing = stdout(&verbose);
+    assert!(listing.contains("pass     assembly/pass\n"), "{listing}");
+    assert!(listing.contains("FAIL assembly/fail "), "{listing}");
+    assert!(!stdout(&failed).contains("pass "), "without -v, only failures");
 
     scratch.write(
         "scenarios/assembly/bad.toml",
