@@ -531,8 +531,11 @@ impl Comparison {
         }
     }
 
-    fn request(&mut self, expect: &RequestExpect, run: &LoopRun, index: usize) {
-        let path = format!("expect.request[{index}]");
+    /// One `[[expect.request]]` entry. Its mismatches are named by the
+    /// request they are about (`expect.request[index = 2]`), not by the
+    /// entry's position among the entries.
+    fn request(&mut self, expect: &RequestExpect, run: &LoopRun) {
+        let path = format!("expect.request[index = {}]", expect.index);
         let Some(request) = run.requests.get(expect.index) else {
             self.push(
                 format!("{path}.index"),
@@ -642,8 +645,8 @@ impl Comparison {
     fn requests(&mut self, expect: &LoopExpect, run: &LoopRun) {
         let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
         self.value("expect.requests", expect.requests.as_ref(), Some(&bodies));
-        for (index, request) in expect.request.iter().enumerate() {
-            self.request(request, run, index);
+        for request in &expect.request {
+            self.request(request, run);
         }
     }
 
@@ -694,8 +697,9 @@ impl Comparison {
             expect.llm_requests.as_ref(),
             Some(&llm_requests),
         );
-        for (index, call) in expect.llm_request.iter().enumerate() {
-            let path = format!("expect.llm_request[{index}]");
+        // Named by the call they are about, not by the entry's position.
+        for call in &expect.llm_request {
+            let path = format!("expect.llm_request[index = {}]", call.index);
             match run.llm_requests.get(call.index) {
                 Some(options) => self.value(
                     &format!("{path}.options"),

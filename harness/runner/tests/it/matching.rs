@@ -396,11 +396,18 @@ fn requests_status_and_events_in_order() {
         &looped(
             "[[expect.request]]\nindex = 0\nbody = { messages = { \"$some\" = { role = \"tool\" } } }",
         ),
-        &["expect.request[0].body.messages", "$some"],
+        &["expect.request[index = 0].body.messages", "$some"],
     );
     fails(
         &looped("[[expect.request]]\nindex = 4"),
-        &["expect.request[0].index"],
+        &["expect.request[index = 4].index"],
+    );
+    // The second entry is about request 1, and its mismatch says so.
+    fails(
+        &looped(
+            "[[expect.request]]\nindex = 0\n\n[[expect.request]]\nindex = 1\nbody = { model = \"nope\" }",
+        ),
+        &["expect.request[index = 1].body.model"],
     );
     passes(&looped(r#"status_transitions = ["running", "idle"]"#));
     fails(
