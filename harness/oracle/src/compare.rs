@@ -124,11 +124,12 @@ impl Comparison {
         match (pattern, actual) {
             (None, None) => {}
             (None, Some(error)) => self.push(path.into(), "(no error)".into(), error_text(error)),
-            (Some(pattern), None) => self.push(
-                path.into(),
-                show(Some(pattern.source())),
-                "(no error)".into(),
-            ),
+            (Some(pattern), None) => {
+                if let Err(miss) = self.matcher.check(pattern, None) {
+                    let actual = "(no error)".to_string();
+                    self.miss(path, Miss { actual, ..miss });
+                }
+            }
             (Some(pattern), Some(error)) => {
                 let about_message = pattern.source().is_string() || pattern.is_matcher();
                 let result = if about_message {
@@ -592,11 +593,14 @@ impl Comparison {
             (Some(failure), None) => {
                 self.push("run".into(), "(the run finishes)".into(), failure.clone())
             }
-            (None, Some(pattern)) => self.push(
-                "expect.failure".into(),
-                show(Some(pattern.source())),
-                "(the run finished)".into(),
-            ),
+            // Described as every other matcher is (`$contains "x"`, not its
+            // JSON), against a run that did not fail.
+            (None, Some(pattern)) => {
+                if let Err(miss) = self.matcher.check(pattern, None) {
+                    let actual = "(the run finished)".to_string();
+                    self.miss("expect.failure", Miss { actual, ..miss });
+                }
+            }
             (Some(failure), Some(pattern)) => {
                 let failure = Value::String(failure.clone());
                 self.value("expect.failure", Some(pattern), Some(&failure));

@@ -453,6 +453,16 @@ fn a_setup_failure_decides_a_scenario_with_steps() {
         &source.replace("got 0.5", "got 1"),
         &["expect.failure", "$contains"],
     );
+    // Against a run that finished, a failure matcher is described as every
+    // matcher is, not as its JSON; so is an error matcher against no error.
+    fails(
+        &looped(r#"failure = { "$contains" = "limit" }"#),
+        &["expect.failure:\n    - $contains \"limit\"\n    + (the run finished)"],
+    );
+    fails(
+        &assembly(r#"expect.error = { "$starts_with" = "boom" }"#),
+        &["expect.error:\n    - $starts_with \"boom\"\n    + (no error)"],
+    );
 }
 
 #[test]
