@@ -196,15 +196,13 @@ pub fn dispose(target: &str, world: &WorldRef) -> bool {
 
 /// [`dispose`], with a change listener's throw (the `dispose` command's
 /// error). Disposing an owner disposes its registrations, last first, as a
-/// plugin's effects are torn down.
+/// plugin's effects are torn down ([`dispose_group`]).
 pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
     let owned = world
         .upgrade()
         .and_then(|world| world.owners.borrow_mut().remove(target));
     if let Some(members) = owned {
-        for member in members.iter().rev() {
-            try_dispose(member, world)?;
-        }
+        dispose_group(members.iter().rev().map(String::as_str), world);
         return Ok(true);
     }
     let disposer = world
@@ -213,8 +211,21 @@ pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
     disposer.map_or(Ok(false), |disposer| disposer.try_dispose())
 }
 
+/// Tear a group down (a plugin's fiber, a disposed scope): every member is
+/// disposed, whatever its change listeners throw. cordis contains a throw in
+/// one effect's teardown and goes on with the next, and the group's disposal
+/// itself does not throw.
+pub fn dispose_group<'a>(members: impl Iterator<Item = &'a str>, world: &WorldRef) {
+    for member in members {
+        let _ = try_dispose(member, world);
+    }
+}
+
 /// A plugin owning `command.registrations`: each is made in order and
-/// remembered, and the owner's id stands for the group.
+/// remembered, and the owner's id stands for the group. A registration that
+/// throws fails the plugin's `apply`: cordis then disposes the plugin, so the
+/// registrations made before it are undone (a change each) and the owner is
+/// not remembered (a later `dispose` of its id does nothing).
 pub fn register_owner(
     command: &OwnerCommand,
     world: &WorldRef,
@@ -222,7 +233,10 @@ pub fn register_owner(
 ) -> Result<(), JsError> {
     let mut members = Vec::new();
     for registration in &command.registrations {
-        register(registration, world, registry)?;
+        if let Err(error) = register(registration, world, registry) {
+            dispose_group(members.iter().rev().map(String::as_str), world);
+            return Err(error);
+        }
         members.push(registration_id(registration));
     }
     if let Some(world) = world.upgrade() {
