@@ -53,7 +53,7 @@ impl<'de> Deserialize<'de> for TextSpec {
 }
 
 /// A scripted provider. Exactly one of `returns`, `sequence`,
-/// `returns_undefined` and `throws` is set. Returned objects are created once
+/// `context_field`, `returns_undefined` and `throws` is set. Returned objects are created once
 /// at registration and returned by reference on every call, as a JavaScript
 /// closure over a constant would.
 #[serde_with::skip_serializing_none]
