@@ -622,12 +622,7 @@ impl Comparison {
             pending: expect.pending.clone(),
             agent_errors: expect.agent_errors.clone(),
         };
-        let observed = AgentRun {
-            id: main_agent.to_string(),
-            log: run.log.clone(),
-            status: run.status.clone(),
-            pending: run.pending,
-        };
+        let observed = main_agent_run(run, main_agent);
         self.agent_log("expect", &main, &observed, &run.live_events);
         for (id, agent_expect) in &expect.agents {
             let path = format!("expect.agents.{id}");
@@ -755,42 +750,46 @@ impl Comparison {
                 Some(&Value::String(text)),
             );
         }
-        let status = Value::String(agent.status.clone());
-        self.value(
-            &format!("{path}.status"),
-            expect.status.as_ref(),
-            Some(&status),
-        );
-        let own = |kind: &'static str| {
-            live.iter()
-                .filter(move |e| e["type"] == kind && e["agent"] == agent.id.as_str())
-        };
-        let transitions = Value::Array(
-            own(event_kind::AGENT_STATUS)
-                .map(|e| e["data"]["status"].clone())
-                .collect(),
-        );
-        self.value(
-            &format!("{path}.status_transitions"),
-            expect.status_transitions.as_ref(),
-            Some(&transitions),
-        );
-        let pending = json!(agent.pending);
-        self.value(
-            &format!("{path}.pending"),
-            expect.pending.as_ref(),
-            Some(&pending),
-        );
-        let errors = Value::Array(
-            own(event_kind::AGENT_ERROR)
-                .map(|e| e["data"]["error"].clone())
-                .collect(),
-        );
-        self.value(
-            &format!("{path}.agent_errors"),
-            expect.agent_errors.as_ref(),
-            Some(&errors),
-        );
+        let facts = agent_facts(agent, live);
+        for (key, pattern) in [
+            ("status", &expect.status),
+            ("status_transitions", &expect.status_transitions),
+            ("pending", &expect.pending),
+            ("agent_errors", &expect.agent_errors),
+        ] {
+            self.value(&format!("{path}.{key}"), pattern.as_ref(), facts.get(key));
+        }
+    }
+}
+
+/// What an agent's `status`, `status_transitions`, `pending` and
+/// `agent_errors` expectations are compared with: its final status, the
+/// statuses of its live `agent/status` events, its pending inbox
+/// (`[next-turn, next-step]`) and the errors of its live `agent/error`
+/// events. One function, so that `dshc show` prints exactly what is judged.
+pub fn agent_facts(agent: &AgentRun, live: &[Value]) -> Value {
+    let own = |kind: &'static str, field: &'static str| {
+        let values = live
+            .iter()
+            .filter(|e| e["type"] == kind && e["agent"] == agent.id.as_str())
+            .map(|e| e["data"][field].clone());
+        Value::Array(values.collect())
+    };
+    json!({
+        "status": agent.status,
+        "status_transitions": own(event_kind::AGENT_STATUS, "status"),
+        "pending": agent.pending,
+        "agent_errors": own(event_kind::AGENT_ERROR, "error"),
+    })
+}
+
+/// The main agent of a loop run as an [`AgentRun`], like the further ones.
+pub fn main_agent_run(run: &LoopRun, main_agent: &str) -> AgentRun {
+    AgentRun {
+        id: main_agent.to_string(),
+        log: run.log.clone(),
+        status: run.status.clone(),
+        pending: run.pending,
     }
 }
 

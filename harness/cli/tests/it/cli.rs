@@ -849,3 +849,22 @@ fn migrate_keeps_a_file_it_cannot_rewrite_equivalently_and_says_which() {
         stdout(&check)
     );
 }
+
+#[test]
+fn show_prints_every_part_of_a_loop_run_an_expectation_can_assert() {
+    let scratch = Scratch::new("show-loop");
+    let scenario = bundled("loop/listeners/session_observer_sees_each_appended_event.toml");
+    let output = run(&["show", scenario.to_str().unwrap()], &scratch.root);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    for heading in [
+        "# observations, one per command\n",
+        "# session log\n",
+        "# agent agent: {\"status\":\"idle\",\"status_transitions\":[\"running\",\"idle\"],\"pending\":[0,0],\"agent_errors\":[]}\n",
+        "# live events, which the log does not hold\n",
+        "# journal: what `record` ops recorded\n{\"listener\":\"watch\",\"call\":1,",
+        "# llm_requests: what scripted routes' stream() received\n{\"provider\":\"mock\",",
+    ] {
+        assert!(text.contains(heading), "missing {heading:?} in:\n{text}");
+    }
+}
