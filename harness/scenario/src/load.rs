@@ -158,11 +158,17 @@ fn span_of_path(source: &str, error_path: &str) -> Option<std::ops::Range<usize>
 }
 
 /// Serde reports errors inside a tagged step at the step's table. For an
-/// unknown field, point at the field's key inside that table instead.
+/// unknown field, point at the field's key inside that table instead; for an
+/// unknown listener op, at the op (its key, or its name as a string).
 fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usize {
+    let unknown_op = message
+        .strip_prefix("unknown ")
+        .and_then(|rest| rest.split_once(" op `"))
+        .and_then(|(_, rest)| rest.split('`').next());
     let Some(field) = message
         .strip_prefix("unknown field `")
         .and_then(|rest| rest.split('`').next())
+        .or(unknown_op)
     else {
         return span.start;
     };
@@ -186,6 +192,10 @@ fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usi
         let after = table[at + field.len()..].trim_start_matches([' ', '\t']);
         if before_ok && (after.starts_with('=') || after.starts_with('.')) {
             return span.start + at;
+        }
+        let quoted = table[..at].ends_with('"') && after.starts_with('"');
+        if unknown_op.is_some() && quoted {
+            return span.start + at - 1;
         }
         offset = at + field.len();
     }
@@ -530,6 +540,16 @@ mod tests {
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
         assert!(error.message.contains("promt"), "{error}");
         assert_eq!((error.line, error.column), (Some(7), Some(12)), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_listener_op_is_named_and_pointed_at() {
+        let head = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n\n[[steps]]\ndo = \"on_request\"\nid = \"r\"\n";
+        let keyed = error_of(&format!("{head}ops = [\n  \"next\",\n  {{ sett = {{ model = \"m2\" }} }},\n]\n"));
+        assert!(keyed.message.starts_with("unknown agent/request op `sett`; the ops are `next`, `set`"), "{keyed}");
+        assert_eq!((keyed.line, keyed.column), (Some(11), Some(5)), "{keyed}");
+        let named = error_of(&format!("{head}ops = [\"nxt\"]\n"));
+        assert_eq!((named.line, named.column), (Some(9), Some(8)), "{named}");
     }
 
     #[test]
