@@ -40,6 +40,14 @@ pub struct Matcher {
     bindings: BTreeMap<String, Value>,
 }
 
+/// Why a `$ref` has no value: captures are all collected before any
+/// expectation is checked, so the name was never bound, either because the
+/// expectation holding its `$capture` did not match (its own mismatch says
+/// why) or because no capture has that name.
+const UNBOUND: &str =
+    "nothing is captured under that name: the expectation holding its capture did not match, \
+     or no capture has that name";
+
 /// How a value shows in a mismatch: compact JSON, long values cut.
 pub fn show(value: Option<&Value>) -> String {
     const MAX_CHARS: usize = 400;
@@ -393,7 +401,7 @@ impl Matcher {
     ) -> Result<(), Miss> {
         let Some(argument) = self.bindings.get(name) else {
             let wanted = format!(
-                "{} $ref {name:?} (nothing is captured under that name yet)",
+                "{} $ref {name:?} ({UNBOUND})",
                 operator.as_str()
             );
             return Err(miss(path, wanted, actual));
@@ -482,7 +490,7 @@ impl Matcher {
             )),
             None => Err(miss(
                 path,
-                format!("$ref {name:?} (nothing is captured under that name yet)"),
+                format!("$ref {name:?} ({UNBOUND})"),
                 Some(value),
             )),
         }

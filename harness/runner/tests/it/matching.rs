@@ -385,6 +385,17 @@ fn captures_bind_values_for_later_expectations() {
         ),
         &["nothing is captured"],
     );
+    // A capture whose own expectation fails binds nothing: the `$ref` says
+    // why it may be unbound, beside that expectation's own mismatch.
+    fails(
+        &looped(
+            "[[expect.query]]\nselect = \"tool/call\"\nfirst = { data = { name = \"write\", callId = { \"$capture\" = \"call\" } } }\n\n[[expect.query]]\nselect = \"tool/result\"\nfirst = { data = { message = { source = { callId = { \"$ref\" = \"call\" } } } } }",
+        ),
+        &[
+            "expect.query[0].first.data.name",
+            "the expectation holding its capture did not match",
+        ],
+    );
 }
 
 #[test]
