@@ -9,7 +9,7 @@ use serde_json::Value;
 use dshc_model::runtime_context::{CLEARED, SOURCE};
 use dshc_scenario::compile::compile;
 use dshc_scenario::format::Scenario;
-use dshc_scenario::protocol::{CaseResult, Command, LoopRun};
+use dshc_scenario::protocol::{AssemblyCommand, CaseResult, Command, LoopCommand, LoopRun};
 
 use crate::generate::session::SessionFacts;
 use crate::generate::shrink::{self, RegressionError};
@@ -70,7 +70,8 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
         };
         // Compacting an empty surface (a turn cancelled before its prompt
         // was logged) is refused by design; it is not a bug.
-        let expected = matches!(command, Command::Compact(_)) && error.message == EMPTY_SURFACE;
+        let expected = matches!(command, Command::Loop(LoopCommand::Compact(_)))
+            && error.message == EMPTY_SURFACE;
         if !expected {
             found.push(violation(
                 "step",
@@ -194,5 +195,5 @@ pub fn has_scoped_registration(scenario: &Scenario) -> bool {
     scenario
         .steps
         .iter()
-        .any(|step| matches!(&step.command, Command::Section(s) if s.scope.is_some()))
+        .any(|step| matches!(&step.command, Command::Assembly(AssemblyCommand::Section(s)) if s.scope.is_some()))
 }

@@ -44,8 +44,7 @@ pub struct Matcher {
 /// expectation is checked, so the name was never bound, either because the
 /// expectation holding its `$capture` did not match (its own mismatch says
 /// why) or because no capture has that name.
-const UNBOUND: &str =
-    "nothing is captured under that name: the expectation holding its capture did not match, \
+const UNBOUND: &str = "nothing is captured under that name: the expectation holding its capture did not match, \
      or no capture has that name";
 
 /// How a value shows in a mismatch: compact JSON, long values cut.
@@ -400,10 +399,7 @@ impl Matcher {
         path: &str,
     ) -> Result<(), Miss> {
         let Some(argument) = self.bindings.get(name) else {
-            let wanted = format!(
-                "{} $ref {name:?} ({UNBOUND})",
-                operator.as_str()
-            );
+            let wanted = format!("{} $ref {name:?} ({UNBOUND})", operator.as_str());
             return Err(miss(path, wanted, actual));
         };
         let resolved = match operator {

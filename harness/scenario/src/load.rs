@@ -157,18 +157,36 @@ fn span_of_path(source: &str, error_path: &str) -> Option<std::ops::Range<usize>
     span
 }
 
+/// An error inside step `i` that names its field (`text: invalid type ...`,
+/// see [`crate::format::split_field_path`]): where that field is, and the
+/// message with the whole path (`steps[i].text: invalid type ...`).
+fn step_field_error(
+    source: &str,
+    span: &std::ops::Range<usize>,
+    message: &str,
+) -> Option<(usize, String)> {
+    let (field, rest) = crate::format::split_field_path(message)?;
+    let document = source.parse::<toml_edit::Document<String>>().ok()?;
+    let steps = document.get("steps")?.as_array_of_tables()?;
+    let index = steps.iter().position(|step| {
+        step.span()
+            .is_some_and(|step| step.start <= span.start && span.start <= step.end)
+    })?;
+    let path = format!("steps[{index}].{field}");
+    let start = if rest.starts_with("unknown field `") {
+        refine_span(source, span.clone(), rest)
+    } else {
+        span_of_path(source, &path)?.start
+    };
+    Some((start, format!("{path}: {rest}")))
+}
+
 /// Serde reports errors inside a tagged step at the step's table. For an
-/// unknown field, point at the field's key inside that table instead; for an
-/// unknown listener op, at the op (its key, or its name as a string).
+/// unknown field, point at the field's key inside that table instead.
 fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usize {
-    let unknown_op = message
-        .strip_prefix("unknown ")
-        .and_then(|rest| rest.split_once(" op `"))
-        .and_then(|(_, rest)| rest.split('`').next());
     let Some(field) = message
         .strip_prefix("unknown field `")
         .and_then(|rest| rest.split('`').next())
-        .or(unknown_op)
     else {
         return span.start;
     };
@@ -192,10 +210,6 @@ fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usi
         let after = table[at + field.len()..].trim_start_matches([' ', '\t']);
         if before_ok && (after.starts_with('=') || after.starts_with('.')) {
             return span.start + at;
-        }
-        let quoted = table[..at].ends_with('"') && after.starts_with('"');
-        if unknown_op.is_some() && quoted {
-            return span.start + at - 1;
         }
         offset = at + field.len();
     }
@@ -249,19 +263,25 @@ fn check_format(path: &Path, source: &str) -> Result<(), LoadError> {
 pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadError> {
     check_format(path, source)?;
     let scenario: Scenario = toml::from_str(source).map_err(|error| {
-        let (line, column) = match error.span() {
-            Some(span) => {
-                let start = refine_span(source, span, error.message());
-                let (line, column) = line_column(source, start);
-                (Some(line), Some(column))
-            }
-            None => (None, None),
+        let message = error.message().trim_end();
+        let Some(span) = error.span() else {
+            return LoadError {
+                path: path.to_path_buf(),
+                line: None,
+                column: None,
+                message: message.to_string(),
+            };
         };
+        let (start, message) = match step_field_error(source, &span, message) {
+            Some((field_start, message)) => (field_start, message),
+            None => (refine_span(source, span, message), message.to_string()),
+        };
+        let (line, column) = line_column(source, start);
         LoadError {
             path: path.to_path_buf(),
-            line,
-            column,
-            message: error.message().trim_end().to_string(),
+            line: Some(line),
+            column: Some(column),
+            message,
         }
     })?;
     let id = scenario_id(path);
@@ -545,10 +565,23 @@ mod tests {
     #[test]
     fn an_unknown_listener_op_is_named_and_pointed_at() {
         let head = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n\n[[steps]]\ndo = \"on_request\"\nid = \"r\"\n";
-        let keyed = error_of(&format!("{head}ops = [\n  \"next\",\n  {{ sett = {{ model = \"m2\" }} }},\n]\n"));
-        assert!(keyed.message.starts_with("unknown agent/request op `sett`; the ops are `next`, `set`"), "{keyed}");
-        assert_eq!((keyed.line, keyed.column), (Some(11), Some(5)), "{keyed}");
+        let keyed = error_of(&format!(
+            "{head}ops = [\n  \"next\",\n  {{ sett = {{ model = \"m2\" }} }},\n]\n"
+        ));
+        assert!(
+            keyed.message.starts_with(
+                "steps[0].ops[1]: unknown agent/request op `sett`; the ops are `next`, `set`"
+            ),
+            "{keyed}"
+        );
+        assert_eq!((keyed.line, keyed.column), (Some(11), Some(3)), "{keyed}");
         let named = error_of(&format!("{head}ops = [\"nxt\"]\n"));
+        assert!(
+            named
+                .message
+                .starts_with("steps[0].ops[0]: unknown agent/request op `nxt`"),
+            "{named}"
+        );
         assert_eq!((named.line, named.column), (Some(9), Some(8)), "{named}");
     }
 

@@ -99,12 +99,19 @@ fn print_loop_run(run: &LoopRun, main_agent: &str) -> anyhow::Result<()> {
             crate::out!("{}", dshc_model::js::stringify(event));
         }
         let facts = agent_facts(agent, &run.live_events);
-        crate::out!("# agent {}: {}", agent.id, dshc_model::js::stringify(&facts));
+        crate::out!(
+            "# agent {}: {}",
+            agent.id,
+            dshc_model::js::stringify(&facts)
+        );
     }
     let listed: [(&str, &[Value]); 3] = [
         ("live events, which the log does not hold", &run.live_events),
         ("journal: what `record` ops recorded", &run.journal),
-        ("llm_requests: what scripted routes' stream() received", &run.llm_requests),
+        (
+            "llm_requests: what scripted routes' stream() received",
+            &run.llm_requests,
+        ),
     ];
     for (heading, values) in listed {
         if values.is_empty() {
@@ -116,7 +123,10 @@ fn print_loop_run(run: &LoopRun, main_agent: &str) -> anyhow::Result<()> {
         }
     }
     if !run.requests.is_empty() {
-        crate::out!("# provider requests: {} (bodies with --requests)", run.requests.len());
+        crate::out!(
+            "# provider requests: {} (bodies with --requests)",
+            run.requests.len()
+        );
         crate::out!("# prompt-cache report");
         for line in dshc_oracle::cache_report::report_run(run).to_text().lines() {
             crate::out!("# {line}");

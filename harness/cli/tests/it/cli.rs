@@ -101,7 +101,10 @@ fn run_exits_0_on_pass_1_on_failure_2_on_bad_input() {
     let listing = stdout(&verbose);
     assert!(listing.contains("pass     assembly/pass\n"), "{listing}");
     assert!(listing.contains("FAIL assembly/fail "), "{listing}");
-    assert!(!stdout(&failed).contains("pass "), "without -v, only failures");
+    assert!(
+        !stdout(&failed).contains("pass "),
+        "without -v, only failures"
+    );
 
     scratch.write(
         "scenarios/assembly/bad.toml",

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{
-    Command, ContextCommand, ListenerOp, ProviderSpec, SectionCommand, SequenceItem, TextSpec,
-    VariableCommand,
+    AssemblyCommand, Command, ContextCommand, ListenerOp, Provided, ProviderSpec, SectionCommand,
+    SequenceItem, TextSpec, VariableCommand,
 };
 
 /// Every one-step simplification of a scenario, most drastic first: drop a
@@ -46,16 +46,18 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     with(&|s| s.config.include_runtime_context = None);
     with(&|s| s.scopes.clear());
     for index in 0..scenario.steps.len() {
-        if let Command::Listen(listen) = &scenario.steps[index].command {
+        if let Command::Assembly(AssemblyCommand::Listen(listen)) = &scenario.steps[index].command {
             for op in 0..listen.ops.len() {
                 with(&|s| {
-                    if let Command::Listen(l) = &mut s.steps[index].command {
+                    if let Command::Assembly(AssemblyCommand::Listen(l)) =
+                        &mut s.steps[index].command
+                    {
                         l.ops.remove(op);
                     }
                 });
             }
             with(&|s| {
-                if let Command::Listen(l) = &mut s.steps[index].command {
+                if let Command::Assembly(AssemblyCommand::Listen(l)) = &mut s.steps[index].command {
                     l.prepend = false;
                     l.global = false;
                     l.scope = None;
@@ -130,12 +132,15 @@ pub fn write_file(dir: &Path, stem: &str, text: &str) -> Result<PathBuf, Regress
 
 fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
     spec.effects.clear();
-    spec.cause = None;
-    if let Some(sequence) = spec.sequence.take() {
-        match sequence.into_iter().next() {
-            Some(SequenceItem::Value(value)) => spec.returns = Some(value),
-            _ => spec.returns_undefined = true,
+    match &mut spec.provided {
+        Provided::Throws { cause, .. } => *cause = None,
+        Provided::Sequence(sequence) => {
+            spec.provided = match sequence.first() {
+                Some(SequenceItem::Value(value)) => Provided::Returns(value.clone()),
+                _ => Provided::Undefined,
+            };
         }
+        Provided::Returns(_) | Provided::ContextField(_) | Provided::Undefined => {}
     }
 }
 
@@ -143,31 +148,31 @@ fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
 fn simplify(command: &Command) -> Command {
     let mut command = command.clone();
     match &mut command {
-        Command::Section(s) => {
+        Command::Assembly(AssemblyCommand::Section(s)) => {
             s.scope = None;
             s.complete = false;
             if let TextSpec::Provider(p) = &mut s.text {
                 simplify_provider(p);
             }
         }
-        Command::Context(s) => {
+        Command::Assembly(AssemblyCommand::Context(s)) => {
             s.scope = None;
             if let TextSpec::Provider(p) = &mut s.text {
                 simplify_provider(p);
             }
         }
-        Command::Variable(s) => {
+        Command::Assembly(AssemblyCommand::Variable(s)) => {
             s.scope = None;
             if let TextSpec::Provider(p) = &mut s.value {
                 simplify_provider(p);
             }
         }
-        Command::Tools(s) => {
+        Command::Assembly(AssemblyCommand::Tools(s)) => {
             s.scope = None;
             simplify_provider(&mut s.provider);
         }
-        Command::Suppress(s) => s.scope = None,
-        Command::Assemble(s) => s.scope = None,
+        Command::Assembly(AssemblyCommand::Suppress(s)) => s.scope = None,
+        Command::Assembly(AssemblyCommand::Assemble(s)) => s.scope = None,
         _ => {}
     }
     command
@@ -204,35 +209,51 @@ fn shorter(text: &str) -> Vec<String> {
 fn shorter_text_specs(text: &TextSpec) -> Vec<TextSpec> {
     match text {
         TextSpec::Static(t) => shorter(t).into_iter().map(TextSpec::Static).collect(),
-        TextSpec::Provider(p) => match &p.returns {
-            Some(t) => shorter(t)
+        TextSpec::Provider(p) => match &p.provided {
+            Provided::Returns(t) => shorter(t)
                 .into_iter()
                 .map(|t| {
-                    let mut p = p.clone();
-                    p.returns = Some(t);
-                    TextSpec::Provider(p)
+                    TextSpec::Provider(ProviderSpec {
+                        provided: Provided::Returns(t),
+                        effects: p.effects.clone(),
+                    })
                 })
                 .collect(),
-            None => Vec::new(),
+            _ => Vec::new(),
         },
     }
 }
 
 fn shorter_texts(command: &Command) -> Vec<Command> {
     match command {
-        Command::Section(s) => shorter_text_specs(&s.text)
+        Command::Assembly(AssemblyCommand::Section(s)) => shorter_text_specs(&s.text)
             .into_iter()
-            .map(|text| Command::Section(SectionCommand { text, ..s.clone() }))
+            .map(|text| {
+                Command::Assembly(AssemblyCommand::Section(SectionCommand {
+                    text,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Context(s) => shorter_text_specs(&s.text)
+        Command::Assembly(AssemblyCommand::Context(s)) => shorter_text_specs(&s.text)
             .into_iter()
-            .map(|text| Command::Context(ContextCommand { text, ..s.clone() }))
+            .map(|text| {
+                Command::Assembly(AssemblyCommand::Context(ContextCommand {
+                    text,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Variable(s) => shorter_text_specs(&s.value)
+        Command::Assembly(AssemblyCommand::Variable(s)) => shorter_text_specs(&s.value)
             .into_iter()
-            .map(|value| Command::Variable(VariableCommand { value, ..s.clone() }))
+            .map(|value| {
+                Command::Assembly(AssemblyCommand::Variable(VariableCommand {
+                    value,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Listen(l) => l
+        Command::Assembly(AssemblyCommand::Listen(l)) => l
             .ops
             .iter()
             .enumerate()
@@ -246,7 +267,7 @@ fn shorter_texts(command: &Command) -> Vec<Command> {
                     if let ListenerOp::SetSectionText(spec) = &mut l.ops[i] {
                         spec.text = t;
                     }
-                    Command::Listen(l)
+                    Command::Assembly(AssemblyCommand::Listen(l))
                 })
             })
             .collect(),

@@ -5,7 +5,7 @@
 use dshc_fuzzing::diff::{Comparison, compare_once, shrink};
 use dshc_fuzzing::generate::assembly::generate;
 use dshc_runner::adapter::{Implementation, Ran, Reference};
-use dshc_scenario::protocol::{Case, Command, ImplementationInfo as Info};
+use dshc_scenario::protocol::{AssemblyCommand, Case, Command, ImplementationInfo as Info};
 
 #[test]
 fn the_same_seed_generates_the_same_cases() {
@@ -55,12 +55,12 @@ fn generated_cases_exercise_scopes_listeners_and_failures() {
         listeners += scenario
             .steps
             .iter()
-            .filter(|s| matches!(s.command, Command::Listen(_)))
+            .filter(|s| matches!(s.command, Command::Assembly(AssemblyCommand::Listen(_))))
             .count();
         scoped += scenario
             .steps
             .iter()
-            .filter(|s| matches!(&s.command, Command::Assemble(a) if a.scope.is_some()))
+            .filter(|s| matches!(&s.command, Command::Assembly(AssemblyCommand::Assemble(a)) if a.scope.is_some()))
             .count();
         errors += result
             .observations
@@ -124,7 +124,7 @@ fn shrinking_keeps_the_disagreement_and_drops_everything_else() {
     let registrations = minimal
         .steps
         .iter()
-        .filter(|s| !matches!(s.command, Command::Assemble(_)))
+        .filter(|s| !matches!(s.command, Command::Assembly(AssemblyCommand::Assemble(_))))
         .count();
     assert!(
         registrations <= 1,

@@ -215,7 +215,13 @@ impl<'de> Deserialize<'de> for RequestErrorOp {
             RequestErrorOwn::GiveUp => RequestErrorOp::GiveUp,
         };
         let names = ["next", "retry", "give_up"];
-        listener_op(deserializer, "agent/request-error", &names, own, RequestErrorOp::Act)
+        listener_op(
+            deserializer,
+            "agent/request-error",
+            &names,
+            own,
+            RequestErrorOp::Act,
+        )
     }
 }
 
@@ -366,28 +372,62 @@ mod tests {
     #[test]
     fn every_op_reads_by_its_name() {
         assert_eq!(request_op("op = \"next\""), Ok(RequestOp::Next));
-        assert_eq!(request_op("op = { remove = \"model\" }"), Ok(RequestOp::Remove("model".into())));
-        assert_eq!(request_op("op = { sleep_ms = 3 }"), Ok(RequestOp::Act(ActOp::SleepMs(3))));
-        assert_eq!(request_op("op = \"dispose_agent\""), Ok(RequestOp::Act(ActOp::DisposeAgent)));
-        for name in ["next", "reject", "enter_empty", "drop_runtime_context", "reverse", "wait_for_abort"] {
+        assert_eq!(
+            request_op("op = { remove = \"model\" }"),
+            Ok(RequestOp::Remove("model".into()))
+        );
+        assert_eq!(
+            request_op("op = { sleep_ms = 3 }"),
+            Ok(RequestOp::Act(ActOp::SleepMs(3)))
+        );
+        assert_eq!(
+            request_op("op = \"dispose_agent\""),
+            Ok(RequestOp::Act(ActOp::DisposeAgent))
+        );
+        for name in [
+            "next",
+            "reject",
+            "enter_empty",
+            "drop_runtime_context",
+            "reverse",
+            "wait_for_abort",
+        ] {
             let op: PreStepOp = serde_json::from_value(Value::String(name.into())).expect(name);
-            assert_eq!(serde_json::to_value(&op).unwrap(), Value::String(name.into()));
+            assert_eq!(
+                serde_json::to_value(&op).unwrap(),
+                Value::String(name.into())
+            );
         }
         for name in ["next", "retry", "give_up"] {
-            let op: RequestErrorOp = serde_json::from_value(Value::String(name.into())).expect(name);
-            assert_eq!(serde_json::to_value(&op).unwrap(), Value::String(name.into()));
+            let op: RequestErrorOp =
+                serde_json::from_value(Value::String(name.into())).expect(name);
+            assert_eq!(
+                serde_json::to_value(&op).unwrap(),
+                Value::String(name.into())
+            );
         }
     }
 
     #[test]
     fn a_wrong_op_is_named_with_the_alternatives() {
         let unknown = request_op("op = { sett = { model = \"m2\" } }").unwrap_err();
-        assert!(unknown.starts_with("unknown agent/request op `sett`; the ops are `next`, `set`, `remove`, `sleep_ms`"), "{unknown}");
+        assert!(
+            unknown.starts_with(
+                "unknown agent/request op `sett`; the ops are `next`, `set`, `remove`, `sleep_ms`"
+            ),
+            "{unknown}"
+        );
         let bad_argument = request_op("op = { set = \"m2\" }").unwrap_err();
-        assert!(bad_argument.starts_with("op `set`: invalid type: string \"m2\""), "{bad_argument}");
+        assert!(
+            bad_argument.starts_with("op `set`: invalid type: string \"m2\""),
+            "{bad_argument}"
+        );
         let bad_act = request_op("op = { sleep_ms = \"soon\" }").unwrap_err();
         assert!(bad_act.starts_with("op `sleep_ms`: "), "{bad_act}");
         let no_op = request_op("op = 3").unwrap_err();
-        assert!(no_op.contains("a name or a table with one key, not 3"), "{no_op}");
+        assert!(
+            no_op.contains("a name or a table with one key, not 3"),
+            "{no_op}"
+        );
     }
 }
