@@ -180,7 +180,9 @@ pub struct AgentInstructionsSpec {
 #[serde(deny_unknown_fields)]
 pub struct SessionReferenceSpec {
     /// `config.maxReferences` (default 3, at most 3): distinct sessions one
-    /// message may cite.
+    /// message may cite. cordis checks the config against the resolver's
+    /// schema first (an integer from 1, this one at most 3), refusing it
+    /// with `ValidationError: invalid config: ...`.
     pub max_references: Option<JsNumber>,
     /// `config.maxReferenceBytes` (default 65536): UTF-8 bytes of one
     /// rendered reference object.
