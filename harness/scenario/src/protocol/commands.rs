@@ -65,6 +65,16 @@ macro_rules! commands_by_level {
             $( $(#[$l_meta])* #[serde(rename = $l_name)] $l_kind($l_payload), )*
         }
 
+        impl AssemblyCommand {
+            /// The `do` kinds of the assembly level, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $a_name, )*];
+        }
+
+        impl LoopCommand {
+            /// The `do` kinds that need an agent, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $l_name, )*];
+        }
+
         impl Command {
             /// Every `do` kind, in the schema's order.
             pub const KINDS: &[&str] = &[$( $a_name, )* $( $l_name, )*];
