@@ -43,6 +43,7 @@ import {
   Returned,
   observed,
   present,
+  timerDelayMs,
 } from './world.mjs'
 import { BRIDGE_BASE_URL, VirtualTime } from './virtual_time.mjs'
 
@@ -227,7 +228,7 @@ export function prepareLoopEnvironment() {
   process.env.DSH_HOME = DSH_HOME
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, timerDelayMs(ms)))
 
 /** The simulated host's home and `$DSH_HOME` (the reference's). */
 const SIMULATED_HOME = '/home/user'
@@ -603,7 +604,7 @@ class LoopWorld extends CaseWorld {
       case 'time_context': {
         const config = {}
         if (present(spec.time_zone)) config.timeZone = spec.time_zone
-        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = spec.refresh_interval_ms
+        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = fromJs(spec.refresh_interval_ms)
         return loadPlugin(root, this.fibers, timeContext, config)
       }
       case 'tmux_context': {
@@ -613,7 +614,7 @@ class LoopWorld extends CaseWorld {
           await loadPlugin(root, this.fibers, { name: 'dshc-scripted-shell', apply: (ctx) => ctx.provide('shell', shell) })
         }
         const config = {}
-        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = spec.refresh_interval_ms
+        if (present(spec.refresh_interval_ms)) config.refreshIntervalMs = fromJs(spec.refresh_interval_ms)
         return loadPlugin(root, this.fibers, tmuxContext, config)
       }
       case 'agent_instructions': {
@@ -634,8 +635,8 @@ class LoopWorld extends CaseWorld {
         const query = new ScriptedSessionQuery(() => this.referencedSessions)
         await loadPlugin(root, this.fibers, { name: 'dshc-scripted-session-query', apply: (ctx) => ctx.provide('sessionQuery', query) })
         const config = {}
-        if (present(spec.max_references)) config.maxReferences = spec.max_references
-        if (present(spec.max_reference_bytes)) config.maxReferenceBytes = spec.max_reference_bytes
+        if (present(spec.max_references)) config.maxReferences = fromJs(spec.max_references)
+        if (present(spec.max_reference_bytes)) config.maxReferenceBytes = fromJs(spec.max_reference_bytes)
         return loadPlugin(root, this.fibers, SessionReferenceResolver, config)
       }
       default:

@@ -114,6 +114,15 @@ function toOrder(order) {
   }
 }
 
+/** The delay Node's `setTimeout` waits for `ms` (`lib/internal/timers.js`):
+ * below 1 or above 2^31 - 1 it is 1, so a zero-delay timer is never due at
+ * the instant it is set. Stated here because the fake clock schedules a
+ * zero delay outside a tick at the current instant; a scenario's
+ * `sleep_ms` is a timer of dsh's runtime, Node's. */
+export function timerDelayMs(ms) {
+  return ms >= 1 && ms <= 2147483647 ? ms : 1
+}
+
 /** A detached copy of JSON data from the case. */
 /** Decode a JavaScript value from its JSON encoding (`{"$js": "undefined"}`,
  * `"null"`, `"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`; docs/adapter-protocol.md). */
@@ -535,7 +544,7 @@ export class CaseWorld {
         }
         if (op !== null && typeof op === 'object' && 'sleep_ms' in op) {
           // Loop level: real time passes, the signal is ignored.
-          await new Promise((resolve) => setTimeout(resolve, op.sleep_ms))
+          await new Promise((resolve) => setTimeout(resolve, timerDelayMs(op.sleep_ms)))
           continue
         }
         if (op !== null && typeof op === 'object') {

@@ -71,6 +71,20 @@ pub enum AdapterRoute {
     Scripted(Rc<ScriptedRoute>),
 }
 
+impl AdapterRoute {
+    /// Whether two registrations hold the same adapter: dsh-llm compares
+    /// adapters by identity, and a route re-registered here keeps its adapter.
+    pub fn is_same_adapter(&self, other: &AdapterRoute) -> bool {
+        match (self, other) {
+            (AdapterRoute::Wire(one), AdapterRoute::Wire(two)) => {
+                Rc::ptr_eq(&one.connection, &two.connection)
+            }
+            (AdapterRoute::Scripted(one), AdapterRoute::Scripted(two)) => Rc::ptr_eq(one, two),
+            _ => false,
+        }
+    }
+}
+
 /// One `stream()` call of a scripted route: the session it served, the log
 /// length at dispatch (for replay), and the request it received.
 #[derive(Clone, Debug, PartialEq)]

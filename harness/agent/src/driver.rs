@@ -473,7 +473,8 @@ impl Agent {
                 .request_failed(turn, step, &request, failure, signal)
                 .await;
         }
-        let message = self.assistant_message(log.assembler.blocks(), &request);
+        let (blocks, replay_state) = (log.assembler.blocks(), log.assembler.replay_state());
+        let message = self.assistant_message(blocks, &request, replay_state);
         self.log_assistant_message(message.clone(), false, log)?;
         if kind == "max-tokens" {
             return Ok(Attempt::Ended(Some(TurnEnd::MaxTokens)));

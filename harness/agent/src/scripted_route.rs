@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use dshc_deepseek::failure_chunk;
+use dshc_model::js::timer_delay_ms;
 use dshc_model::llm::{ModelInfo, validate_model_info};
 use dshc_model::{AbortSignal, JsError};
 
@@ -182,13 +183,16 @@ impl ScriptedStream {
         if self.done {
             return None;
         }
+        // Pauses are `setTimeout`s, as upstream's tests script them: a
+        // zero-delay pause is not due at the same instant.
         if self.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(std::mem::take(&mut self.delay_ms))).await;
+            let delay_ms = timer_delay_ms(std::mem::take(&mut self.delay_ms));
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         }
         while let Some(part) = self.parts.pop_front() {
             match part.get("sleep_ms").and_then(Value::as_u64) {
                 Some(ms) if part.as_object().is_some_and(|o| o.len() == 1) => {
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    tokio::time::sleep(Duration::from_millis(timer_delay_ms(ms))).await;
                 }
                 _ => return Some(part),
             }

@@ -122,21 +122,69 @@ impl Agent {
         if content.is_empty() {
             return Ok(());
         }
-        let message = self.assistant_message(content, request);
+        let message = self.assistant_message(content, request, None);
         self.log_assistant_message(message, true, log)
     }
 
-    /// The assistant message of `content`, sourced to the request's route.
-    pub(crate) fn assistant_message(&self, content: Vec<Value>, request: &Value) -> Value {
+    /// The assistant message of `content`, sourced to the request's route,
+    /// with the finish's replay state when there is one (an interrupted
+    /// message has none).
+    pub(crate) fn assistant_message(
+        &self,
+        content: Vec<Value>,
+        request: &Value,
+        replay_state: Option<Value>,
+    ) -> Value {
+        let mut source = object([
+            ("kind", json!("model")),
+            ("provider", request["provider"].clone()),
+            ("model", request["model"].clone()),
+        ]);
+        if let (Some(replay_state), Value::Object(source)) = (replay_state, &mut source) {
+            source.insert("replayState".into(), replay_state);
+        }
         object([
             ("role", json!("assistant")),
             ("content", Value::Array(content)),
-            (
-                "source",
-                json!({"kind": "model", "provider": request["provider"], "model": request["model"]}),
-            ),
+            ("source", source),
             ("id", json!(self.0.context.ids.next("msg"))),
         ])
+    }
+
+    /// The request as `route`'s adapter receives it (dsh-llm `forAdapter`):
+    /// a model message keeps its `replayState` only when its own route is
+    /// served by that same adapter; any other gets the source `{kind,
+    /// provider, model}`. Shared, not copied, when nothing changes.
+    fn for_adapter(&self, request: &Rc<Value>, route: &AdapterRoute) -> Rc<Value> {
+        let adapters = self.0.context.adapters.borrow();
+        let foreign = |message: &Value| {
+            let source = &message["source"];
+            message["role"] == "assistant"
+                && source["kind"] == "model"
+                && source.get("replayState").is_some()
+                && !source["provider"]
+                    .as_str()
+                    .and_then(|provider| adapters.get(provider))
+                    .is_some_and(|owner| owner.is_same_adapter(route))
+        };
+        let Some(messages) = request["messages"].as_array() else {
+            return Rc::clone(request);
+        };
+        if !messages.iter().any(foreign) {
+            return Rc::clone(request);
+        }
+        let mut filtered = Value::clone(request);
+        for message in filtered["messages"].as_array_mut().into_iter().flatten() {
+            if foreign(message) {
+                let source = &message["source"];
+                message["source"] = object([
+                    ("kind", json!("model")),
+                    ("provider", source["provider"].clone()),
+                    ("model", source["model"].clone()),
+                ]);
+            }
+        }
+        Rc::new(filtered)
     }
 
     /// Stream `request` over `route`, logging each chunk; an abort between
@@ -148,6 +196,10 @@ impl Agent {
         signal: &AbortSignal,
         log: &mut AttemptLog,
     ) -> Result<(), JsError> {
+        let request = &match &route {
+            Some(route) => self.for_adapter(request, route),
+            None => Rc::clone(request),
+        };
         let mut chunks = match route {
             None => {
                 let provider = request["provider"].as_str().unwrap_or_default();

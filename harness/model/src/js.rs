@@ -246,6 +246,20 @@ pub fn number_to_string(x: f64) -> String {
     ryu_js::Buffer::new().format(x).to_string()
 }
 
+/// The delay Node's `setTimeout(callback, delay_ms)` actually waits
+/// (`lib/internal/timers.js`): a delay below 1 ms or above `TIMEOUT_MAX`
+/// (2^31 - 1 ms) becomes 1 ms. So a zero-delay timer is never due at the
+/// instant it is set: it fires a millisecond later. A scenario's `sleep_ms`
+/// is such a timer in dsh's runtime.
+pub fn timer_delay_ms(delay_ms: u64) -> u64 {
+    const TIMEOUT_MAX_MS: u64 = (1 << 31) - 1;
+    if (1..=TIMEOUT_MAX_MS).contains(&delay_ms) {
+        delay_ms
+    } else {
+        1
+    }
+}
+
 /// `Number.isSafeInteger(value)`.
 pub fn is_safe_integer(value: f64) -> bool {
     value.is_finite() && value == value.trunc() && value.abs() <= 9_007_199_254_740_991.0
@@ -527,6 +541,15 @@ pub fn iterate(value: Option<&Value>) -> Result<std::borrow::Cow<'_, [Value]>, J
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timer_waits_at_least_a_millisecond_and_at_most_timeout_max() {
+        assert_eq!(timer_delay_ms(0), 1);
+        assert_eq!(timer_delay_ms(1), 1);
+        assert_eq!(timer_delay_ms(250), 250);
+        assert_eq!(timer_delay_ms(2_147_483_647), 2_147_483_647);
+        assert_eq!(timer_delay_ms(2_147_483_648), 1);
+    }
 
     #[test]
     fn utf16_order_differs_from_code_point_order_for_astral_versus_private_use() {

@@ -246,12 +246,15 @@ struct Partial {
     block: Option<Value>,
 }
 
-/// `BlockAssembler`: folds stream chunks into blocks, usage and finish.
+/// `BlockAssembler`: folds stream chunks into blocks, usage, finish and the
+/// finish's replay state.
 #[derive(Clone, Debug, Default)]
 pub struct BlockAssembler {
     partials: Vec<(u64, Partial)>,
     usage: Option<Value>,
     finish: Option<Value>,
+    /// The last finish chunk's `replayState` (`None`: undefined).
+    replay_state: Option<Value>,
 }
 
 impl BlockAssembler {
@@ -316,7 +319,10 @@ impl BlockAssembler {
                 }
             }
             "usage" => self.usage = Some(chunk["usage"].clone()),
-            "finish" => self.finish = Some(chunk["reason"].clone()),
+            "finish" => {
+                self.finish = Some(chunk["reason"].clone());
+                self.replay_state = chunk.get("replayState").cloned();
+            }
             _ => {}
         }
     }
@@ -336,14 +342,57 @@ impl BlockAssembler {
         }
     }
 
-    /// All blocks in stream order; a `max-tokens` finish drops tool calls.
-    pub fn blocks(&self) -> Vec<Value> {
+    /// Every block seen, in stream order, and whether each is kept: a
+    /// `max-tokens` finish drops tool calls, which cannot run once truncated.
+    /// The one keep/drop decision behind both [`BlockAssembler::blocks`] and
+    /// [`BlockAssembler::replay_state`], so the two cannot disagree.
+    fn assembled(&self) -> Vec<(Value, bool)> {
         let truncated = self.finish()["kind"] == "max-tokens";
         self.partials
             .iter()
-            .map(|(index, partial)| Self::assemble(*index, partial))
-            .filter(|block| !(truncated && block["type"] == "tool-call"))
+            .map(|(index, partial)| {
+                let block = Self::assemble(*index, partial);
+                let kept = !(truncated && block["type"] == "tool-call");
+                (block, kept)
+            })
             .collect()
+    }
+
+    /// All blocks in stream order; a `max-tokens` finish drops tool calls.
+    pub fn blocks(&self) -> Vec<Value> {
+        self.assembled()
+            .into_iter()
+            .filter_map(|(block, kept)| kept.then_some(block))
+            .collect()
+    }
+
+    /// The finish's `replayState`, in step with [`BlockAssembler::blocks`]
+    /// (dsh-llm `BlockAssembler.replayState`): without per-block entries
+    /// (`blocks` undefined) the envelope as streamed; with entries that do
+    /// not align one to one with the blocks seen, none (`None`: undefined);
+    /// when blocks were dropped, a new `{response, blocks}` keeping the
+    /// entries of the kept blocks; else the envelope as streamed.
+    pub fn replay_state(&self) -> Option<Value> {
+        let envelope = self.replay_state.as_ref()?;
+        let Some(entries) = envelope.get("blocks") else {
+            return Some(envelope.clone());
+        };
+        let assembled = self.assembled();
+        let entries = entries.as_array().filter(|e| e.len() == assembled.len())?;
+        if assembled.iter().all(|(_, kept)| *kept) {
+            return Some(envelope.clone());
+        }
+        let mut pruned = Map::new();
+        if let Some(response) = envelope.get("response") {
+            pruned.insert("response".into(), response.clone());
+        }
+        let kept = entries
+            .iter()
+            .zip(&assembled)
+            .filter(|(_, (_, kept))| *kept)
+            .map(|(entry, _)| entry.clone());
+        pruned.insert("blocks".into(), Value::Array(kept.collect()));
+        Some(Value::Object(pruned))
     }
 
     /// The prefix an interrupted stream keeps: text and reasoning blocks with
@@ -444,5 +493,44 @@ mod tests {
         );
         assert_eq!(assembler.blocks().len(), 2);
         assert_eq!(assembler.finish(), json!({"kind": "stop"}));
+    }
+
+    fn text_and_call_finishing(reason: &str, replay_state: Value) -> BlockAssembler {
+        let mut assembler = BlockAssembler::default();
+        for chunk in [
+            json!({"type": "text-delta", "index": 0, "text": "t"}),
+            json!({"type": "tool-call-delta", "index": 1, "id": "c1", "name": "read", "argumentsDelta": "{}"}),
+            json!({"type": "finish", "reason": {"kind": reason}, "replayState": replay_state}),
+        ] {
+            assembler.push(&chunk);
+        }
+        assembler
+    }
+
+    #[test]
+    fn replay_state_follows_the_kept_blocks() {
+        let aligned = json!({"response": {"id": "r"}, "blocks": [1, 2], "extra": true});
+        let whole = text_and_call_finishing("tool-calls", aligned.clone());
+        assert_eq!(whole.replay_state(), Some(aligned.clone()));
+        let truncated = text_and_call_finishing("max-tokens", aligned);
+        assert_eq!(
+            truncated.replay_state(),
+            Some(json!({"response": {"id": "r"}, "blocks": [1]}))
+        );
+        assert_eq!(truncated.blocks().len(), 1);
+        let misaligned = text_and_call_finishing("stop", json!({"blocks": [1]}));
+        assert_eq!(misaligned.replay_state(), None);
+        let opaque = text_and_call_finishing("max-tokens", json!({"response": 7}));
+        assert_eq!(opaque.replay_state(), Some(json!({"response": 7})));
+        let no_response = text_and_call_finishing("max-tokens", json!({"blocks": ["a", "b"]}));
+        assert_eq!(no_response.replay_state(), Some(json!({"blocks": ["a"]})));
+        assert_eq!(BlockAssembler::default().replay_state(), None);
+    }
+
+    #[test]
+    fn a_later_finish_without_replay_state_clears_it() {
+        let mut assembler = text_and_call_finishing("stop", json!({"response": 1}));
+        assembler.push(&json!({"type": "finish", "reason": {"kind": "stop"}}));
+        assert_eq!(assembler.replay_state(), None);
     }
 }

@@ -312,7 +312,7 @@ impl Registry {
             },
         )?;
         if !config.include_runtime_context {
-            registry.suppress_runtime_context(None);
+            registry.suppress_runtime_context(None)?;
         }
         Ok(registry)
     }
@@ -513,22 +513,27 @@ impl Registry {
         })
     }
 
-    /// `suppressRuntimeContext()` (01 §4).
-    pub fn suppress_runtime_context(&self, scope: Option<&ScopeKey>) -> Disposer {
+    /// `suppressRuntimeContext()` (01 §4). Appending cannot fail, but its
+    /// change listeners can: a throw there rolls the suppressor back and is
+    /// the registration's error, as for every registration (16 CHANGE).
+    pub fn suppress_runtime_context(&self, scope: Option<&ScopeKey>) -> Result<Disposer, JsError> {
         self.register(scope, TableKind::Suppressor, |layer, uid, _| {
             layer.suppressors.push(uid, None, ());
             Ok(())
         })
-        .unwrap_or_else(|_| unreachable!("appending a suppressor cannot fail"))
     }
 
-    /// `tools(provider)` (01 §4).
-    pub fn tools(&self, scope: Option<&ScopeKey>, provider: ToolProviderFn) -> Disposer {
+    /// `tools(provider)` (01 §4). Like [`Registry::suppress_runtime_context`],
+    /// it fails only when a change listener throws, and is then rolled back.
+    pub fn tools(
+        &self,
+        scope: Option<&ScopeKey>,
+        provider: ToolProviderFn,
+    ) -> Result<Disposer, JsError> {
         self.register(scope, TableKind::ToolProvider, |layer, uid, _| {
             layer.tool_providers.push(uid, None, provider);
             Ok(())
         })
-        .unwrap_or_else(|_| unreachable!("appending a tool provider cannot fail"))
     }
 
     /// `variable(name, provider)` (01 §4).

@@ -124,11 +124,12 @@ impl Comparison {
         match (pattern, actual) {
             (None, None) => {}
             (None, Some(error)) => self.push(path.into(), "(no error)".into(), error_text(error)),
-            (Some(pattern), None) => self.push(
-                path.into(),
-                show(Some(pattern.source())),
-                "(no error)".into(),
-            ),
+            (Some(pattern), None) => {
+                if let Err(miss) = self.matcher.check(pattern, None) {
+                    let actual = "(no error)".to_string();
+                    self.miss(path, Miss { actual, ..miss });
+                }
+            }
             (Some(pattern), Some(error)) => {
                 let about_message = pattern.source().is_string() || pattern.is_matcher();
                 let result = if about_message {
@@ -531,8 +532,11 @@ impl Comparison {
         }
     }
 
-    fn request(&mut self, expect: &RequestExpect, run: &LoopRun, index: usize) {
-        let path = format!("expect.request[{index}]");
+    /// One `[[expect.request]]` entry. Its mismatches are named by the
+    /// request they are about (`expect.request[index = 2]`), not by the
+    /// entry's position among the entries.
+    fn request(&mut self, expect: &RequestExpect, run: &LoopRun) {
+        let path = format!("expect.request[index = {}]", expect.index);
         let Some(request) = run.requests.get(expect.index) else {
             self.push(
                 format!("{path}.index"),
@@ -589,11 +593,14 @@ impl Comparison {
             (Some(failure), None) => {
                 self.push("run".into(), "(the run finishes)".into(), failure.clone())
             }
-            (None, Some(pattern)) => self.push(
-                "expect.failure".into(),
-                show(Some(pattern.source())),
-                "(the run finished)".into(),
-            ),
+            // Described as every other matcher is (`$contains "x"`, not its
+            // JSON), against a run that did not fail.
+            (None, Some(pattern)) => {
+                if let Err(miss) = self.matcher.check(pattern, None) {
+                    let actual = "(the run finished)".to_string();
+                    self.miss("expect.failure", Miss { actual, ..miss });
+                }
+            }
             (Some(failure), Some(pattern)) => {
                 let failure = Value::String(failure.clone());
                 self.value("expect.failure", Some(pattern), Some(&failure));
@@ -615,12 +622,7 @@ impl Comparison {
             pending: expect.pending.clone(),
             agent_errors: expect.agent_errors.clone(),
         };
-        let observed = AgentRun {
-            id: main_agent.to_string(),
-            log: run.log.clone(),
-            status: run.status.clone(),
-            pending: run.pending,
-        };
+        let observed = main_agent_run(run, main_agent);
         self.agent_log("expect", &main, &observed, &run.live_events);
         for (id, agent_expect) in &expect.agents {
             let path = format!("expect.agents.{id}");
@@ -642,8 +644,8 @@ impl Comparison {
     fn requests(&mut self, expect: &LoopExpect, run: &LoopRun) {
         let bodies = Value::Array(run.requests.iter().map(|r| r.body.clone()).collect());
         self.value("expect.requests", expect.requests.as_ref(), Some(&bodies));
-        for (index, request) in expect.request.iter().enumerate() {
-            self.request(request, run, index);
+        for request in &expect.request {
+            self.request(request, run);
         }
     }
 
@@ -694,8 +696,9 @@ impl Comparison {
             expect.llm_requests.as_ref(),
             Some(&llm_requests),
         );
-        for (index, call) in expect.llm_request.iter().enumerate() {
-            let path = format!("expect.llm_request[{index}]");
+        // Named by the call they are about, not by the entry's position.
+        for call in &expect.llm_request {
+            let path = format!("expect.llm_request[index = {}]", call.index);
             match run.llm_requests.get(call.index) {
                 Some(options) => self.value(
                     &format!("{path}.options"),
@@ -747,42 +750,46 @@ impl Comparison {
                 Some(&Value::String(text)),
             );
         }
-        let status = Value::String(agent.status.clone());
-        self.value(
-            &format!("{path}.status"),
-            expect.status.as_ref(),
-            Some(&status),
-        );
-        let own = |kind: &'static str| {
-            live.iter()
-                .filter(move |e| e["type"] == kind && e["agent"] == agent.id.as_str())
-        };
-        let transitions = Value::Array(
-            own(event_kind::AGENT_STATUS)
-                .map(|e| e["data"]["status"].clone())
-                .collect(),
-        );
-        self.value(
-            &format!("{path}.status_transitions"),
-            expect.status_transitions.as_ref(),
-            Some(&transitions),
-        );
-        let pending = json!(agent.pending);
-        self.value(
-            &format!("{path}.pending"),
-            expect.pending.as_ref(),
-            Some(&pending),
-        );
-        let errors = Value::Array(
-            own(event_kind::AGENT_ERROR)
-                .map(|e| e["data"]["error"].clone())
-                .collect(),
-        );
-        self.value(
-            &format!("{path}.agent_errors"),
-            expect.agent_errors.as_ref(),
-            Some(&errors),
-        );
+        let facts = agent_facts(agent, live);
+        for (key, pattern) in [
+            ("status", &expect.status),
+            ("status_transitions", &expect.status_transitions),
+            ("pending", &expect.pending),
+            ("agent_errors", &expect.agent_errors),
+        ] {
+            self.value(&format!("{path}.{key}"), pattern.as_ref(), facts.get(key));
+        }
+    }
+}
+
+/// What an agent's `status`, `status_transitions`, `pending` and
+/// `agent_errors` expectations are compared with: its final status, the
+/// statuses of its live `agent/status` events, its pending inbox
+/// (`[next-turn, next-step]`) and the errors of its live `agent/error`
+/// events. One function, so that `dshc show` prints exactly what is judged.
+pub fn agent_facts(agent: &AgentRun, live: &[Value]) -> Value {
+    let own = |kind: &'static str, field: &'static str| {
+        let values = live
+            .iter()
+            .filter(|e| e["type"] == kind && e["agent"] == agent.id.as_str())
+            .map(|e| e["data"][field].clone());
+        Value::Array(values.collect())
+    };
+    json!({
+        "status": agent.status,
+        "status_transitions": own(event_kind::AGENT_STATUS, "status"),
+        "pending": agent.pending,
+        "agent_errors": own(event_kind::AGENT_ERROR, "error"),
+    })
+}
+
+/// The main agent of a loop run as an [`AgentRun`], like the further ones.
+pub fn main_agent_run(run: &LoopRun, main_agent: &str) -> AgentRun {
+    AgentRun {
+        id: main_agent.to_string(),
+        log: run.log.clone(),
+        status: run.status.clone(),
+        pending: run.pending,
     }
 }
 

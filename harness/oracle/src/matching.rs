@@ -40,6 +40,13 @@ pub struct Matcher {
     bindings: BTreeMap<String, Value>,
 }
 
+/// Why a `$ref` has no value: captures are all collected before any
+/// expectation is checked, so the name was never bound, either because the
+/// expectation holding its `$capture` did not match (its own mismatch says
+/// why) or because no capture has that name.
+const UNBOUND: &str = "nothing is captured under that name: the expectation holding its capture did not match, \
+     or no capture has that name";
+
 /// How a value shows in a mismatch: compact JSON, long values cut.
 pub fn show(value: Option<&Value>) -> String {
     const MAX_CHARS: usize = 400;
@@ -295,7 +302,10 @@ impl Matcher {
     }
 
     /// One operator of a matcher. `$absent` and `$any` are about presence;
-    /// every other operator misses an absent value, wanting its argument.
+    /// the combinators `$not`, `$any_of` and `$match` hand the value to their
+    /// patterns as found, absent included (so `{ "$not" = { "$contains" =
+    /// "x" } }` holds of a missing key); every other operator misses an
+    /// absent value, wanting its argument.
     fn operator(
         &mut self,
         operator: &Operator,
@@ -322,7 +332,7 @@ impl Matcher {
             Operator::Exact(expected) => holds(deep_equal(expected, present()?, true)),
             Operator::Equal(expected) => holds(deep_equal(expected, present()?, false)),
             Operator::Type(json_type) => holds(JsonType::of(present()?) == *json_type),
-            Operator::Match(pattern) => self.matches(pattern, Some(present()?), path),
+            Operator::Match(pattern) => self.matches(pattern, actual, path),
             Operator::Keys(pattern) => match present()? {
                 Value::Object(object) => self.keys(pattern, object, path),
                 _ => Err(fail()),
@@ -331,17 +341,9 @@ impl Matcher {
                 Some(length) => self.length(pattern, length, path),
                 None => Err(fail()),
             },
-            Operator::Not(pattern) => {
-                let value = present()?;
-                holds(!self.clone().test_node(pattern, Some(value)))
-            }
+            Operator::Not(pattern) => holds(!self.clone().test_node(pattern, actual)),
             Operator::AnyOf(options) => {
-                let value = present()?;
-                holds(
-                    options
-                        .iter()
-                        .any(|option| self.test_node(option, Some(value))),
-                )
+                holds(options.iter().any(|option| self.test_node(option, actual)))
             }
             Operator::Contains(Contains::Text(part)) => {
                 holds(text()?.is_some_and(|text| text.contains(part.as_str())))
@@ -397,10 +399,7 @@ impl Matcher {
         path: &str,
     ) -> Result<(), Miss> {
         let Some(argument) = self.bindings.get(name) else {
-            let wanted = format!(
-                "{} $ref {name:?} (nothing is captured under that name yet)",
-                operator.as_str()
-            );
+            let wanted = format!("{} $ref {name:?} ({UNBOUND})", operator.as_str());
             return Err(miss(path, wanted, actual));
         };
         let resolved = match operator {
@@ -487,7 +486,7 @@ impl Matcher {
             )),
             None => Err(miss(
                 path,
-                format!("$ref {name:?} (nothing is captured under that name yet)"),
+                format!("$ref {name:?} ({UNBOUND})"),
                 Some(value),
             )),
         }
@@ -681,6 +680,33 @@ mod tests {
         fails(json!({"$not": {"$contains": "a"}}), json!("abc"));
         holds(json!({"$any_of": ["a", "b"]}), json!("b"));
         fails(json!({"$any_of": ["a", "b"]}), json!("c"));
+    }
+
+    #[test]
+    fn combinators_see_a_missing_key_as_missing() {
+        // Over a missing key, each combinator asks its patterns about the
+        // missing value: a pattern that wants a value misses it.
+        holds(json!({"a": {"$not": {"$contains": "x"}}}), json!({}));
+        fails(json!({"a": {"$not": {"$absent": true}}}), json!({}));
+        holds(json!({"a": {"$not": {"$absent": true}}}), json!({"a": 1}));
+        holds(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({}),
+        );
+        holds(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({"a": "x"}),
+        );
+        fails(
+            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
+            json!({"a": "y"}),
+        );
+        fails(json!({"a": {"$any_of": ["x", "y"]}}), json!({}));
+        holds(json!({"a": {"$match": {"$absent": true}}}), json!({}));
+        fails(json!({"a": {"$match": {"b": 1}}}), json!({}));
+        // Every other operator still wants the key.
+        fails(json!({"a": {"$contains": "x"}}), json!({}));
+        fails(json!({"a": {"$gt": 0}}), json!({}));
     }
 
     #[test]

@@ -271,14 +271,42 @@ pub fn check_replay(
 
 /// [`check_replay`] for a scripted route below the wire: each request its
 /// `stream()` received equals the harness request rebuilt from the log
-/// prefix at its dispatch.
+/// prefix at its dispatch, as that route's adapter receives it
+/// ([`for_called_route`]).
 pub fn check_scripted_replay(
     events: &[Event],
     session_id: &str,
     dispatches: &[usize],
     received: &[&Value],
 ) -> Vec<String> {
-    check_replay_with(events, session_id, dispatches, received, &Ok)
+    check_replay_with(events, session_id, dispatches, received, &|request| {
+        Ok(for_called_route(request))
+    })
+}
+
+/// The rebuilt request as the adapter of its route receives it (dsh-llm
+/// `forAdapter`): a model message keeps its `replayState` only when its
+/// route is served by the called adapter. Each scripted route of a scenario
+/// is its own adapter, kept across re-registration, so that is exactly a
+/// message of the request's own route; any other gets the source `{kind,
+/// provider, model}`.
+fn for_called_route(mut request: Value) -> Value {
+    let provider = request["provider"].clone();
+    for message in request["messages"].as_array_mut().into_iter().flatten() {
+        let source = &message["source"];
+        let foreign = message["role"] == "assistant"
+            && source["kind"] == "model"
+            && source.get("replayState").is_some()
+            && source["provider"] != provider;
+        if foreign {
+            message["source"] = json!({
+                "kind": "model",
+                "provider": source["provider"],
+                "model": source["model"],
+            });
+        }
+    }
+    request
 }
 
 fn check_replay_with(
@@ -428,5 +456,21 @@ mod tests {
             &DeepSeekDefaults::default(),
         );
         assert_eq!(unaccounted.len(), 1);
+    }
+
+    #[test]
+    fn replay_state_reaches_only_the_route_that_produced_it() {
+        let answer = |provider: &str| json!({"role": "assistant", "content": [], "source": {"kind": "model", "provider": provider, "model": "m", "replayState": {"r": 1}}});
+        let request = json!({"provider": "a", "messages": [answer("a"), answer("b")]});
+        let received = for_called_route(request);
+        assert_eq!(
+            received["messages"][0],
+            answer("a"),
+            "its own route keeps it"
+        );
+        assert_eq!(
+            received["messages"][1]["source"],
+            json!({"kind": "model", "provider": "b", "model": "m"})
+        );
     }
 }

@@ -58,10 +58,12 @@ impl AssemblyCommands {
                 observation.value = Some(Value::Bool(header_equals(&a, &b)));
                 Ok(())
             }
+            // A scope's disposal tears its whole group down: a throwing
+            // change listener neither stops it nor fails the command.
             AssemblyCommand::DisposeScope(c) => {
                 if let Some(world) = world.upgrade() {
                     for disposer in world.disposers_in(&c.scope) {
-                        disposer.try_dispose()?;
+                        let _ = disposer.try_dispose();
                     }
                 }
                 Ok(())

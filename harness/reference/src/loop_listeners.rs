@@ -42,6 +42,31 @@ pub struct ListenerWorld {
     pub journal: Journal,
     /// Disposes the listener's agent.
     pub dispose: DisposeFn,
+    /// The run's count of scripted sleeps now waiting on a timer.
+    pub armed_timers: ArmedTimers,
+}
+
+/// How many scripted sleeps are waiting on a timer right now. A contained
+/// notification's sleep outlives the turn that started it, so "every agent
+/// is idle" does not mean "no timer is armed" (`wait` jumps the clock only
+/// when both hold).
+pub type ArmedTimers = Rc<Cell<u32>>;
+
+/// Counts one armed timer for as long as it lives (a dropped sleep is
+/// disarmed too).
+struct Armed(ArmedTimers);
+
+impl Armed {
+    fn new(timers: &ArmedTimers) -> Armed {
+        timers.set(timers.get() + 1);
+        Armed(timers.clone())
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 fn acts(calls: &Option<Vec<u32>>, counter: &Cell<u32>) -> bool {
@@ -166,7 +191,10 @@ impl Acting {
     pub async fn run(&self, ops: &[ActOp]) -> Result<(), JsError> {
         for op in ops {
             if let ActOp::SleepMs(ms) = op {
-                tokio::time::sleep(Duration::from_millis(*ms)).await;
+                // `setTimeout(resolve, ms)`: never due at the same instant.
+                let delay_ms = dshc_model::js::timer_delay_ms(*ms);
+                let _armed = Armed::new(&self.world.armed_timers);
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
             self.act(op)?;
         }

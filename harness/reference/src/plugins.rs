@@ -18,7 +18,7 @@ pub(crate) fn plugins_config(plugins: &spec::PluginsSpec) -> agent::PluginsConfi
             .as_ref()
             .map(|t| agent::TimeContextConfig {
                 time_zone: t.time_zone.clone(),
-                refresh_interval_ms: t.refresh_interval_ms,
+                refresh_interval_ms: t.refresh_interval_ms.map(|n| n.0),
                 process_time_zone: t.process_time_zone.clone(),
                 zones: t.zones.clone(),
             }),
@@ -26,7 +26,7 @@ pub(crate) fn plugins_config(plugins: &spec::PluginsSpec) -> agent::PluginsConfi
             .tmux_context
             .as_ref()
             .map(|t| agent::TmuxContextConfig {
-                refresh_interval_ms: t.refresh_interval_ms,
+                refresh_interval_ms: t.refresh_interval_ms.map(|n| n.0),
                 shell: t.shell,
                 query: t.query.as_ref().map(tmux_query),
             }),
@@ -45,8 +45,8 @@ pub(crate) fn plugins_config(plugins: &spec::PluginsSpec) -> agent::PluginsConfi
         }),
         session_reference: plugins.session_reference.as_ref().map(|s| {
             agent::SessionReferenceConfig {
-                max_references: s.max_references,
-                max_reference_bytes: s.max_reference_bytes,
+                max_references: s.max_references.map(|n| n.0),
+                max_reference_bytes: s.max_reference_bytes.map(|n| n.0),
                 sessions: s
                     .sessions
                     .iter()

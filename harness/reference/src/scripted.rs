@@ -191,15 +191,13 @@ pub fn dispose(target: &str, world: &WorldRef) -> bool {
 
 /// [`dispose`], with a change listener's throw (the `dispose` command's
 /// error). Disposing an owner disposes its registrations, last first, as a
-/// plugin's effects are torn down.
+/// plugin's effects are torn down ([`dispose_group`]).
 pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
     let owned = world
         .upgrade()
         .and_then(|world| world.owners.borrow_mut().remove(target));
     if let Some(members) = owned {
-        for member in members.iter().rev() {
-            try_dispose(member, world)?;
-        }
+        dispose_group(members.iter().rev().map(String::as_str), world);
         return Ok(true);
     }
     let disposer = world
@@ -208,8 +206,21 @@ pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
     disposer.map_or(Ok(false), |disposer| disposer.try_dispose())
 }
 
+/// Tear a group down (a plugin's fiber, a disposed scope): every member is
+/// disposed, whatever its change listeners throw. cordis contains a throw in
+/// one effect's teardown and goes on with the next, and the group's disposal
+/// itself does not throw.
+pub fn dispose_group<'a>(members: impl Iterator<Item = &'a str>, world: &WorldRef) {
+    for member in members {
+        let _ = try_dispose(member, world);
+    }
+}
+
 /// A plugin owning `command.registrations`: each is made in order and
-/// remembered, and the owner's id stands for the group.
+/// remembered, and the owner's id stands for the group. A registration that
+/// throws fails the plugin's `apply`: cordis then disposes the plugin, so the
+/// registrations made before it are undone (a change each) and the owner is
+/// not remembered (a later `dispose` of its id does nothing).
 pub fn register_owner(
     command: &OwnerCommand,
     world: &WorldRef,
@@ -217,7 +228,10 @@ pub fn register_owner(
 ) -> Result<(), JsError> {
     let mut members = Vec::new();
     for registration in &command.registrations {
-        register(registration, world, registry)?;
+        if let Err(error) = register(registration, world, registry) {
+            dispose_group(members.iter().rev().map(String::as_str), world);
+            return Err(error);
+        }
         members.push(registration_id(registration));
     }
     if let Some(world) = world.upgrade() {
@@ -382,7 +396,7 @@ pub fn register_suppressor(
     world: &WorldRef,
     registry: &Registry,
 ) -> Result<(), JsError> {
-    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref());
+    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref())?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
@@ -412,7 +426,7 @@ pub fn register_tools(
                 call_provider(&spec, calls.get(), context, &world_ref, registry, |_| None)?;
             Ok(result.map(|r| tools_result(&r)))
         }),
-    );
+    )?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
@@ -601,7 +615,9 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                         return Err(JsError::error(format!("aborted: {reason}")));
                     }
                     ListenerOp::SleepMs(ms) => {
-                        tokio::time::sleep(std::time::Duration::from_millis(*ms)).await
+                        // `setTimeout(resolve, ms)`: never due at the same instant.
+                        let delay_ms = dshc_model::js::timer_delay_ms(*ms);
+                        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await
                     }
                     ListenerOp::AddSection(_)
                     | ListenerOp::RemoveSection(_)

@@ -39,6 +39,9 @@ pub enum BlessError {
     /// The reference refused the case.
     #[error("the reference cannot run the case: {0}")]
     Invalid(#[from] dshc_scenario::compile::CompileError),
+    /// The reference panicked on the case ([`crate::contain`]).
+    #[error("the reference panicked on the case: {0}")]
+    Panicked(String),
     /// The rewritten file could not replace the original (which is kept).
     #[error("cannot write {path}: {error}")]
     Write {
@@ -360,7 +363,8 @@ fn set_expect(table: &mut toml_edit::Table, item: Option<toml_edit::Item>) {
 /// replacing the file only once the new text is whole
 /// ([`dshc_scenario::data_file::replace_file`]).
 pub fn bless_file(scenario: &LoadedScenario) -> Result<(), BlessError> {
-    let result = dshc_reference::run_case(&scenario.case)?;
+    let result = crate::contain::contained(|| dshc_reference::run_case(&scenario.case))
+        .map_err(BlessError::Panicked)??;
     let text = blessed_source(scenario, &result)?;
     dshc_scenario::data_file::replace_file(&scenario.path, &text).map_err(|error| {
         BlessError::Write {

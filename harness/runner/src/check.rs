@@ -410,11 +410,18 @@ fn check_case(
     expected: &[ExpectedFailure],
     twice: bool,
 ) -> CaseReport {
-    let (outcome, cache_breaks) = if twice {
-        check_twice(scenario, implementation)
-    } else {
-        check_reporting_cache(scenario, implementation)
-    };
+    let checked = crate::contain::contained(|| {
+        if twice {
+            check_twice(scenario, implementation)
+        } else {
+            check_reporting_cache(scenario, implementation)
+        }
+    });
+    let (outcome, cache_breaks) = checked.unwrap_or_else(|panic| {
+        implementation.recover_from_panic();
+        let context = format!("panicked while the case ran or was judged: {panic}");
+        (Outcome::NotRun(NotRun::Crashed { context }), Vec::new())
+    });
     CaseReport {
         position,
         id: scenario.id.clone(),
@@ -609,5 +616,54 @@ do = "assemble"
             check_twice(&scenario, &mut Scripted(runs)).0,
             Outcome::NotRun(NotRun::Crashed { .. })
         ));
+    }
+
+    /// An implementation whose first case panics mid-run; later cases observe.
+    struct PanicsOnce {
+        runs: u32,
+        recoveries: u32,
+    }
+
+    impl Implementation for PanicsOnce {
+        fn info(&mut self) -> Option<ImplementationInfo> {
+            None
+        }
+
+        fn run(&mut self, case: &dshc_scenario::protocol::Case) -> Ran {
+            self.runs += 1;
+            if self.runs == 1 {
+                panic!("the first case breaks");
+            }
+            Ran::Observed(Box::new(
+                dshc_reference::run_case(case).expect("a valid case"),
+            ))
+        }
+
+        fn recover_from_panic(&mut self) {
+            self.recoveries += 1;
+        }
+    }
+
+    #[test]
+    fn a_panic_in_one_case_is_its_crash_and_the_run_goes_on() {
+        let scenarios = [scenario(), scenario()];
+        let mut implementation = PanicsOnce {
+            runs: 0,
+            recoveries: 0,
+        };
+        let (cases, summary) = run_suite(&scenarios, &mut implementation, &[], false, |_, _| {});
+        let Outcome::NotRun(NotRun::Crashed { context }) = &cases[0].outcome else {
+            panic!(
+                "the panicking case must be crashed, not {:?}",
+                cases[0].outcome
+            );
+        };
+        assert!(context.ends_with("the first case breaks"), "{context}");
+        assert_eq!(cases[1].outcome, Outcome::Pass);
+        assert_eq!((summary.passed, summary.failed), (1, 1));
+        assert_eq!(
+            implementation.recoveries, 1,
+            "the panicked case's state is dropped"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //!   time;
 //! - [`check`]: `check(scenario) -> Outcome`, the one way a case runs, for
 //!   tests, the CLI and fuzzers, and suites with expected failures;
+//!   [`contain`]: a panic in one case is that case's `crashed` outcome;
 //! - [`report`] and [`coverage`] on top; [`bless`]: rewriting expectations
 //!   from the reference;
 //! - [`parallel`] and [`partition`]: `--jobs` and `--partition` for every
@@ -14,6 +15,7 @@
 pub mod adapter;
 pub mod bless;
 pub mod check;
+pub mod contain;
 pub mod coverage;
 pub mod limits;
 pub mod parallel;

@@ -563,6 +563,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_listener_op_is_named_and_pointed_at() {
+        let head = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n\n[[steps]]\ndo = \"on_request\"\nid = \"r\"\n";
+        let keyed = error_of(&format!(
+            "{head}ops = [\n  \"next\",\n  {{ sett = {{ model = \"m2\" }} }},\n]\n"
+        ));
+        assert!(
+            keyed.message.starts_with(
+                "steps[0].ops[1]: unknown agent/request op `sett`; the ops are `next`, `set`"
+            ),
+            "{keyed}"
+        );
+        assert_eq!((keyed.line, keyed.column), (Some(11), Some(3)), "{keyed}");
+        let named = error_of(&format!("{head}ops = [\"nxt\"]\n"));
+        assert!(
+            named
+                .message
+                .starts_with("steps[0].ops[0]: unknown agent/request op `nxt`"),
+            "{named}"
+        );
+        assert_eq!((named.line, named.column), (Some(9), Some(8)), "{named}");
+    }
+
+    #[test]
     fn compile_error_points_at_the_step() {
         let source = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n\n[[steps]]\ndo = \"assemble\"\n\n[[steps]]\ndo = \"dispose\"\ntarget = \"nope\"\n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();

@@ -555,9 +555,70 @@ fn prepare_direct_messages(
     Ok(out)
 }
 
+/// One number field of the resolver's `Config` schema (schemastery
+/// `Schema.number().step(1).min(1)`, `.max(max)` when given).
+struct SchemaNumber {
+    key: &'static str,
+    max: Option<f64>,
+}
+
+/// What cordis does before the constructor runs: it validates the config
+/// against the plugin's `Config` schema (schemastery, `~standard`) and
+/// refuses it with a `ValidationError` naming the first failing field, in
+/// schema order (`maxReferences`, then `maxReferenceBytes`; an absent field
+/// takes its default). schemastery checks a number's `max`, then its `min`,
+/// then `step` (`(x - min) % step === 0`, so `NaN` and the infinities fail
+/// there), printing the value as `String(x)`.
+fn validate_config_schema(spec: &SessionReferenceConfig) -> Result<(), JsError> {
+    const MIN: f64 = 1.0;
+    let fields = [
+        (
+            SchemaNumber {
+                key: "maxReferences",
+                max: Some(3.0),
+            },
+            spec.max_references,
+        ),
+        (
+            SchemaNumber {
+                key: "maxReferenceBytes",
+                max: None,
+            },
+            spec.max_reference_bytes,
+        ),
+    ];
+    for (field, value) in fields {
+        let Some(value) = value else { continue };
+        let shown = dshc_model::js::number_to_string(value);
+        let problem = match field.max {
+            Some(max) if value > max => Some(format!(
+                "expected number <= {} but got {shown}",
+                dshc_model::js::number_to_string(max)
+            )),
+            _ if value < MIN => Some(format!("expected number >= 1 but got {shown}")),
+            _ if (value - MIN) % 1.0 != 0.0 => {
+                Some(format!("expected number multiple of 1 but got {shown}"))
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return Err(JsError {
+                name: "ValidationError".into(),
+                ..JsError::type_error(format!(
+                    "invalid config:\n  - $.{key} {problem} (at {key})",
+                    key = field.key
+                ))
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The resolver service's constructor: validate the config, register the
-/// prepend listener.
+/// prepend listener. cordis validates the config against the schema first
+/// ([`validate_config_schema`]).
 pub fn install(agent: &Agent, spec: &SessionReferenceConfig) -> Result<(), JsError> {
+    validate_config_schema(spec)?;
     let max_references = spec.max_references.unwrap_or(3.0);
     let max_reference_bytes = spec.max_reference_bytes.unwrap_or(65_536.0);
     for (name, value) in [
@@ -597,6 +658,45 @@ pub fn install(agent: &Agent, spec: &SessionReferenceConfig) -> Result<(), JsErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_config_schema_checks_max_then_min_then_step() {
+        let message = |max_references: Option<f64>, max_reference_bytes: Option<f64>| {
+            let spec = SessionReferenceConfig {
+                max_references,
+                max_reference_bytes,
+                sessions: Default::default(),
+            };
+            validate_config_schema(&spec)
+                .err()
+                .map(|error| error.message)
+        };
+        let line = |text: &str| Some(format!("invalid config:\n  - {text}"));
+        assert_eq!(message(None, None), None);
+        assert_eq!(
+            message(Some(3.0), Some(2f64.powi(60))),
+            None,
+            "left to the constructor"
+        );
+        assert_eq!(
+            message(Some(f64::NAN), None),
+            line("$.maxReferences expected number multiple of 1 but got NaN (at maxReferences)")
+        );
+        assert_eq!(
+            message(Some(f64::INFINITY), None),
+            line("$.maxReferences expected number <= 3 but got Infinity (at maxReferences)")
+        );
+        assert_eq!(
+            message(None, Some(0.0)),
+            line("$.maxReferenceBytes expected number >= 1 but got 0 (at maxReferenceBytes)")
+        );
+        assert_eq!(
+            message(Some(2.0), Some(1.5)),
+            line(
+                "$.maxReferenceBytes expected number multiple of 1 but got 1.5 (at maxReferenceBytes)"
+            )
+        );
+    }
     use crate::plugins::config::SurfaceMessage;
 
     #[test]

@@ -35,7 +35,8 @@ pub struct Args {
     /// runs are compared with message ids and event times redacted).
     #[arg(long)]
     twice: bool,
-    /// Cases this implementation is known to fail (TOML: [[case]] id, reason).
+    /// Cases this implementation is known to fail (TOML: [[case]] id, reason;
+    /// the format is in docs/adapter-protocol.md, "Expected failures").
     #[arg(long)]
     expected_failures: Option<PathBuf>,
     /// Write <name>.json, <name>.junit.xml and <name>.md here.

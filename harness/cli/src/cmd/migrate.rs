@@ -1,5 +1,6 @@
 //! `dshc migrate`: rewrite format 1 scenario files as format 2 in place,
-//! keeping what they assert (`dshc_scenario::migrate`).
+//! keeping what they assert (`dshc_scenario::migrate`). A file whose rewrite
+//! would not load, or would not assert the same, is named and left as it was.
 
 use std::path::PathBuf;
 
@@ -24,23 +25,28 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     for error in &errors {
         eprintln!("error: {error}");
     }
-    let (mut migrated, mut current) = (0, 0);
+    let (mut migrated, mut current, mut kept) = (0, 0, 0);
     for file in files {
         let text = read_text(&file)?;
-        match dshc_scenario::migrate::migrate(&text) {
+        match dshc_scenario::migrate::migrate_checked(&file, &text) {
             Ok(new_text) => {
                 dshc_scenario::data_file::replace_file(&file, &new_text)?;
                 crate::out!("migrated {}", file.display());
                 migrated += 1;
             }
             Err(dshc_scenario::migrate::MigrateError::NotFormatOne(_)) => current += 1,
-            Err(error) => {
+            Err(error @ dshc_scenario::migrate::MigrateError::Toml(_)) => {
                 eprintln!("error: {}: {error}", file.display());
+                bad += 1;
+            }
+            Err(error) => {
+                eprintln!("error: {}: {error}; left as it was", file.display());
+                kept += 1;
                 bad += 1;
             }
         }
     }
-    crate::out!("{migrated} migrated, {current} already current");
+    crate::out!("{migrated} migrated, {current} already current, {kept} left as they were");
     Ok(if bad > 0 {
         Exit::BadInput
     } else {

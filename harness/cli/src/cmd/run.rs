@@ -1,5 +1,5 @@
 //! `dshc run`: every scenario on the reference; failures printed with a
-//! diff, then the summary line. `DSHC_BLESS=1` rewrites failing scenarios'
+//! diff (with `-v`, every case), then the summary line. `DSHC_BLESS=1` rewrites failing scenarios'
 //! expectations from the reference.
 
 use dshc_runner::adapter::Reference;
@@ -21,6 +21,10 @@ pub struct Args {
     /// in discovery order, belongs to partition i mod n + 1.
     #[arg(long, default_value = "1/1")]
     partition: Partition,
+    /// List every case (`pass     <id>`), as `dshc check` does, not only
+    /// the failures.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 /// Rewrite a failing scenario's expectations; then check it again, since
@@ -42,6 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         false,
         |scenario, report| {
             if report.verdict() == Verdict::Passed {
+                if args.verbose {
+                    crate::out!("pass     {}", scenario.id);
+                }
                 return;
             }
             crate::out!("FAIL {}", describe(scenario, &report.outcome));

@@ -95,6 +95,16 @@ fn run_exits_0_on_pass_1_on_failure_2_on_bad_input() {
     let failed = run(&["run", "scenarios"], &scratch.root);
     assert_eq!(code(&failed), 1);
     insta::assert_snapshot!("run_failed", stdout(&failed));
+    // `-v` lists every case, passing ones too, as `check` does.
+    let verbose = run(&["run", "-v", "scenarios"], &scratch.root);
+    assert_eq!(code(&verbose), 1);
+    let listing = stdout(&verbose);
+    assert!(listing.contains("pass     assembly/pass\n"), "{listing}");
+    assert!(listing.contains("FAIL assembly/fail "), "{listing}");
+    assert!(
+        !stdout(&failed).contains("pass "),
+        "without -v, only failures"
+    );
 
     scratch.write(
         "scenarios/assembly/bad.toml",
@@ -842,4 +852,65 @@ fn bench_compares_implementations_and_fails_on_a_regression() {
         "{}",
         stderr(&regressed)
     );
+}
+
+#[test]
+fn migrate_keeps_a_file_it_cannot_rewrite_equivalently_and_says_which() {
+    let scratch = Scratch::new("migrate");
+    let head = "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n\n[[steps]]\ndo = \"assemble\"\n";
+    let good = scratch.write(
+        "old/good.toml",
+        &format!("{head}expect.sections = [{{ name = \"a\" }}]\n"),
+    );
+    let typo_text = format!("{head}expect.promt = \"p\"\n");
+    let typo = scratch.write("old/typo.toml", &typo_text);
+    let operator_text = format!("{head}expect.prompt = {{ \"$contains\" = \"x\" }}\n");
+    let operator = scratch.write("old/operator.toml", &operator_text);
+    let output = run(&["migrate", "old"], &scratch.root);
+    assert_eq!(code(&output), 2, "{}{}", stdout(&output), stderr(&output));
+    assert!(
+        stdout(&output).ends_with("1 migrated, 0 already current, 2 left as they were\n"),
+        "{}",
+        stdout(&output)
+    );
+    let errors = stderr(&output);
+    assert!(
+        errors.contains("old/typo.toml: the rewritten file would not load (")
+            && errors.contains("promt"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("old/operator.toml: cannot be kept equivalent: `steps[0].expect.prompt` has the key \"$contains\""),
+        "{errors}"
+    );
+    let read = |path: &Path| std::fs::read_to_string(path).expect("readable");
+    assert_eq!(read(&typo), typo_text, "left as it was");
+    assert_eq!(read(&operator), operator_text, "left as it was");
+    assert!(read(&good).starts_with("format = 2"), "{}", read(&good));
+    let check = run(&["run", "old/good.toml"], &scratch.root);
+    assert_ne!(
+        code(&check),
+        2,
+        "the migrated file loads: {}",
+        stdout(&check)
+    );
+}
+
+#[test]
+fn show_prints_every_part_of_a_loop_run_an_expectation_can_assert() {
+    let scratch = Scratch::new("show-loop");
+    let scenario = bundled("loop/listeners/session_observer_sees_each_appended_event.toml");
+    let output = run(&["show", scenario.to_str().unwrap()], &scratch.root);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    for heading in [
+        "# observations, one per command\n",
+        "# session log\n",
+        "# agent agent: {\"status\":\"idle\",\"status_transitions\":[\"running\",\"idle\"],\"pending\":[0,0],\"agent_errors\":[]}\n",
+        "# live events, which the log does not hold\n",
+        "# journal: what `record` ops recorded\n{\"listener\":\"watch\",\"call\":1,",
+        "# llm_requests: what scripted routes' stream() received\n{\"provider\":\"mock\",",
+    ] {
+        assert!(text.contains(heading), "missing {heading:?} in:\n{text}");
+    }
 }

@@ -44,13 +44,15 @@ impl LoopCommands {
     }
 
     pub(super) async fn wait(&self, command: &WaitCommand) -> Result<(), JsError> {
-        // With every agent idle nothing is in flight and no timer is armed,
-        // so the clock can jump instead of the network simulation stepping
-        // through every millisecond.
-        if self
-            .agents
-            .iter()
-            .all(|a| a.agent.status() == AgentStatus::Idle)
+        // With every agent idle and no scripted sleep waiting (a contained
+        // notification's may outlive its turn), nothing is in flight and no
+        // timer is armed, so the clock can jump instead of the network
+        // simulation stepping through every millisecond.
+        if self.armed_timers.get() == 0
+            && self
+                .agents
+                .iter()
+                .all(|a| a.agent.status() == AgentStatus::Idle)
         {
             self.skipped_ms
                 .set(self.skipped_ms.get().saturating_add(command.ms));

@@ -35,7 +35,7 @@ mod commands;
 
 use crate::assembly_level::AssemblyCommands;
 use crate::driver::{Commands, run_commands};
-use crate::loop_listeners::{self, Acting, Journal, ListenerWorld};
+use crate::loop_listeners::{self, Acting, ArmedTimers, Journal, ListenerWorld};
 use crate::plugins::plugins_config;
 use crate::scripted;
 use crate::scripted::{World, config_of, dispose, observed};
@@ -171,11 +171,12 @@ fn tool_runner(
     results: &[ToolResultSpec],
     registry: &Registry,
     scripted: &Rc<World>,
-    journal: &Journal,
+    (journal, armed_timers): (&Journal, &ArmedTimers),
 ) -> ToolRunner {
     let results: Rc<[ToolResultSpec]> = results.to_vec().into();
     let used: Rc<RefCell<BTreeMap<String, usize>>> = Rc::default();
     let (registry, scripted, journal) = (registry.clone(), scripted.clone(), journal.clone());
+    let armed_timers = armed_timers.clone();
     Rc::new(move |call: ToolCall| {
         let matching: Vec<ToolResultSpec> = results
             .iter()
@@ -202,11 +203,13 @@ fn tool_runner(
         let world = ListenerWorld {
             journal: journal.clone(),
             dispose: loop_listeners::dispose_later(call.agent.clone(), scripted.clone()),
+            armed_timers: armed_timers.clone(),
         };
         let (registry, scripted) = (registry.clone(), scripted.clone());
         Box::pin(async move {
             if spec.delay_ms > 0 {
-                tokio::time::sleep(Duration::from_millis(spec.delay_ms)).await;
+                let delay_ms = dshc_model::js::timer_delay_ms(spec.delay_ms);
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
             match run_tool_ops(&spec, &call, calls, world, &registry, &scripted).await {
                 Ok(()) => ToolOutcome {
@@ -287,6 +290,8 @@ struct LoopCommands {
     routes: Vec<Rc<ScriptedRoute>>,
     /// What acting listeners recorded.
     journal: Journal,
+    /// Scripted sleeps waiting on a timer (see [`Command::Wait`]).
+    armed_timers: ArmedTimers,
 }
 
 impl LoopCommands {
@@ -341,6 +346,7 @@ impl LoopCommands {
         ListenerWorld {
             journal: self.journal.clone(),
             dispose: loop_listeners::dispose_later(agent, self.assembly.world.clone()),
+            armed_timers: self.armed_timers.clone(),
         }
     }
 
@@ -627,12 +633,17 @@ async fn drive(
     };
     let clock = CaseClock::starting_at(world.simulation.start_ms);
     let scripted = Rc::new(World::default());
-    let journal = Journal::default();
+    let (journal, armed_timers) = (Journal::default(), ArmedTimers::default());
     let context = LoopContext {
         registry: registry.clone(),
         adapters: Rc::default(),
         llm_calls: Rc::default(),
-        tools: tool_runner(&world.tool_results, &registry, &scripted, &journal),
+        tools: tool_runner(
+            &world.tool_results,
+            &registry,
+            &scripted,
+            (&journal, &armed_timers),
+        ),
         ids: Ids::default(),
         live_events: Rc::new(RefCell::new(Vec::new())),
         plugin_world: Default::default(),
@@ -662,6 +673,7 @@ async fn drive(
         jumped_ms: clock.jumped_ms,
         routes,
         journal,
+        armed_timers,
     };
     let observations = run_commands(&case.commands, &registry, &scripted, &mut runner).await;
     for LoopAgent { agent, .. } in &runner.agents {

@@ -49,6 +49,10 @@ pub trait Implementation {
     fn real_time(&self) -> bool {
         false
     }
+    /// Called after a panic while a case ran or was judged
+    /// ([`crate::contain`]): drop whatever state that case may have left
+    /// half-done, so that the next case starts clean.
+    fn recover_from_panic(&mut self) {}
 }
 
 /// The Rust reference, in process.
@@ -61,9 +65,12 @@ impl Implementation for Reference {
     }
 
     fn run(&mut self, case: &Case) -> Ran {
-        match dshc_reference::run_case(case) {
-            Ok(result) => Ran::Observed(Box::new(result)),
-            Err(error) => Ran::errored(format!("invalid case: {error}")),
+        match crate::contain::contained(|| dshc_reference::run_case(case)) {
+            Ok(Ok(result)) => Ran::Observed(Box::new(result)),
+            Ok(Err(error)) => Ran::errored(format!("invalid case: {error}")),
+            Err(panic) => Ran::NotRun(NotRun::Crashed {
+                context: format!("the reference panicked: {panic}"),
+            }),
         }
     }
 }
@@ -155,6 +162,12 @@ impl Implementation for External {
 
     fn real_time(&self) -> bool {
         !self.process.capabilities.virtual_time
+    }
+
+    /// The exchange may have stopped anywhere, mid-line even: the process is
+    /// killed (not asked to stop), and the next case starts a fresh one.
+    fn recover_from_panic(&mut self) {
+        let _ = self.process.kill();
     }
 
     fn run(&mut self, case: &Case) -> Ran {

@@ -385,6 +385,17 @@ fn captures_bind_values_for_later_expectations() {
         ),
         &["nothing is captured"],
     );
+    // A capture whose own expectation fails binds nothing: the `$ref` says
+    // why it may be unbound, beside that expectation's own mismatch.
+    fails(
+        &looped(
+            "[[expect.query]]\nselect = \"tool/call\"\nfirst = { data = { name = \"write\", callId = { \"$capture\" = \"call\" } } }\n\n[[expect.query]]\nselect = \"tool/result\"\nfirst = { data = { message = { source = { callId = { \"$ref\" = \"call\" } } } } }",
+        ),
+        &[
+            "expect.query[0].first.data.name",
+            "the expectation holding its capture did not match",
+        ],
+    );
 }
 
 #[test]
@@ -396,11 +407,18 @@ fn requests_status_and_events_in_order() {
         &looped(
             "[[expect.request]]\nindex = 0\nbody = { messages = { \"$some\" = { role = \"tool\" } } }",
         ),
-        &["expect.request[0].body.messages", "$some"],
+        &["expect.request[index = 0].body.messages", "$some"],
     );
     fails(
         &looped("[[expect.request]]\nindex = 4"),
-        &["expect.request[0].index"],
+        &["expect.request[index = 4].index"],
+    );
+    // The second entry is about request 1, and its mismatch says so.
+    fails(
+        &looped(
+            "[[expect.request]]\nindex = 0\n\n[[expect.request]]\nindex = 1\nbody = { model = \"nope\" }",
+        ),
+        &["expect.request[index = 1].body.model"],
     );
     passes(&looped(r#"status_transitions = ["running", "idle"]"#));
     fails(
@@ -445,6 +463,16 @@ fn a_setup_failure_decides_a_scenario_with_steps() {
     fails(
         &source.replace("got 0.5", "got 1"),
         &["expect.failure", "$contains"],
+    );
+    // Against a run that finished, a failure matcher is described as every
+    // matcher is, not as its JSON; so is an error matcher against no error.
+    fails(
+        &looped(r#"failure = { "$contains" = "limit" }"#),
+        &["expect.failure:\n    - $contains \"limit\"\n    + (the run finished)"],
+    );
+    fails(
+        &assembly(r#"expect.error = { "$starts_with" = "boom" }"#),
+        &["expect.error:\n    - $starts_with \"boom\"\n    + (no error)"],
     );
 }
 

@@ -87,7 +87,10 @@ pub const OPERATORS: &[(&str, &str)] = &[
     ),
     ("$some", "a pattern at least one element matches"),
     ("$each", "a pattern every element matches"),
-    ("$eq", "a number"),
+    (
+        "$eq",
+        "a number (any other value is matched by writing it as it is, or with `$equal` or `$exact`)",
+    ),
     ("$gt", "a number"),
     ("$ge", "a number"),
     ("$lt", "a number"),
@@ -290,6 +293,13 @@ mod tests {
                 .contains("only `$` operators")
         );
         assert!(error(json!({"$capture": ""})).message.contains("a name"));
+        // `$eq` compares numbers; for any other value the refusal says how.
+        let eq = error(json!({"$eq": "idle"})).message;
+        assert!(
+            eq.contains("`$eq` takes a number") && eq.contains("`$equal`"),
+            "{eq}"
+        );
+        assert!(Pattern::new(json!({"$eq": 1.5})).tree().is_ok());
     }
 
     #[test]

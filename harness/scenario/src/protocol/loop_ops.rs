@@ -2,15 +2,81 @@
 //! (`pre-step`, `request`, `request-error`) and the acts every listener and
 //! tool body shares ([`ActOp`]: sleep, cancel, dispose, send a message,
 //! throw, record what it received).
+//!
+//! A waterfall's op is one of its own or one of the shared acts. Read as a
+//! plain untagged choice, a misspelt op would only say that nothing matched;
+//! so each is read by name ([`listener_op`]): an unknown name is refused with
+//! the ops of that listener, and a known one with a bad argument names the op.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+/// The names of the ops every listener and tool body shares ([`ActOp`]).
+pub const ACT_OP_NAMES: [&str; 8] = [
+    "sleep_ms",
+    "cancel",
+    "dispose_agent",
+    "followup",
+    "steer",
+    "inject",
+    "throw",
+    "record",
+];
+
+/// The op's name: the string itself, or the single key of a table.
+fn op_name(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(name) => Some(name),
+        Value::Object(table) if table.len() == 1 => table.keys().next().map(String::as_str),
+        _ => None,
+    }
+}
+
+/// Read one op of a `listener` (`agent/request`, say) by its name: one of
+/// `own_names` (read as `Own`) or of [`ACT_OP_NAMES`]; any other name, or a
+/// value that is no op, is refused naming the field, its value and the valid
+/// alternatives.
+fn listener_op<'de, D: Deserializer<'de>, Own: DeserializeOwned, Op>(
+    deserializer: D,
+    listener: &str,
+    own_names: &[&str],
+    own: impl FnOnce(Own) -> Op,
+    act: impl FnOnce(ActOp) -> Op,
+) -> Result<Op, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    let alternatives = || {
+        own_names
+            .iter()
+            .chain(&ACT_OP_NAMES)
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(name) = op_name(&value).map(str::to_string) else {
+        return Err(D::Error::custom(format!(
+            "an {listener} op is a name or a table with one key, not {value}; the ops are {}",
+            alternatives()
+        )));
+    };
+    let in_op = |error: serde_json::Error| D::Error::custom(format!("op `{name}`: {error}"));
+    if ACT_OP_NAMES.contains(&name.as_str()) {
+        serde_json::from_value(value).map(act).map_err(in_op)
+    } else if own_names.contains(&name.as_str()) {
+        serde_json::from_value(value).map(own).map_err(in_op)
+    } else {
+        Err(D::Error::custom(format!(
+            "unknown {listener} op `{name}`; the ops are {}",
+            alternatives()
+        )))
+    }
+}
 
 /// A pre-step listener op. `current` starts as `enter` with the claimed
 /// messages (no runtime-context candidate); `next` replaces it with the inner
 /// decision. Every [`ActOp`] works here too.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PreStepOp {
     /// `current = await next()`.
@@ -38,7 +104,7 @@ pub enum PreStepOp {
 
 /// An `agent/request` op. `current` starts as `{}`; `next` gives the seed
 /// config. Every [`ActOp`] works here too.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum RequestOp {
     /// `current = await next()`.
@@ -54,7 +120,7 @@ pub enum RequestOp {
 
 /// An `agent/request-error` op. `current` starts as `undefined` (give up).
 /// Every [`ActOp`] works here too.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum RequestErrorOp {
     /// `current = await next()`.
@@ -66,6 +132,97 @@ pub enum RequestErrorOp {
     /// Act or observe.
     #[serde(untagged)]
     Act(ActOp),
+}
+
+/// [`PreStepOp`]'s own ops, as read (the acts are read as [`ActOp`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum PreStepOwn {
+    Next,
+    Reject,
+    EnterEmpty,
+    DropRuntimeContext,
+    RewriteRuntimeContext(String),
+    Reverse,
+    AppendMessage(String),
+    PrependMessage(String),
+    WaitForAbort,
+}
+
+impl<'de> Deserialize<'de> for PreStepOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let own = |op: PreStepOwn| match op {
+            PreStepOwn::Next => PreStepOp::Next,
+            PreStepOwn::Reject => PreStepOp::Reject,
+            PreStepOwn::EnterEmpty => PreStepOp::EnterEmpty,
+            PreStepOwn::DropRuntimeContext => PreStepOp::DropRuntimeContext,
+            PreStepOwn::RewriteRuntimeContext(text) => PreStepOp::RewriteRuntimeContext(text),
+            PreStepOwn::Reverse => PreStepOp::Reverse,
+            PreStepOwn::AppendMessage(text) => PreStepOp::AppendMessage(text),
+            PreStepOwn::PrependMessage(text) => PreStepOp::PrependMessage(text),
+            PreStepOwn::WaitForAbort => PreStepOp::WaitForAbort,
+        };
+        let names = [
+            "next",
+            "reject",
+            "enter_empty",
+            "drop_runtime_context",
+            "rewrite_runtime_context",
+            "reverse",
+            "append_message",
+            "prepend_message",
+            "wait_for_abort",
+        ];
+        listener_op(deserializer, "agent/pre-step", &names, own, PreStepOp::Act)
+    }
+}
+
+/// [`RequestOp`]'s own ops, as read.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum RequestOwn {
+    Next,
+    Set(serde_json::Map<String, Value>),
+    Remove(String),
+}
+
+impl<'de> Deserialize<'de> for RequestOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let own = |op: RequestOwn| match op {
+            RequestOwn::Next => RequestOp::Next,
+            RequestOwn::Set(fields) => RequestOp::Set(fields),
+            RequestOwn::Remove(key) => RequestOp::Remove(key),
+        };
+        let names = ["next", "set", "remove"];
+        listener_op(deserializer, "agent/request", &names, own, RequestOp::Act)
+    }
+}
+
+/// [`RequestErrorOp`]'s own ops, as read.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum RequestErrorOwn {
+    Next,
+    Retry,
+    GiveUp,
+}
+
+impl<'de> Deserialize<'de> for RequestErrorOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let own = |op: RequestErrorOwn| match op {
+            RequestErrorOwn::Next => RequestErrorOp::Next,
+            RequestErrorOwn::Retry => RequestErrorOp::Retry,
+            RequestErrorOwn::GiveUp => RequestErrorOp::GiveUp,
+        };
+        let names = ["next", "retry", "give_up"];
+        listener_op(
+            deserializer,
+            "agent/request-error",
+            &names,
+            own,
+            RequestErrorOp::Act,
+        )
+    }
 }
 
 /// What any scripted loop listener can do, whatever its event: act on the
@@ -195,5 +352,82 @@ impl RecordField {
             RecordField::CallId => "call_id",
             RecordField::Arguments => "arguments",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_op(toml_text: &str) -> Result<RequestOp, String> {
+        #[derive(Debug, Deserialize)]
+        struct Holder {
+            op: RequestOp,
+        }
+        toml::from_str::<Holder>(toml_text)
+            .map(|holder| holder.op)
+            .map_err(|error| error.message().to_string())
+    }
+
+    #[test]
+    fn every_op_reads_by_its_name() {
+        assert_eq!(request_op("op = \"next\""), Ok(RequestOp::Next));
+        assert_eq!(
+            request_op("op = { remove = \"model\" }"),
+            Ok(RequestOp::Remove("model".into()))
+        );
+        assert_eq!(
+            request_op("op = { sleep_ms = 3 }"),
+            Ok(RequestOp::Act(ActOp::SleepMs(3)))
+        );
+        assert_eq!(
+            request_op("op = \"dispose_agent\""),
+            Ok(RequestOp::Act(ActOp::DisposeAgent))
+        );
+        for name in [
+            "next",
+            "reject",
+            "enter_empty",
+            "drop_runtime_context",
+            "reverse",
+            "wait_for_abort",
+        ] {
+            let op: PreStepOp = serde_json::from_value(Value::String(name.into())).expect(name);
+            assert_eq!(
+                serde_json::to_value(&op).unwrap(),
+                Value::String(name.into())
+            );
+        }
+        for name in ["next", "retry", "give_up"] {
+            let op: RequestErrorOp =
+                serde_json::from_value(Value::String(name.into())).expect(name);
+            assert_eq!(
+                serde_json::to_value(&op).unwrap(),
+                Value::String(name.into())
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_op_is_named_with_the_alternatives() {
+        let unknown = request_op("op = { sett = { model = \"m2\" } }").unwrap_err();
+        assert!(
+            unknown.starts_with(
+                "unknown agent/request op `sett`; the ops are `next`, `set`, `remove`, `sleep_ms`"
+            ),
+            "{unknown}"
+        );
+        let bad_argument = request_op("op = { set = \"m2\" }").unwrap_err();
+        assert!(
+            bad_argument.starts_with("op `set`: invalid type: string \"m2\""),
+            "{bad_argument}"
+        );
+        let bad_act = request_op("op = { sleep_ms = \"soon\" }").unwrap_err();
+        assert!(bad_act.starts_with("op `sleep_ms`: "), "{bad_act}");
+        let no_op = request_op("op = 3").unwrap_err();
+        assert!(
+            no_op.contains("a name or a table with one key, not 3"),
+            "{no_op}"
+        );
     }
 }

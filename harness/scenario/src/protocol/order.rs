@@ -3,12 +3,16 @@
 //! Scenarios must be able to state non-finite orders (to test that they are
 //! rejected), but JSON has no NaN or infinity. On the wire a finite order is a
 //! number and a non-finite one is the string `NaN`, `Infinity` or
-//! `-Infinity`, as JavaScript's `String(order)` prints it.
+//! `-Infinity`, as JavaScript's `String(order)` prints it. A file may also
+//! state an order as any JavaScript number of the format ([`JsNumber`]:
+//! TOML's `nan` and `inf`, or `{ "$js" = "Infinity" }`).
 
 use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::js_json::JsNumber;
 
 /// A numeric sort key, possibly non-finite.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,14 +38,14 @@ impl<'de> Deserialize<'de> for Order {
         #[derive(Deserialize)]
         #[serde(
             untagged,
-            expecting = "a number, or `NaN`, `Infinity` or `-Infinity` (in TOML also nan and inf)"
+            expecting = "a number, or `NaN`, `Infinity` or `-Infinity` (in TOML also nan and inf, or `{ \"$js\" = \"Infinity\" }`)"
         )]
         enum Raw {
-            Number(f64),
+            Number(JsNumber),
             Text(String),
         }
         match Raw::deserialize(deserializer)? {
-            Raw::Number(value) => Ok(Order(value)),
+            Raw::Number(JsNumber(value)) => Ok(Order(value)),
             Raw::Text(text) => match text.as_str() {
                 "NaN" => Ok(Order(f64::NAN)),
                 "Infinity" => Ok(Order(f64::INFINITY)),
@@ -64,7 +68,13 @@ impl JsonSchema for Order {
             "description": "A number; in TOML also nan/inf, in JSON the strings NaN, Infinity, -Infinity.",
             "anyOf": [
                 { "type": "number" },
-                { "enum": ["NaN", "Infinity", "-Infinity"] }
+                { "enum": ["NaN", "Infinity", "-Infinity"] },
+                {
+                    "type": "object",
+                    "properties": { "$js": { "enum": ["NaN", "Infinity", "-Infinity", "-0"] } },
+                    "required": ["$js"],
+                    "additionalProperties": false
+                }
             ]
         })
     }
@@ -88,5 +98,8 @@ mod tests {
             serde_json::from_str(&serde_json::to_string(&Order(f64::NAN)).unwrap()).unwrap();
         assert!(nan.0.is_nan());
         assert!(serde_json::from_str::<Order>("\"soon\"").is_err());
+        let js: Order = serde_json::from_str(r#"{"$js": "-Infinity"}"#).unwrap();
+        assert_eq!(js, Order(f64::NEG_INFINITY));
+        assert!(serde_json::from_str::<Order>(r#"{"$js": "undefined"}"#).is_err());
     }
 }

@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::js_json::JsNumber;
 use super::serde_defaults::{is_true, yes};
 
 /// Which context plugins the agent's loop has, and how they are set up
@@ -72,8 +73,9 @@ pub struct TimeContextSpec {
     pub time_zone: Option<String>,
     /// `config.refreshIntervalMs`. Absent or `0` = every entering step. Must
     /// be a non-negative safe integer, else loading throws a `TypeError`
-    /// (any TOML number is accepted here so that invalid values can be tested).
-    pub refresh_interval_ms: Option<f64>,
+    /// (any JavaScript number is accepted here, `NaN` and the infinities
+    /// included, so that invalid values can be tested).
+    pub refresh_interval_ms: Option<JsNumber>,
     /// The simulated host's own zone (default `UTC`); must be `UTC` or a key
     /// of `zones`.
     pub process_time_zone: Option<String>,
@@ -89,7 +91,7 @@ pub struct TimeContextSpec {
 pub struct TmuxContextSpec {
     /// `config.refreshIntervalMs`: minimum time between injections. Must be
     /// a non-negative safe integer, else loading throws a `TypeError`.
-    pub refresh_interval_ms: Option<f64>,
+    pub refresh_interval_ms: Option<JsNumber>,
     /// Whether the `ctx.shell` executor service exists (default true);
     /// without it the plugin never queries.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -178,11 +180,13 @@ pub struct AgentInstructionsSpec {
 #[serde(deny_unknown_fields)]
 pub struct SessionReferenceSpec {
     /// `config.maxReferences` (default 3, at most 3): distinct sessions one
-    /// message may cite.
-    pub max_references: Option<f64>,
+    /// message may cite. cordis checks the config against the resolver's
+    /// schema first (an integer from 1, this one at most 3), refusing it
+    /// with `ValidationError: invalid config: ...`.
+    pub max_references: Option<JsNumber>,
     /// `config.maxReferenceBytes` (default 65536): UTF-8 bytes of one
     /// rendered reference object.
-    pub max_reference_bytes: Option<f64>,
+    pub max_reference_bytes: Option<JsNumber>,
     /// Other sessions by id. Reading an id not listed fails with
     /// `session "<id>" not found`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
