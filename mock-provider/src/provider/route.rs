@@ -24,7 +24,13 @@ pub enum Route {
 
 impl Route {
     /// The route of `path`, or `None` for a path the API does not have.
+    /// Runs of slashes count as one (`//chat/completions`, what a base URL
+    /// with a trailing slash gives), as DeepSeek's front server (openresty,
+    /// nginx's `merge_slashes`) treats them. Fill-in-the-middle is served
+    /// only under `/beta`, the one base DeepSeek documents it at.
     pub fn of(path: &str) -> Option<Self> {
+        let merged = merge_slashes(path);
+        let path = merged.as_str();
         let (beta, rest) = if let Some(rest) = path.strip_prefix("/beta") {
             (true, rest)
         } else {
@@ -32,7 +38,7 @@ impl Route {
         };
         match rest {
             "/chat/completions" => Some(Self::Chat { beta }),
-            "/completions" => Some(Self::Fim),
+            "/completions" if beta => Some(Self::Fim),
             "/models" => Some(Self::Models),
             "/user/balance" => Some(Self::Balance),
             _ => rest
@@ -40,6 +46,12 @@ impl Route {
                 .filter(|id| !id.is_empty() && !id.contains('/'))
                 .map(|id| Self::Model(id.to_owned())),
         }
+    }
+
+    /// The path of a route that exists only under `/beta`, named in a 404.
+    fn beta_only(path: &str) -> bool {
+        let merged = merge_slashes(path);
+        merged.strip_prefix("/v1").unwrap_or(&merged) == "/completions"
     }
 
     fn method(&self) -> &'static str {
@@ -57,9 +69,14 @@ pub(super) fn admit(
     limits: &ServerLimits,
 ) -> Result<Route, Box<Handled>> {
     let Some(route) = Route::of(&request.path) else {
+        let hint = if Route::beta_only(&request.path) {
+            ": FIM completion is a beta feature, served under the /beta base URL"
+        } else {
+            ""
+        };
         return Err(Box::new(Handled::rejected(
             404,
-            format!("No route for {} {}", request.method, request.path),
+            format!("No route for {} {}{hint}", request.method, request.path),
             "not_found",
             None,
         )));
@@ -90,4 +107,15 @@ pub(super) fn admit(
         )));
     }
     Ok(route)
+}
+
+/// `path` with each run of slashes made one.
+fn merge_slashes(path: &str) -> String {
+    let mut merged = String::with_capacity(path.len());
+    for c in path.chars() {
+        if !(c == '/' && merged.ends_with('/')) {
+            merged.push(c);
+        }
+    }
+    merged
 }

@@ -482,7 +482,7 @@ fn invalid_requests_are_rejected_without_consuming_the_script() {
             "No route for POST /completion",
         ),
         (
-            post("/completions", r#"{"model": "m"}"#),
+            post("/beta/completions", r#"{"model": "m"}"#),
             400,
             "missing field `prompt`",
         ),
@@ -518,6 +518,41 @@ fn invalid_requests_are_rejected_without_consuming_the_script() {
     );
     let plan = provider.handle(chat(json!([])));
     assert_eq!(plan.status, 200);
+}
+
+#[test]
+fn fim_is_served_only_under_beta_and_runs_of_slashes_count_as_one() {
+    let post = |path: &str, body: &str| IncomingRequest {
+        method: "POST".into(),
+        path: path.into(),
+        headers: Vec::new(),
+        body: Bytes::from(body.to_owned()),
+    };
+    let provider = MockProvider::new(Script::new(vec![ScriptEntry::content(["x"]); 2])).unwrap();
+    for path in ["/completions", "/v1//completions"] {
+        let plan = provider.handle(post(path, r#"{"model": "m", "prompt": "x"}"#));
+        assert_eq!(plan.status, 404, "{path}");
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        assert_eq!(
+            body["error"]["message"],
+            format!(
+                "No route for POST {path}: FIM completion is a beta feature, served under the /beta base URL"
+            )
+        );
+    }
+    assert_eq!(provider.responses_served(), 0);
+    let fim = provider.handle(post(
+        "/beta//completions",
+        r#"{"model": "m", "prompt": "x"}"#,
+    ));
+    assert_eq!(fim.status, 200);
+    // A base URL with a trailing slash: `//chat/completions` is the chat route.
+    let chat = provider.handle(post(
+        "//chat/completions",
+        r#"{"model": "m", "stream": false, "messages": [{"role": "user", "content": "hi"}]}"#,
+    ));
+    assert_eq!(chat.status, 200);
+    assert_eq!(provider.responses_served(), 2);
 }
 
 #[test]
