@@ -10,5 +10,6 @@
 mod bench_fixtures;
 mod cli;
 mod gate;
+mod report_page;
 mod serve;
 mod tidy;

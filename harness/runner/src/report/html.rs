@@ -228,7 +228,8 @@ pre{background:#f6f8fa;padding:.5em .7em;overflow:auto;white-space:pre-wrap;word
 a{color:#0550ae;text-decoration:none}a:hover{text-decoration:underline}
 .pass{background:#dafbe1}.fail{background:#ffd8d3}.xfail{background:#fff1c2}.skip{background:#eaeef2}.none{color:#8c959f}
 td.pass,td.fail,td.xfail,td.skip{text-align:center}
-.matrix td:first-child{white-space:nowrap}.clause-text{color:#57606a;font-size:.9em}
+.matrix td:first-child,.matrix th{white-space:nowrap}.clause-text{color:#57606a;font-size:.9em}
+nav{margin:.6em 0}nav a{margin-right:1.2em}
 .case{border:1px solid #d0d7de;border-left:4px solid #cf222e;border-radius:4px;padding:.3em 1em .8em;margin:1em 0}
 .case.xfail{border-left-color:#bf8700;background:#fff}
 .diff .del{background:#ffebe9;display:block}.diff .ins{background:#dafbe1;display:block}.diff .eq{display:block;color:#57606a}
@@ -261,6 +262,7 @@ pub fn html_page(
         escape(&title)
     );
     page.push_str(&summary_section(reports));
+    page.push_str(&navigation(reports));
     page.push_str(&matrix_section(&clauses, reports));
     for (run, report) in reports.iter().enumerate() {
         page.push_str(&run_sections(run, report, &clauses, read_source));
@@ -312,8 +314,8 @@ fn summary_section(reports: &[PageReport]) -> String {
         let _ = writeln!(
             out,
             "<tr><td><a href=\"#r{run}\">{}</a></td><td>{}</td><td><code>{}</code></td>\
-             <td class=\"pass\">{}</td><td class=\"{}\">{}</td><td class=\"xfail\">{}</td>\
-             <td class=\"skip\">{}</td><td>{}</td></tr>",
+             <td class=\"pass\">{}</td><td class=\"{}\"><a href=\"#r{run}-failures\">{}</a></td>\
+             <td class=\"xfail\">{}</td><td class=\"skip\">{}</td><td>{}</td></tr>",
             escape(&report.heading()),
             escape(&info.language),
             escape(&report.command),
@@ -326,6 +328,26 @@ fn summary_section(reports: &[PageReport]) -> String {
         );
     }
     out.push_str("</table>\n");
+    out
+}
+
+/// Links to each part of the page, per run.
+fn navigation(reports: &[PageReport]) -> String {
+    let mut out = String::from("<nav><a href=\"#matrix\">Clause matrix</a></nav>\n");
+    for (run, report) in reports.iter().enumerate() {
+        let summary = report.summary();
+        let _ = writeln!(
+            out,
+            "<nav><b>{}</b>: <a href=\"#r{run}-failures\">failures ({})</a>\
+             <a href=\"#r{run}-xfail\">expected failures ({})</a>\
+             <a href=\"#r{run}-cache\">prompt-cache breaks</a>\
+             <a href=\"#r{run}-cases\">every case ({})</a></nav>",
+            escape(&report.heading()),
+            summary.failed,
+            summary.expected_failures,
+            report.cases.len()
+        );
+    }
     out
 }
 
@@ -355,14 +377,10 @@ fn matrix_section(clauses: &[ClauseRow], reports: &[PageReport]) -> String {
     for report in reports {
         let _ = write!(out, "<th>{}</th>", escape(&report.heading()));
     }
-    out.push_str("</tr>\n");
+    out.push_str("<th>Rule</th></tr>\n");
     let tallies: Vec<_> = reports.iter().map(tallies).collect();
     for (index, clause) in clauses.iter().enumerate() {
-        let _ = write!(out, "<tr><td><code>{}</code>", escape(&clause.id));
-        if let Some(text) = &clause.text {
-            let _ = write!(out, " <span class=\"clause-text\">{}</span>", escape(text));
-        }
-        out.push_str("</td>");
+        let _ = write!(out, "<tr><td><code>{}</code></td>", escape(&clause.id));
         for (run, tally) in tallies.iter().enumerate() {
             let Some(&[passed, xfail, skipped, failed]) = tally.get(clause.id.as_str()) else {
                 out.push_str("<td class=\"none\">—</td>");
@@ -390,7 +408,11 @@ fn matrix_section(clauses: &[ClauseRow], reports: &[PageReport]) -> String {
                 clause_anchor(run, index)
             );
         }
-        out.push_str("</tr>\n");
+        let _ = writeln!(
+            out,
+            "<td class=\"clause-text\">{}</td></tr>",
+            escape(clause.text.as_deref().unwrap_or_default())
+        );
     }
     out.push_str("</table>\n");
     out
@@ -414,7 +436,11 @@ fn run_sections(
         .enumerate()
         .filter(|(_, case)| matches!(case.verdict(), Verdict::Failed | Verdict::UnexpectedPass))
         .collect();
-    let _ = writeln!(out, "<h3>Failures ({})</h3>", failing.len());
+    let _ = writeln!(
+        out,
+        "<h3 id=\"r{run}-failures\">Failures ({})</h3>",
+        failing.len()
+    );
     if failing.is_empty() {
         out.push_str("<p class=\"muted\">None.</p>\n");
     }
@@ -553,7 +579,10 @@ fn expected_failures(run: usize, report: &PageReport) -> String {
         .enumerate()
         .filter(|(_, case)| case.verdict() == Verdict::ExpectedFailure)
         .collect();
-    let mut out = format!("<h3>Expected failures ({})</h3>\n", listed.len());
+    let mut out = format!(
+        "<h3 id=\"r{run}-xfail\">Expected failures ({})</h3>\n",
+        listed.len()
+    );
     if listed.is_empty() {
         out.push_str("<p class=\"muted\">None.</p>\n");
         return out;
@@ -591,7 +620,10 @@ fn cache_breaks(run: usize, report: &PageReport) -> String {
         .enumerate()
         .filter(|(_, case)| !case.cache_breaks.is_empty())
         .collect();
-    let mut out = format!("<h3>Prompt-cache breaks ({})</h3>\n", broken.len());
+    let mut out = format!(
+        "<h3 id=\"r{run}-cache\">Prompt-cache breaks ({})</h3>\n",
+        broken.len()
+    );
     if broken.is_empty() {
         out.push_str("<p class=\"muted\">No run broke the prompt cache.</p>\n");
         return out;
@@ -650,7 +682,7 @@ fn cases_by_clause(run: usize, report: &PageReport, clauses: &[ClauseRow]) -> St
 
 fn every_case(run: usize, report: &PageReport) -> String {
     let mut out = format!(
-        "<h3>Every case ({})</h3>\n<table class=\"cases\">\n<tr><th>Case</th><th>Verdict</th><th>Detail</th><th>Clauses</th></tr>\n",
+        "<h3 id=\"r{run}-cases\">Every case ({})</h3>\n<table class=\"cases\">\n<tr><th>Case</th><th>Verdict</th><th>Detail</th><th>Clauses</th></tr>\n",
         report.cases.len()
     );
     for (index, case) in report.cases.iter().enumerate() {
