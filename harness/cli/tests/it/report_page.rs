@@ -219,3 +219,34 @@ fn the_report_page_renders_in_chromium_with_the_matrix_and_the_diff() {
     assert!(png.starts_with(b"\x89PNG"), "a PNG at {}", screenshot.display());
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn bench_writes_its_charts_and_a_page_that_holds_them() {
+    let root = std::env::temp_dir().join(format!("dshc-bench-page-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/fixtures");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dshc"));
+    command.args(["bench", "--iterations", "2", "--batches", "3", "--report-dir", "out"]);
+    for id in ["standard", "scaling-10", "scaling-100"] {
+        command.arg("--fixture").arg(fixtures.join(format!("{id}.toml")));
+    }
+    let bench = command.current_dir(&root).output().unwrap();
+    assert_eq!(bench.status.code(), Some(0), "{bench:?}");
+    let out = root.join("out");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for svg in [
+        "fixture-standard.svg",
+        "fixture-scaling-10.svg",
+        "fixture-scaling-100.svg",
+        "scaling.svg",
+    ] {
+        let chart = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(chart.starts_with("<svg"), "{svg}");
+        assert!(page.contains(chart.trim_end()), "{svg} stands in the page");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(report["fixtures"].as_array().unwrap().len(), 3);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -152,9 +152,9 @@ fn fixture_chart(title: &str, rows: &[Row]) -> Result<String, String> {
             .build_cartesian_2d(0.0..largest * 1.1, (0..rows_count as i32).into_segmented())
             .map_err(|e| e.to_string())?;
         let row_label = |value: &SegmentValue<i32>| match value {
-            SegmentValue::CenterOf(index) => usize::try_from(*index)
+            SegmentValue::CenterOf(slot) => usize::try_from(*slot)
                 .ok()
-                .and_then(|index| rows.get(index))
+                .and_then(|slot| rows.get(rows_count.checked_sub(slot + 1)?))
                 .map(|row| row.label.clone())
                 .unwrap_or_default(),
             _ => String::new(),
@@ -171,7 +171,8 @@ fn fixture_chart(title: &str, rows: &[Row]) -> Result<String, String> {
             .draw()
             .map_err(|e| e.to_string())?;
         for (index, row) in rows.iter().enumerate() {
-            let key = SegmentValue::CenterOf(index as i32);
+            // The first row on top: plotters counts slots upwards.
+            let key = SegmentValue::CenterOf((rows_count - 1 - index) as i32);
             let Some(stats) = &row.stats else {
                 continue;
             };
@@ -373,4 +374,96 @@ pub fn bench_page(report: &BenchReport, charts: &[Chart], baseline_given: bool) 
     }
     page.push_str("</body>\n</html>\n");
     page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshc_reference::bench::{FixtureResult, ImplementationResult};
+
+    fn stats(median_ns: f64) -> StepStats {
+        StepStats {
+            median_ns,
+            p10_ns: median_ns * 0.9,
+            p90_ns: median_ns * 1.2,
+            steps: 10,
+            output_bytes: 5,
+        }
+    }
+
+    fn report(names: &[&str], scale: f64) -> BenchReport {
+        let fixtures = ["standard", "scaling-10", "scaling-100", "scaling-1000"]
+            .iter()
+            .enumerate()
+            .map(|(index, id)| FixtureResult {
+                id: (*id).into(),
+                results: names
+                    .iter()
+                    .map(|name| ImplementationResult {
+                        implementation: (*name).into(),
+                        stats: Some(stats(scale * 1000.0 * (index + 1) as f64)),
+                        error: None,
+                        ratio: None,
+                    })
+                    .collect(),
+            })
+            .collect();
+        BenchReport {
+            iterations: 10,
+            batches: 1,
+            fixtures,
+        }
+    }
+
+    #[test]
+    fn every_fixture_and_the_scaling_curve_get_a_chart() {
+        let names = ["ref 1", "<script>alert(1)</script>\u{7} 2"];
+        let run = report(&names, 1.0);
+        let charts = bench_charts(&run, None).unwrap();
+        let files: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
+        assert_eq!(
+            files,
+            [
+                "fixture-standard.svg",
+                "fixture-scaling-10.svg",
+                "fixture-scaling-100.svg",
+                "fixture-scaling-1000.svg",
+                "scaling.svg"
+            ]
+        );
+        for chart in &charts {
+            assert!(chart.svg.starts_with("<svg"), "{}", chart.svg);
+            assert!(chart.svg.trim_end().ends_with("</svg>"));
+            assert!(!chart.svg.contains("<script"), "{}", chart.svg);
+            assert!(!chart.svg.contains('\u{7}'), "XML forbids control characters");
+            assert!(!chart.svg.contains("(baseline)"), "no baseline was given");
+        }
+        assert!(charts[0].svg.contains("&lt;script&gt;"), "the name is drawn");
+        let page = bench_page(&run, &charts, false);
+        assert!(!page.contains("<script"));
+        assert_eq!(page.matches("<svg").count(), charts.len(), "inline");
+        assert_eq!(page, bench_page(&run, &bench_charts(&run, None).unwrap(), false));
+    }
+
+    #[test]
+    fn the_baseline_stands_beside_the_run() {
+        let run = report(&["ref 1"], 1.0);
+        let baseline = report(&["ref 1"], 2.0);
+        let charts = bench_charts(&run, Some(&baseline)).unwrap();
+        for chart in &charts {
+            assert!(chart.svg.contains("ref 1 (baseline)"), "{}", chart.file_name);
+        }
+        // One error bar per row: the run's and the baseline's.
+        let plain = bench_charts(&run, None).unwrap();
+        assert!(charts[0].svg.matches("<circle").count() > plain[0].svg.matches("<circle").count());
+    }
+
+    #[test]
+    fn a_report_without_scaling_fixtures_has_no_curve() {
+        let mut run = report(&["ref 1"], 1.0);
+        run.fixtures.truncate(2);
+        let charts = bench_charts(&run, None).unwrap();
+        assert_eq!(charts.len(), 2);
+        assert!(charts.iter().all(|c| c.file_name != "scaling.svg"));
+    }
 }

@@ -92,7 +92,7 @@ fn an_old_report_without_the_optional_fields_renders() {
     }));
     let page = html_page(&catalog(&["03:R4"]), &[old], &|_| None);
     // Recounted: one expected failure, one failure.
-    assert!(page.contains("<td class=\"fail\">1</td><td class=\"xfail\">1</td>"), "{page}");
+    assert!(page.contains("<td class=\"fail\"><a href=\"#r0-failures\">1</a></td><td class=\"xfail\">1</td>"), "{page}");
     assert!(page.contains("upstream bug #1") && page.contains("boom"));
     assert!(page.contains("no reply within 5 ms"));
     assert!(page.contains("request 2: section guide changed"));
