@@ -76,7 +76,10 @@ fn chromium(page: &Path, mode: &str, profile: &Path) -> String {
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("chromium did not render {} within {RENDER_TIMEOUT:?}", page.display());
+            panic!(
+                "chromium did not render {} within {RENDER_TIMEOUT:?}",
+                page.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -172,7 +175,12 @@ fn the_report_page_renders_in_chromium_with_the_matrix_and_the_diff() {
     std::fs::write(root.join("second.json"), second.to_string()).unwrap();
     let merge = Command::new(dshc)
         .args(["report", "reports/dshc-reference.json", "second.json"])
-        .args(["--catalog", "scenarios/clauses.toml", "--html", "merged.html"])
+        .args([
+            "--catalog",
+            "scenarios/clauses.toml",
+            "--html",
+            "merged.html",
+        ])
         .current_dir(&root)
         .output()
         .unwrap();
@@ -189,7 +197,10 @@ fn the_report_page_renders_in_chromium_with_the_matrix_and_the_diff() {
         assert_eq!(header.len(), 1 + implementations + 1, "{page}: {header:?}");
         assert!(header[1].starts_with("dshc-reference "), "{header:?}");
         assert_eq!(matrix[1][0].1, "03:R4");
-        assert_eq!(matrix[1][1], ("fail".to_owned(), "1/2, 1 failed".to_owned()));
+        assert_eq!(
+            matrix[1][1],
+            ("fail".to_owned(), "1/2, 1 failed".to_owned())
+        );
         assert_eq!(matrix[2][0].1, "03:R9");
         assert_eq!(matrix[2][1].0, "none", "no scenario covers 03:R9");
         if implementations == 2 {
@@ -206,7 +217,10 @@ fn the_report_page_renders_in_chromium_with_the_matrix_and_the_diff() {
             diff.contains("<span class=\"ins\">+ B &lt;script&gt;</span>"),
             "{diff}"
         );
-        assert!(failure.contains("dshc check --adapter"), "the replay command");
+        assert!(
+            failure.contains("dshc check --adapter"),
+            "the replay command"
+        );
     }
     let screenshot = screenshot_path();
     let _ = std::fs::remove_file(&screenshot);
@@ -216,7 +230,11 @@ fn the_report_page_renders_in_chromium_with_the_matrix_and_the_diff() {
         &profile,
     );
     let png = std::fs::read(&screenshot).expect("a screenshot");
-    assert!(png.starts_with(b"\x89PNG"), "a PNG at {}", screenshot.display());
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "a PNG at {}",
+        screenshot.display()
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -227,9 +245,19 @@ fn bench_writes_its_charts_and_a_page_that_holds_them() {
     std::fs::create_dir_all(&root).unwrap();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/fixtures");
     let mut command = Command::new(env!("CARGO_BIN_EXE_dshc"));
-    command.args(["bench", "--iterations", "2", "--batches", "3", "--report-dir", "out"]);
+    command.args([
+        "bench",
+        "--iterations",
+        "2",
+        "--batches",
+        "3",
+        "--report-dir",
+        "out",
+    ]);
     for id in ["standard", "scaling-10", "scaling-100"] {
-        command.arg("--fixture").arg(fixtures.join(format!("{id}.toml")));
+        command
+            .arg("--fixture")
+            .arg(fixtures.join(format!("{id}.toml")));
     }
     let bench = command.current_dir(&root).output().unwrap();
     assert_eq!(bench.status.code(), Some(0), "{bench:?}");

@@ -188,9 +188,7 @@ fn fixture_chart(title: &str, rows: &[Row]) -> Result<String, String> {
                 )])
                 .map_err(|e| e.to_string())?;
             chart
-                .draw_series([
-                    Circle::new((stats.median_ns, key), 5, row.color.filled()),
-                ])
+                .draw_series([Circle::new((stats.median_ns, key), 5, row.color.filled())])
                 .map_err(|e| e.to_string())?;
         }
         root.present().map_err(|e| e.to_string())?;
@@ -284,7 +282,14 @@ fn scaling_chart(
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
             chart
                 .draw_series(mine.iter().map(|(size, _, stats)| {
-                    ErrorBar::new_vertical(*size, stats.p10_ns, stats.median_ns, stats.p90_ns, style, 10)
+                    ErrorBar::new_vertical(
+                        *size,
+                        stats.p10_ns,
+                        stats.median_ns,
+                        stats.p90_ns,
+                        style,
+                        10,
+                    )
                 }))
                 .map_err(|e| e.to_string())?;
             let theirs: Vec<_> = earlier.iter().filter(|p| p.1 == name).collect();
@@ -292,7 +297,9 @@ fn scaling_chart(
                 let dashed = color(index).mix(0.6).stroke_width(2);
                 chart
                     .draw_series(DashedLineSeries::new(
-                        theirs.iter().map(|(size, _, stats)| (*size, stats.median_ns)),
+                        theirs
+                            .iter()
+                            .map(|(size, _, stats)| (*size, stats.median_ns)),
                         6,
                         4,
                         dashed,
@@ -435,14 +442,23 @@ mod tests {
             assert!(chart.svg.starts_with("<svg"), "{}", chart.svg);
             assert!(chart.svg.trim_end().ends_with("</svg>"));
             assert!(!chart.svg.contains("<script"), "{}", chart.svg);
-            assert!(!chart.svg.contains('\u{7}'), "XML forbids control characters");
+            assert!(
+                !chart.svg.contains('\u{7}'),
+                "XML forbids control characters"
+            );
             assert!(!chart.svg.contains("(baseline)"), "no baseline was given");
         }
-        assert!(charts[0].svg.contains("&lt;script&gt;"), "the name is drawn");
+        assert!(
+            charts[0].svg.contains("&lt;script&gt;"),
+            "the name is drawn"
+        );
         let page = bench_page(&run, &charts, false);
         assert!(!page.contains("<script"));
         assert_eq!(page.matches("<svg").count(), charts.len(), "inline");
-        assert_eq!(page, bench_page(&run, &bench_charts(&run, None).unwrap(), false));
+        assert_eq!(
+            page,
+            bench_page(&run, &bench_charts(&run, None).unwrap(), false)
+        );
     }
 
     #[test]
@@ -451,7 +467,11 @@ mod tests {
         let baseline = report(&["ref 1"], 2.0);
         let charts = bench_charts(&run, Some(&baseline)).unwrap();
         for chart in &charts {
-            assert!(chart.svg.contains("ref 1 (baseline)"), "{}", chart.file_name);
+            assert!(
+                chart.svg.contains("ref 1 (baseline)"),
+                "{}",
+                chart.file_name
+            );
         }
         // One error bar per row: the run's and the baseline's.
         let plain = bench_charts(&run, None).unwrap();

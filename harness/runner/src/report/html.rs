@@ -154,7 +154,10 @@ impl PageReport {
     }
 
     fn heading(&self) -> String {
-        format!("{} {}", self.implementation.name, self.implementation.version)
+        format!(
+            "{} {}",
+            self.implementation.name, self.implementation.version
+        )
     }
 }
 
@@ -587,7 +590,9 @@ fn expected_failures(run: usize, report: &PageReport) -> String {
         out.push_str("<p class=\"muted\">None.</p>\n");
         return out;
     }
-    out.push_str("<table class=\"xfails\">\n<tr><th>Case</th><th>Outcome</th><th>Evidence</th></tr>\n");
+    out.push_str(
+        "<table class=\"xfails\">\n<tr><th>Case</th><th>Outcome</th><th>Evidence</th></tr>\n",
+    );
     for (index, case) in listed {
         let paths: Vec<&str> = case
             .outcome
@@ -689,10 +694,7 @@ fn every_case(run: usize, report: &PageReport) -> String {
         let verdict = case.verdict();
         let (class, word) = verdict_style(verdict);
         // Failures and expected failures have their own block with the anchor.
-        let anchored = matches!(
-            verdict,
-            Verdict::Passed | Verdict::Skipped
-        );
+        let anchored = matches!(verdict, Verdict::Passed | Verdict::Skipped);
         let _ = writeln!(
             out,
             "<tr{}><td>{}</td><td class=\"{class}\">{word}</td><td>{}</td><td>{}</td></tr>",

@@ -37,13 +37,18 @@ fn adapter_text_is_escaped_everywhere() {
     });
     assert!(!page.contains("<script"), "{page}");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert!(page.contains("&lt;/pre&gt;&lt;script&gt;"), "the source is escaped");
+    assert!(
+        page.contains("&lt;/pre&gt;&lt;script&gt;"),
+        "the source is escaped"
+    );
     assert_eq!(escape("a\u{1b}[0m\"'&"), "a\\u{1b}[0m&quot;&#39;&amp;");
 }
 
 #[test]
 fn the_matrix_has_a_row_per_clause_and_each_cell_links_to_its_cases() {
-    let page = html_page(&catalog(&["03:R4", "01:A1"]), &[hostile_report()], &|_| None);
+    let page = html_page(&catalog(&["03:R4", "01:A1"]), &[hostile_report()], &|_| {
+        None
+    });
     let matrix = &page[page.find("class=\"matrix\"").unwrap()..];
     let matrix = &matrix[..matrix.find("</table>").unwrap()];
     // Header, the two catalog clauses, then 09:X which only a case names.
@@ -92,15 +97,29 @@ fn an_old_report_without_the_optional_fields_renders() {
     }));
     let page = html_page(&catalog(&["03:R4"]), &[old], &|_| None);
     // Recounted: one expected failure, one failure.
-    assert!(page.contains("<td class=\"fail\"><a href=\"#r0-failures\">1</a></td><td class=\"xfail\">1</td>"), "{page}");
+    assert!(
+        page.contains(
+            "<td class=\"fail\"><a href=\"#r0-failures\">1</a></td><td class=\"xfail\">1</td>"
+        ),
+        "{page}"
+    );
     assert!(page.contains("upstream bug #1") && page.contains("boom"));
     assert!(page.contains("no reply within 5 ms"));
     assert!(page.contains("request 2: section guide changed"));
-    assert!(page.contains("scenarios/a/y.toml"), "the replay guesses the path from the id");
+    assert!(
+        page.contains("scenarios/a/y.toml"),
+        "the replay guesses the path from the id"
+    );
 }
 
 #[test]
 fn the_same_reports_give_the_same_bytes() {
-    let render = || html_page(&catalog(&["03:R4"]), &[hostile_report(), hostile_report()], &|_| None);
+    let render = || {
+        html_page(
+            &catalog(&["03:R4"]),
+            &[hostile_report(), hostile_report()],
+            &|_| None,
+        )
+    };
     assert_eq!(render(), render());
 }
