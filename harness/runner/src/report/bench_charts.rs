@@ -144,26 +144,28 @@ fn fixture_chart(title: &str, rows: &[Row]) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
+        // Row i sits at y = rows - 1 - i (the first on top), with a free
+        // slot below and above.
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(label_area)
-            .build_cartesian_2d(0.0..largest * 1.1, (0..rows_count as i32).into_segmented())
+            .build_cartesian_2d(0.0..largest * 1.1, -1..rows_count as i32)
             .map_err(|e| e.to_string())?;
-        let row_label = |value: &SegmentValue<i32>| match value {
-            SegmentValue::CenterOf(slot) => usize::try_from(*slot)
+        let row_label = |y: &i32| {
+            usize::try_from(*y)
                 .ok()
-                .and_then(|slot| rows.get(rows_count.checked_sub(slot + 1)?))
+                .and_then(|slot| rows_count.checked_sub(slot + 1))
+                .and_then(|index| rows.get(index))
                 .map(|row| row.label.clone())
-                .unwrap_or_default(),
-            _ => String::new(),
+                .unwrap_or_default()
         };
         let time_label = |ns: &f64| format_ns(*ns);
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .y_labels(rows_count)
+            .y_labels(rows_count + 2)
             .y_label_formatter(&row_label)
             .x_label_formatter(&time_label)
             .x_desc("time per step")
@@ -171,15 +173,14 @@ fn fixture_chart(title: &str, rows: &[Row]) -> Result<String, String> {
             .draw()
             .map_err(|e| e.to_string())?;
         for (index, row) in rows.iter().enumerate() {
-            // The first row on top: plotters counts slots upwards.
-            let key = SegmentValue::CenterOf((rows_count - 1 - index) as i32);
+            let key = (rows_count - 1 - index) as i32;
             let Some(stats) = &row.stats else {
                 continue;
             };
             let style = row.color.stroke_width(2);
             chart
                 .draw_series([ErrorBar::new_horizontal(
-                    key.clone(),
+                    key,
                     stats.p10_ns,
                     stats.median_ns,
                     stats.p90_ns,
