@@ -110,13 +110,13 @@ enum Command {
     /// its prompt element and the registration that produced it.
     CacheReport(cmd::cache_report::Args),
     /// Assembly cost per step of one or more implementations on the shared
-    /// fixtures, side by side, with a JSON report and a baseline check.
+    /// fixtures, side by side, with a JSON report, charts and a baseline check.
     Bench(cmd::bench::Args),
     /// Rewrite format 1 scenario files as the current format, keeping what they assert.
     Migrate(cmd::migrate::Args),
     /// Print spec clauses against the scenarios that cover them.
     Coverage(cmd::coverage::Args),
-    /// Merge JSON reports of several implementations into one Markdown table.
+    /// Merge JSON reports of several implementations into one Markdown table (or HTML page).
     Report(cmd::report::Args),
     /// Print the JSON Schema of scenario files.
     Schema(cmd::schema::Args),

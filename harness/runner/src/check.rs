@@ -228,6 +228,8 @@ pub struct CaseReport {
     pub id: String,
     /// Spec clauses it covers.
     pub covers: Vec<String>,
+    /// The scenario file, as the run named it (the HTML report shows it).
+    pub scenario: String,
     /// What happened.
     pub outcome: Outcome,
     /// The reason, when the case is listed as an expected failure.
@@ -426,6 +428,7 @@ fn check_case(
         position,
         id: scenario.id.clone(),
         covers: scenario.scenario.covers.clone(),
+        scenario: scenario.path.display().to_string(),
         outcome,
         cache_breaks,
         expected_failure: expected

@@ -1,5 +1,9 @@
 //! Compliance reports for `dshc check`: JSON (the source of truth), JUnit XML
-//! for CI systems, and a Markdown table of spec clauses × implementations.
+//! for CI systems, a Markdown table of spec clauses × implementations, and
+//! the HTML page people read ([`html`], written from the JSON).
+
+pub mod bench_charts;
+pub mod html;
 
 use std::collections::BTreeMap;
 
@@ -172,8 +176,9 @@ pub fn file_stem_for(name: &str) -> String {
         .collect()
 }
 
-/// Write `<stem>.json`, `<stem>.junit.xml` and `<stem>.md` into `dir`;
-/// returns the files written.
+/// Write `<stem>.json`, `<stem>.junit.xml`, `<stem>.md` and `index.html`
+/// (the page, rendered from the JSON just written) into `dir`; returns the
+/// files written.
 pub fn write_reports(
     dir: &std::path::Path,
     report: &Report,
@@ -193,11 +198,15 @@ pub fn write_reports(
         .to_junit()
         .map_err(|e| ReportError::Serialize(e.to_string()))?;
     let markdown = markdown_matrix(&catalog, &[report.digest()]);
+    let page_report: html::PageReport =
+        serde_json::from_str(&json).map_err(|e| ReportError::Serialize(e.to_string()))?;
+    let page = html::html_page(&catalog, &[page_report], &html::read_scenario_source);
     let mut written = Vec::new();
     for (name, text) in [
         (format!("{stem}.json"), json),
         (format!("{stem}.junit.xml"), junit),
         (format!("{stem}.md"), markdown),
+        ("index.html".to_owned(), page),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(io(&path))?;
@@ -423,6 +432,7 @@ mod tests {
                 position: 0,
                 id: "a".into(),
                 covers: vec!["03:R4".into()],
+                scenario: "scenarios/a.toml".into(),
                 outcome,
                 expected_failure: None,
                 cache_breaks: Vec::new(),

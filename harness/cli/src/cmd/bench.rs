@@ -1,6 +1,6 @@
 //! `dshc bench`: assembly cost per step of any implementation, on the shared
 //! fixtures, measured side by side in one run, with a JSON report a CI job
-//! compares against a committed baseline.
+//! compares against a committed baseline, and charts of it (`--report-dir`).
 
 use std::path::PathBuf;
 
@@ -11,6 +11,7 @@ use dshc_reference::bench::{
 };
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
+use dshc_runner::report::bench_charts::{bench_charts, bench_page};
 use dshc_scenario::data_file::{parse_json, read_text};
 use dshc_scenario::protocol::{BenchReply, ImplementationInfo};
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,11 @@ pub struct Args {
     /// Write the report as JSON here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write bench.json, an SVG chart per fixture and of the scaling curve
+    /// (with the baseline beside the run, when given), and an index.html
+    /// that holds them all, into DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "instructions")]
+    report_dir: Option<PathBuf>,
     /// A report from an earlier run to compare with: a median slower than
     /// the baseline's by more than `--max-regression-percent` fails.
     #[arg(long, value_name = "FILE")]
@@ -159,16 +165,49 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if let Some(path) = &args.baseline {
-        let text = read_text(path)?;
-        let baseline: BenchReport = parse_json(path, &text)?;
-        let regressions = regressions(&report, &baseline, args.max_regression_percent);
+    let baseline: Option<BenchReport> = match &args.baseline {
+        Some(path) => Some(parse_json(path, &read_text(path)?)?),
+        None => None,
+    };
+    if let Some(dir) = &args.report_dir {
+        write_bench_report_dir(dir, &report, baseline.as_ref())?;
+    }
+    if let Some(baseline) = &baseline {
+        let regressions = regressions(&report, baseline, args.max_regression_percent);
         for regression in &regressions {
             eprintln!("regression: {regression}");
         }
         broken |= !regressions.is_empty();
     }
     Ok(if broken { Exit::Failed } else { Exit::Passed })
+}
+
+/// `bench.json`, the charts as `.svg` files, and `index.html` with them
+/// inline, all drawn from the JSON written first (read back).
+fn write_bench_report_dir(
+    dir: &std::path::Path,
+    report: &BenchReport,
+    baseline: Option<&BenchReport>,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let json = serde_json::to_string_pretty(report)? + "\n";
+    let written: BenchReport = serde_json::from_str(&json)?;
+    let charts = bench_charts(&written, baseline)?;
+    let mut files = vec![("bench.json".to_owned(), json)];
+    files.extend(
+        charts
+            .iter()
+            .map(|chart| (chart.file_name.clone(), chart.svg.clone())),
+    );
+    files.push((
+        "index.html".to_owned(),
+        bench_page(&written, &charts, baseline.is_some()),
+    ));
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// One fixture on every implementation in turn, each one's ratio to the

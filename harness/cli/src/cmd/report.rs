@@ -1,10 +1,11 @@
 //! `dshc report`: merge JSON reports of several implementations into one
-//! Markdown table of clauses × implementations, or join one run's
-//! partitions into its whole report.
+//! Markdown table of clauses × implementations (and with `--html` one HTML
+//! page), or join one run's partitions into its whole report.
 
 use std::path::PathBuf;
 
 use dshc_runner::coverage::load_catalog;
+use dshc_runner::report::html::{PageReport, html_page, read_scenario_source};
 use dshc_runner::report::{ReportDigest, markdown_matrix, merge_partition_reports};
 use dshc_scenario::data_file::{parse_json, read_text};
 
@@ -20,6 +21,10 @@ pub struct Args {
     /// report, written to FILE.
     #[arg(long, value_name = "FILE")]
     merge: Option<PathBuf>,
+    /// Also write the merged HTML page (the one `dshc check --report-dir`
+    /// writes as index.html) to FILE; the Markdown table is still printed.
+    #[arg(long, value_name = "FILE", conflicts_with = "merge")]
+    html: Option<PathBuf>,
     /// The clause catalog.
     #[arg(long, default_value = "scenarios/clauses.toml")]
     catalog: PathBuf,
@@ -40,9 +45,20 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     let catalog = load_catalog(&args.catalog)?;
     let mut digests = Vec::new();
+    let mut pages = Vec::new();
     for path in &args.reports {
-        let digest: ReportDigest = parse_json(path, &read_text(path)?)?;
+        let text = read_text(path)?;
+        let digest: ReportDigest = parse_json(path, &text)?;
         digests.push(digest);
+        if args.html.is_some() {
+            let page: PageReport = parse_json(path, &text)?;
+            pages.push(page);
+        }
+    }
+    if let Some(out) = &args.html {
+        let page = html_page(&catalog, &pages, &read_scenario_source);
+        std::fs::write(out, page)
+            .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
     }
     crate::out_raw!("{}", markdown_matrix(&catalog, &digests));
     Ok(Exit::Passed)

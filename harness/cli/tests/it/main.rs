@@ -11,5 +11,6 @@ mod bench_fixtures;
 mod cli;
 mod gate;
 mod planted_bugs;
+mod report_page;
 mod serve;
 mod tidy;
