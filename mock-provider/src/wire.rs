@@ -8,7 +8,6 @@ use crate::prompt_cache::PromptAccounting;
 use crate::script::CompletionCounts;
 
 /// The `usage` object, with DeepSeek's cache fields and the OpenAI-compatible details.
-#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens, cache hits included.
@@ -22,8 +21,10 @@ pub struct Usage {
     /// `prompt_tokens − prompt_cache_hit_tokens` (DeepSeek field).
     pub prompt_cache_miss_tokens: u64,
     /// OpenAI-compatible cache detail; absent when the script turns it off.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
     /// Reasoning detail; present only when the entry scripts reasoning.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
 }
 

@@ -199,7 +199,6 @@ impl JsonSchema for Step {
 pub const FORMAT_VERSION: u32 = 2;
 
 /// One scenario file.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -208,6 +207,7 @@ pub struct Scenario {
     /// One line saying what the scenario shows.
     pub title: String,
     /// Longer explanation: the rule, where it comes from, why it matters.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Spec clauses this scenario covers, as `<chapter>:<clause>` ids from
     /// `scenarios/clauses.toml`, e.g. `02:A3.1`.
@@ -220,6 +220,7 @@ pub struct Scenario {
     pub config: ConfigSpec,
     /// Expect loading the config to fail with this error (message, or
     /// `{name, message, code}`); no steps run.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub config_error: Option<Pattern>,
     /// Scope parent bindings made before the first step, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -228,67 +229,81 @@ pub struct Scenario {
     #[serde(default)]
     pub steps: Vec<Step>,
     /// Loop level: the agent under test.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
     /// Loop level: more agents, each with its own session (commands name
     /// one with `agent = "<id>"`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentSpec>,
     /// Loop level: the mock provider's script, one response per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<mock_provider::Script>,
     /// Loop level: the DeepSeek adapter registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub adapter: Option<AdapterSpec>,
     /// Loop level: simulated time and network.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub simulation: Option<SimulationSpec>,
     /// Loop level: scripted tool results, by tool name in order (the last repeats).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results: Vec<ToolResultSpec>,
     /// Loop level: context plugins (spec 10).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub plugins: Option<PluginsSpec>,
     /// Loop level: scripted routes at the LLM-adapter level (no HTTP).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteSpec>,
     /// Loop level: expectations on the whole run, checked after the last step
     /// (and after the agent went idle).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expect: Option<Box<LoopExpect>>,
 }
 
 /// Expectations on a loop run. Every value is a [`Pattern`]
 /// (`docs/matching.md`); keys left out are not compared.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopExpect {
     /// The list of event types of the whole log (`["turn/start", ...]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub event_types: Option<Pattern>,
     /// Events that appear in this order, others between; each a pattern on
     /// the event as logged (`{type, seq, time, data, sourceEventSeqs?,
     /// surfaceOp?}`), so only the fields it names are compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Pattern>>,
     /// Queries over the session log: select events, then assert on them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub query: Vec<EventQuery>,
     /// Event types that must not appear.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub absent: Option<Vec<String>>,
     /// The whole session log as JSON lines (as `JSON.stringify` writes each
     /// event), byte for byte when a string: key order is compared here.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<Pattern>,
     /// The request bodies the provider received, as an array.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<Pattern>,
     /// One request the provider received, by position.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request: Vec<RequestExpect>,
     /// The HTTP headers of each request, `[name, value]` in arrival order
     /// (names lowercased): where header order is the contract.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_headers: Option<Pattern>,
     /// How many requests the provider received.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_count: Option<Pattern>,
     /// What scripted routes' `stream()` received, as an array of request
     /// options (`{provider, model, messages, system?, tools?, sessionId, ...}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub llm_requests: Option<Pattern>,
     /// One scripted-route call, by position.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub llm_request: Vec<LlmRequestExpect>,
     /// `prompt_cache_hit_tokens` the provider reported, per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<Pattern>,
     /// The prompt-cache breaks (`dshc cache-report`), as an array of
     /// `{request, after_request, byte, element}`: `[]` says no request breaks
@@ -297,14 +312,19 @@ pub struct LoopExpect {
     /// `{kind = "message", index, role, event?, seq?, source?}`; the section
     /// fields need the implementation to report its prompt layouts (the
     /// reference does).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_breaks: Option<Pattern>,
     /// The agent's final status (`idle` or `running`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Pattern>,
     /// Every status the agent reported (`agent/status`), in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status_transitions: Option<Pattern>,
     /// Inbox items still pending at the end: `[next-turn, next-step]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<Pattern>,
     /// Messages of live `agent/error` events, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_errors: Option<Pattern>,
     /// Queries over the live (non-durable) events: `agent/status`,
     /// `agent/error`, `logger/warn`, each `{type, agent, data}`.
@@ -312,6 +332,7 @@ pub struct LoopExpect {
     pub live: Vec<EventQuery>,
     /// What acting listeners recorded, in order: an array of
     /// `{listener, call, <field>...}` entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<Pattern>,
     /// Expectations on a further agent's session, by agent id.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -319,39 +340,46 @@ pub struct LoopExpect {
     /// The run fails before or while running its steps with this text, e.g.
     /// `setup failed: TypeError: <message>` when a plugin rejects its config
     /// at load. Without it, any run failure is a mismatch.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Pattern>,
 }
 
 /// Expectations on one further agent: its log, status and inbox, stated
 /// as for the main agent.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentExpect {
     /// The list of event types of its log.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub event_types: Option<Pattern>,
     /// Events in this order, others between.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Pattern>>,
     /// Queries over its log.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub query: Vec<EventQuery>,
     /// Event types that must not appear in its log.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub absent: Option<Vec<String>>,
     /// Its whole log as JSON lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<Pattern>,
     /// Its final status.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Pattern>,
     /// Every status it reported, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status_transitions: Option<Pattern>,
     /// Its pending inbox items, `[next-turn, next-step]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<Pattern>,
     /// Messages of its live `agent/error` events, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_errors: Option<Pattern>,
 }
 
 /// A query over events: which events ([`EventQuery::select`]), then what
 /// must hold of them. Every assertion given must hold.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventQuery {
@@ -360,22 +388,31 @@ pub struct EventQuery {
     /// a string is short for `{ type = "<string>" }`.
     pub select: Pattern,
     /// How many: `2`, `0` (none), `{ "$ge" = 1 }`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<Pattern>,
     /// The first selected event.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub first: Option<Pattern>,
     /// The last selected event.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last: Option<Pattern>,
     /// One selected event by position.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nth: Option<NthEvent>,
     /// Every selected event.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub each: Option<Pattern>,
     /// The last selected event comes before the first event this selects.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub before: Option<Pattern>,
     /// The first selected event comes after the last event this selects.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<Pattern>,
     /// Each selected event is immediately followed by an event this selects.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub directly_before: Option<Pattern>,
     /// Each selected event immediately follows an event this selects.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub directly_after: Option<Pattern>,
     /// Bind a name to the value at a path (`data.message.id`,
     /// `data.content[0].text`) of the first selected event.
@@ -398,18 +435,20 @@ pub struct NthEvent {
 }
 
 /// One request the provider received.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestExpect {
     /// Its position, from 0.
     pub index: usize,
     /// Its JSON body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<Pattern>,
     /// Its headers as an object: lowercased name → value (repeated names
     /// joined with `, `).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<Pattern>,
     /// The `prompt_cache_hit_tokens` it was answered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<Pattern>,
 }
 
@@ -434,55 +473,71 @@ pub struct ScopeSpec {
 }
 
 /// What any step but `assemble` can expect of its command.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommandExpect {
     /// The call throws this error: a string (pattern) for its message, or an
     /// object pattern over `{name, message, code}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Pattern>,
     /// Number of `system-prompt/change` events the step emitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<Pattern>,
     /// Provider and listener evaluations during the step, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<Pattern>,
     /// What the command returned (`read_session`, `canonical_header`,
     /// `header_equals`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Pattern>,
 }
 
 /// What an `assemble` step compares. Keys left out are not compared; an
 /// unexpected error always fails. Every value is a [`Pattern`].
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssembleExpect {
     /// `assemble()` rejects with this error (message, or `{name, message, code}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Pattern>,
     /// Final sections, `[{name, text?}]` in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sections: Option<Pattern>,
     /// Final contexts, `[{name, text?}]` in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub contexts: Option<Pattern>,
     /// Final tools, `[{name, description?, parameters?}]` in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Pattern>,
     /// Final tool names, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_names: Option<Pattern>,
     /// Final variables, an object (an `undefined` value is `{ undefined = true }`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub variables: Option<Pattern>,
     /// Extra top-level fields on the final assembly.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub extra: Option<Pattern>,
     /// `renderPrompt(assembly)`; a string is byte-exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Pattern>,
     /// `renderPrompt(assembly)` throws this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_error: Option<Pattern>,
     /// `renderContextSnapshot(assembly)`; a string is byte-exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Pattern>,
     /// `renderContextSections(assembly)`: the non-empty rendered contexts.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_sections: Option<Pattern>,
     /// Rendering the context snapshot throws this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_error: Option<Pattern>,
     /// Provider and listener evaluations during the step, in order:
     /// `variable <id>`, `section <id>`, `context <id>`, `tools <id>`, `listener <id>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<Pattern>,
     /// Number of `system-prompt/change` events during the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<Pattern>,
 }

@@ -23,11 +23,11 @@ use crate::tokenizer::count_tokens;
 /// 5. the finish chunk (`finish_reason`, and `usage` when usage is `on_finish`);
 /// 6. the usage chunk (`choices: []`, `usage`), when usage is `trailing`;
 /// 7. `[DONE]`.
-#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptEntry {
     /// Which requests this entry answers (default: any). See [`RequestMatch`].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub when: Option<RequestMatch>,
     /// Answer every matching request, not only the first (default false): a
     /// client's retries, or any number of similar requests, get this answer.
@@ -47,18 +47,22 @@ pub struct ScriptEntry {
     pub tool_calls: Vec<ScriptToolCall>,
     /// `finish_reason` of the finish chunk: `stop` (default), `tool_calls`, `length`,
     /// `content_filter`, or any other string (sent verbatim).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// Overrides the computed `completion_tokens` (default: tokens of the reasoning,
     /// content and tool-call argument text).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
     /// Overrides the computed `completion_tokens_details.reasoning_tokens` (default:
     /// tokens of the reasoning text). Setting it also makes the field present.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
     /// Where usage goes: `trailing` (a last chunk with `choices: []`), `on_finish`
     /// (attached to the finish chunk, as DeepSeek itself does) or `omit`. Default:
     /// the dialect's (see [`Dialect`]): `on_finish` for `deepseek`; for `openai`,
     /// `trailing` when the request sent `stream_options.include_usage = true`, else
     /// `omit`. Non-streaming answers always carry usage unless this is `omit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsagePlacement>,
     /// Whether usage carries `prompt_tokens_details.cached_tokens` (default true). Set
     /// false to leave only DeepSeek's own `prompt_cache_hit_tokens` field.
@@ -79,33 +83,43 @@ pub struct ScriptEntry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keep_alive_before: Vec<usize>,
     /// Overrides `created` (Unix seconds) of this response.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub created_s: Option<u64>,
     /// Sent as the `x-request-id` response header (the adapter reports it as the
     /// error's `requestId`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// A fault to inject. HTTP errors: `rate_limit`, `server_error`,
     /// `context_overflow`, `http_error`. Stream faults: `drop_connection`, `stall`,
     /// `malformed_json`, `missing_done`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultKind>,
     /// For stream faults: how many `data:` events are sent before the fault strikes
     /// (keep-alive comments do not count). Required for `drop_connection`, `stall`,
     /// `malformed_json`; optional for `missing_done` (the stream then ends cleanly after
     /// this many events; default: every event except `[DONE]`). Values past the last
     /// event mean "after the last event".
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub after_events: Option<usize>,
     /// For `stall`: how long no byte is sent, in milliseconds of tokio time; the stream
     /// then continues normally.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stall_ms: Option<u64>,
     /// For HTTP errors: value of the `Retry-After` header in seconds (absent if unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u64>,
     /// For `http_error`: the status code (400–599). Not allowed on other entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// For HTTP errors: overrides the `error.message` of the JSON error body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// For HTTP errors: overrides `error.type` of the JSON error body.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
     /// For `malformed_json`: the exact `data:` payload to send (default: a truncated
     /// chunk object).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub malformed_payload: Option<String>,
 }
 
@@ -141,12 +155,12 @@ impl Default for ScriptEntry {
 }
 
 /// One scripted tool call.
-#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptToolCall {
     /// Call id sent in the first fragment (default `call_<response number>_<index>`,
     /// e.g. `call_1_0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Function name, sent in the first fragment.
     pub name: String,

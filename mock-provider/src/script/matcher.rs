@@ -8,25 +8,31 @@ use super::Endpoint;
 
 /// Which requests a script entry answers. Every field set must hold; an empty
 /// matcher matches every request.
-#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestMatch {
     /// The request's `model` equals this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The endpoint: `chat` (`/chat/completions`, also under `/beta`) or `fim`
     /// (`/completions`, `/beta/completions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Endpoint>,
     /// The request's `stream` equals this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     /// The last message's `role` equals this (`user`, `assistant`, `tool`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_role: Option<String>,
     /// The last message's text contains this (its `content` string, or the
     /// concatenated `text` of its content parts; for FIM the `prompt`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_message_contains: Option<String>,
     /// Some message's text contains this.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub any_message_contains: Option<String>,
     /// The request has exactly this many messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message_count: Option<usize>,
 }
 

@@ -27,7 +27,6 @@ pub use super::routes::*;
 pub use super::world::*;
 
 /// One compiled scenario.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -42,6 +41,7 @@ pub struct Case {
     /// bindings come first as `bind`.
     pub commands: Vec<Command>,
     /// Loop level only: the agent's world with every default resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub world: Option<LoopWorld>,
 }
 
@@ -74,16 +74,19 @@ impl std::fmt::Display for Level {
 }
 
 /// `SystemPrompt` config (spec 01 §1). Absent keys take upstream defaults.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigSpec {
     /// Register `harness:identity` (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub include_harness_identity: Option<bool>,
     /// `false` registers a global runtime-context suppressor (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub include_runtime_context: Option<bool>,
     /// Text of `deployment:persona` (default empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub persona: Option<String>,
     /// Explicit tool order, with the `<unlisted-tools>` rest entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_order: Option<Vec<String>>,
 }

@@ -256,13 +256,13 @@ impl From<Registration> for Command {
 }
 
 /// Registers a waterfall listener on `system-prompt/assemble`.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenCommand {
     /// Listener handle, used in the journal (`listener <id>`) and by `dispose`.
     pub id: String,
     /// Register from this scope's context (a tagged listener); absent = untagged.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// `{global: true}`: receive every assembly regardless of scope.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -294,11 +294,11 @@ pub struct BindCommand {
 }
 
 /// Assembles for a scope and renders the result.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssembleCommand {
     /// `assemble({scope})`; absent = `assemble({})`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// More fields of the assemble context, passed to every provider
     /// (e.g. `{ who = "ann" }`).
@@ -325,13 +325,13 @@ pub struct OwnerCommand {
 }
 
 /// A scripted `system-prompt/change` listener.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeListenerCommand {
     /// Listener id (for `dispose` and the journal).
     pub id: String,
     /// Throw `new Error(throws)` on these invocations (1-based); default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub throw_on: Option<Vec<u32>>,
     /// The message it throws.
     #[serde(default = "default_change_error")]

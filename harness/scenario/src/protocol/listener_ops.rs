@@ -87,7 +87,6 @@ pub struct ReplaceSpec {
 }
 
 /// A section or context a listener inserts.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntrySpec {
@@ -96,6 +95,7 @@ pub struct EntrySpec {
     /// Text.
     pub text: String,
     /// Insert position; absent = append. Clamped to the list length.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<usize>,
 }
 
@@ -153,26 +153,27 @@ pub struct SetFieldSpec {
 }
 
 /// A section or context: name and text (absent text = `undefined`).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntryData {
     /// Name.
     pub name: String,
     /// Text; absent = `undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 
 /// A tool schema in an assembly: exactly `{name, description, parameters}`.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolData {
     /// Name.
     pub name: String,
     /// Description; absent = `undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Parameters; absent = `undefined`. Key order is compared.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
 }
 

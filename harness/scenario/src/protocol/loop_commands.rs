@@ -13,18 +13,21 @@ use serde_json::Value;
 use super::js_json::JsJson;
 
 /// A message sent to the agent.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageCommand {
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Text of a user prompt: its content is one text block.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The message's content blocks as given (several text blocks, tool
     /// results, ...), instead of `text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<Value>>,
     /// The message's `source` (default `{kind = "user"}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<Value>,
 }
 
@@ -41,13 +44,14 @@ impl MessageCommand {
 }
 
 /// Cancel the agent.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelCommand {
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The abort cause (default `{kind = "user"}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -63,78 +67,84 @@ pub struct WaitCommand {
 }
 
 /// Wait for idle: the addressed agent, or every agent when none is named.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitIdleCommand {
     /// The agent to wait for (default: every agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 }
 
 /// Compact the surface.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactCommand {
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// Summary text.
     pub text: String,
     /// First replaced surface node (seq); default the first node.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<u64>,
     /// Last replaced surface node (seq); default the last node.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end: Option<u64>,
 }
 
 /// Resume: the same agent id over its log, optionally with other options.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeCommand {
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// New `AgentOptions.provider` (default: as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<JsJson>,
     /// New `AgentOptions.model` (default: as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<JsJson>,
     /// New `AgentOptions.maxTokens` (default: as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<JsJson>,
 }
 
 /// Dispose the agent.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisposeAgentCommand {
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 }
 
 /// A scripted loop listener.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "Op: Deserialize<'de>"))]
 pub struct LoopListenerCommand<Op> {
     /// Listener id (for `dispose`).
     pub id: String,
     /// The agent it addresses (default: the world's first, `agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 
     /// Register outermost.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prepend: bool,
     /// Act only on these invocations (1-based); on others just pass through.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<Vec<u32>>,
     /// What it does, in order.
     pub ops: Vec<Op>,
 }
 
 /// A direct append to an agent's session.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppendCommand {
     /// The agent whose session (default: the first agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The event type.
     #[serde(rename = "type")]
@@ -142,26 +152,28 @@ pub struct AppendCommand {
     /// The event data, any value.
     pub data: JsJson,
     /// `surfaceOp`, any value (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub surface_op: Option<JsJson>,
     /// `sourceEventSeqs`, any value (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_event_seqs: Option<JsJson>,
 }
 
 /// Read an agent's session.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadSessionCommand {
     /// The agent whose session (default: the first agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
 }
 
 /// Fire the pre-step waterfall.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FirePreStepCommand {
     /// The agent (default: the first agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The payload's turn (default 1).
     #[serde(default = "one")]

@@ -251,11 +251,11 @@ pub enum ActOp {
 }
 
 /// The arguments of an [`ActOp::Cancel`].
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelArgs {
     /// The abort cause (default `{kind = "user"}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -40,7 +40,6 @@ pub struct Request {
 }
 
 /// What the harness asks.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 pub enum RequestBody {
@@ -57,6 +56,7 @@ pub enum RequestBody {
         /// trailing slash) of the mock provider the harness started for this
         /// case on a loopback socket, serving `case.world.provider`. Point the
         /// implementation's DeepSeek adapter at it (`baseURL`).
+        #[serde(skip_serializing_if = "Option::is_none")]
         provider_url: Option<String>,
         /// Extension `virtual_time/1` (offered through
         /// `capabilities.virtual_time`): run this loop case on a clock the
@@ -93,7 +93,6 @@ pub enum RequestBody {
 }
 
 /// Who is answering: the implementation under test.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImplementationInfo {
@@ -104,6 +103,7 @@ pub struct ImplementationInfo {
     /// Its language.
     pub language: String,
     /// Where it lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub homepage: Option<String>,
 }
 

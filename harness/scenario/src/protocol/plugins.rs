@@ -21,7 +21,6 @@ use super::serde_defaults::{is_true, yes};
 /// (the scenario's `[plugins]` table). A plugin is installed when its table
 /// is present; each one registers its `agent/pre-step` listener when the
 /// agent is created (and again for the new agent after a `resume`).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsSpec {
@@ -30,15 +29,20 @@ pub struct PluginsSpec {
     /// listeners registered later are outer (10 P1), so this decides which
     /// plugin edits the decision last. Must name configured plugins only;
     /// configured plugins left out follow in the default order.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<Vec<PluginName>>,
     /// `@deepseek-ai/dsh-time-context` (opt-in, prepend listener).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub time_context: Option<TimeContextSpec>,
     /// `@deepseek-ai/dsh-tmux-context` (opt-in, prepend listener).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tmux_context: Option<TmuxContextSpec>,
     /// `@deepseek-ai/dsh-agent-instructions` (plain listener).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_instructions: Option<AgentInstructionsSpec>,
     /// `@deepseek-ai/dsh-session-reference` (prepend listener registered by
     /// the resolver service).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_reference: Option<SessionReferenceSpec>,
 }
 
@@ -61,7 +65,6 @@ pub enum PluginName {
 /// time-context config (10 TC1–TC4). Stand-in for the host's time zone
 /// database: zones are fixed UTC offsets named in `zones` (no daylight
 /// saving); `UTC` is always known.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimeContextSpec {
@@ -70,14 +73,17 @@ pub struct TimeContextSpec {
     /// (matched case-insensitively, then reported under the key's spelling,
     /// as `Intl` canonicalizes); otherwise loading fails with
     /// `time-context: invalid IANA timeZone "<v>"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
     /// `config.refreshIntervalMs`. Absent or `0` = every entering step. Must
     /// be a non-negative safe integer, else loading throws a `TypeError`
     /// (any JavaScript number is accepted here, `NaN` and the infinities
     /// included, so that invalid values can be tested).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_interval_ms: Option<JsNumber>,
     /// The simulated host's own zone (default `UTC`); must be `UTC` or a key
     /// of `zones`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub process_time_zone: Option<String>,
     /// Known zones: IANA-like name → fixed offset `+HH:MM` / `-HH:MM`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -85,12 +91,12 @@ pub struct TimeContextSpec {
 }
 
 /// tmux-context config (10 TM1–TM5).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TmuxContextSpec {
     /// `config.refreshIntervalMs`: minimum time between injections. Must be
     /// a non-negative safe integer, else loading throws a `TypeError`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_interval_ms: Option<JsNumber>,
     /// Whether the `ctx.shell` executor service exists (default true);
     /// without it the plugin never queries.
@@ -98,6 +104,7 @@ pub struct TmuxContextSpec {
     pub shell: bool,
     /// What the shell query returns until a `tmux` action changes it.
     /// Default: not inside a tmux pane (the query exits 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub query: Option<TmuxQuery>,
 }
 
@@ -139,7 +146,6 @@ pub struct TmuxPane {
 
 /// agent-instructions config (10 AI1–AI4) plus its fake file system (the
 /// `ctx.fs` provider stand-in).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentInstructionsSpec {
@@ -147,17 +153,22 @@ pub struct AgentInstructionsSpec {
     /// upstream). `0` disables the plugin.
     pub max_bytes: u64,
     /// `config.maxSourceBytes` (default 1048576): larger files are skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_source_bytes: Option<u64>,
     /// `config.projectRootMarkers` (default `[".git"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub project_root_markers: Option<Vec<String>>,
     /// `config.instructionFileCandidates` (default `["AGENTS.md", "CLAUDE.md"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_file_candidates: Option<Vec<String>>,
     /// `config.localInstructionFileCandidates` (default
     /// `["AGENTS.local.md", "CLAUDE.local.md"]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub local_instruction_file_candidates: Option<Vec<String>>,
     /// The resolved `$DSH_HOME` (default `/home/user/.dsh`; the simulated OS
     /// home is `/home/user`, so only the default displays as `~/.dsh`,
     /// anything else as `$DSH_HOME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dsh_home: Option<String>,
     /// Whether the `ctx.fs` provider exists (default true); without it the
     /// plugin composes nothing.
@@ -175,7 +186,6 @@ pub struct AgentInstructionsSpec {
 
 /// session-reference config (10 SR1–SR2) plus the surfaces of the other
 /// sessions (the `sessionQuery.readSurface` stand-in).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionReferenceSpec {
@@ -183,9 +193,11 @@ pub struct SessionReferenceSpec {
     /// message may cite. cordis checks the config against the resolver's
     /// schema first (an integer from 1, this one at most 3), refusing it
     /// with `ValidationError: invalid config: ...`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_references: Option<JsNumber>,
     /// `config.maxReferenceBytes` (default 65536): UTF-8 bytes of one
     /// rendered reference object.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_reference_bytes: Option<JsNumber>,
     /// Other sessions by id. Reading an id not listed fails with
     /// `session "<id>" not found`.
@@ -194,24 +206,25 @@ pub struct SessionReferenceSpec {
 }
 
 /// One other session's current surface, as `readSurface` returns it.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferencedSession {
     /// `session.header.cwd`; absent = `null` in the recall.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// `capturedThroughSeq`; absent = `messages.len() - 1` (`null` when
     /// there are no messages).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub captured_through_seq: Option<u64>,
     /// The surface messages, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<SurfaceMessage>,
     /// Reading this session fails with this message.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_error: Option<String>,
 }
 
 /// One surface message of another session.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SurfaceMessage {
@@ -223,6 +236,7 @@ pub struct SurfaceMessage {
     /// A `user/message`'s source (default `{kind = "user"}`); only `user`
     /// sources and compaction checkpoints
     /// (`{kind = "plugin", plugin = "compact"}`) are projected.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<Value>,
 }
 

@@ -114,25 +114,29 @@ pub enum Provided<T> {
 /// `returns`, `sequence`, `context_field`, `returns_undefined` and `throws`
 /// is set. Returned objects are created once at registration and returned
 /// by reference on every call, as a JavaScript closure over a constant would.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
 #[schemars(rename = "ProviderSpec")]
 pub struct ProviderTable<T> {
     /// Return this value on every call.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub returns: Option<T>,
     /// Return the n-th value on the n-th call; after the last, repeat the
     /// last. An item `{ "$js" = "undefined" }` returns `undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Vec<SequenceItem<T>>>,
     /// Return the assemble context's field of this name (what the caller
     /// passed to `assemble`), `undefined` when it is not a string.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_field: Option<String>,
     /// Return `undefined`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub returns_undefined: bool,
     /// Throw `new Error(throws)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub throws: Option<String>,
     /// With `throws`: attach `{cause: new Error(cause)}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
     /// Side effects run during the call, before it returns or throws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -272,20 +276,21 @@ impl<'de> Deserialize<'de> for UndefinedMarker {
 /// A registry side effect performed from inside a provider or listener.
 /// Exactly one of `register` and `dispose` is set. A failing registration
 /// makes the provider throw that error.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Effect {
     /// Only on this call (1-based); absent = on every call.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub on_call: Option<u32>,
     /// Register an entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub register: Option<Box<Registration>>,
     /// Dispose the registration with this id.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dispose: Option<String>,
 }
 
 /// What a tool provider returns.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsResultSpec {
@@ -293,24 +298,28 @@ pub struct ToolsResultSpec {
     #[serde(default)]
     pub schemas: Vec<SchemaSpec>,
     /// Pre-restriction known names; replaces the implicit schema names.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub known_names: Option<Vec<String>>,
 }
 
 /// A tool schema as a provider returns it.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SchemaSpec {
     /// Tool name.
     pub name: String,
     /// Description; absent = `undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON parameters; absent = `undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
     /// Extra fields on the schema object (e.g. `strict = true`); assembly drops them.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub extra: Option<serde_json::Map<String, Value>>,
     /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
     /// `structuredClone` fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unclonable_symbol: Option<String>,
 }
 
@@ -332,14 +341,15 @@ pub enum Registration {
 }
 
 /// Registers a prompt section.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SectionCommand {
     /// Handle for `dispose` and journal entries. Default: the name, plus
     /// `@<scope>` when scoped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Section name.
     pub name: String,
@@ -353,13 +363,14 @@ pub struct SectionCommand {
 }
 
 /// Registers a runtime-context entry.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextCommand {
     /// Handle; default the name, plus `@<scope>` when scoped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Context name.
     pub name: String,
@@ -370,37 +381,40 @@ pub struct ContextCommand {
 }
 
 /// Registers a runtime-context suppressor.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuppressCommand {
     /// Handle; default `suppress#<n>` (n counts suppressor registrations from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
 }
 
 /// Registers a tool provider.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsCommand {
     /// Handle; default `tools#<n>` (n counts tool-provider registrations from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// The scripted provider.
     pub provider: ProviderSpec<ToolsResultSpec>,
 }
 
 /// Registers a prompt variable.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VariableCommand {
     /// Handle; default the name, plus `@<scope>` when scoped.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Register through this scope's context; absent = global.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// Variable name (validated by the registry).
     pub name: String,

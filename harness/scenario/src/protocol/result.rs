@@ -12,7 +12,6 @@ use super::case::{EntryData, ToolData, VariableValue};
 
 /// An error as observed: class name, message and, for errors that carry
 /// one (`LlmError`, Node's system errors), the machine code.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedError {
@@ -21,6 +20,7 @@ pub struct ObservedError {
     /// Message.
     pub message: String,
     /// `error.code` when it is a string.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
 }
 
@@ -52,11 +52,11 @@ pub struct AssemblyData {
 }
 
 /// What one command did.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Observation {
     /// The command threw (registration, bind, dispose) or `assemble()` rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ObservedError>,
     /// `system-prompt/change` events emitted during the command.
     pub changes: u64,
@@ -65,14 +65,19 @@ pub struct Observation {
     pub journal: Vec<String>,
     /// What the command returned, for commands that read a value
     /// (`read_session`, `canonical_header`, `header_equals`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
     /// `assemble` only, on success: the final assembly.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub assembly: Option<AssemblyData>,
     /// `assemble` only, on success: `renderPrompt(assembly)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<Rendered>,
     /// `assemble` only, on success: `renderContextSections(assembly)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot_sections: Option<RenderedSections>,
     /// `assemble` only, on success: `renderContextSnapshot(assembly)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<Rendered>,
 }
 
@@ -87,20 +92,20 @@ pub enum RenderedSections {
 }
 
 /// Everything an implementation observed for one case.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaseResult {
     /// Loading the config threw; no command ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub config_error: Option<ObservedError>,
     /// One observation per command, in order.
     pub observations: Vec<Observation>,
     /// Loop level only: what the whole run produced.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<LoopRun>,
 }
 
 /// What a loop-level run produced.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopRun {
@@ -122,6 +127,7 @@ pub struct LoopRun {
     /// Live, non-durable events (`agent/error`, `agent/status`), in order.
     pub live_events: Vec<Value>,
     /// The run could not finish (virtual-time budget, setup failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
     /// What acting listeners recorded (`record` ops), in order: each
     /// `{listener, call, <field>...}`.
@@ -151,7 +157,6 @@ pub struct PromptLayout {
 }
 
 /// One rendered section of a [`PromptLayout`].
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LayoutSection {
@@ -161,9 +166,11 @@ pub struct LayoutSection {
     pub text: String,
     /// The layer of its registration: `global`, or `scope <key>`; absent when
     /// no layer registers it (a `system-prompt/assemble` listener added it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub registered_in: Option<String>,
     /// The id of the scenario's `section` command that registered it (its
     /// `id`, by default the name, plus `@<scope>` when scoped).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub registration: Option<String>,
 }
 
@@ -182,7 +189,6 @@ pub struct AgentRun {
 }
 
 /// One request the provider received.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderRequest {
@@ -193,5 +199,6 @@ pub struct ProviderRequest {
     pub body: Value,
 
     /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<u64>,
 }

@@ -14,7 +14,6 @@ use super::serde_defaults::{is_true, is_zero, yes};
 /// (`llm.registerAdapter([provider], adapter)`), as upstream's own loop
 /// tests script the model: each `stream()` call consumes the next response;
 /// `resolveModel()` answers from `model`/`models`. No HTTP is involved.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
@@ -67,19 +66,22 @@ impl ModelResolution {
 
 /// An error a scripted route raises: an `LlmError` when `code` is given
 /// (with its optional facts), else a plain `Error`.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedError {
     /// The message.
     pub message: String,
     /// `LlmError` code (`RATE_LIMIT`, `SERVER`, ...); absent: a plain `Error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// `LlmError` `status` (100–599).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// `LlmError` `providerRetryAfterMs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_retry_after_ms: Option<u64>,
     /// `LlmError` `requestId`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
 }
 
@@ -87,7 +89,6 @@ pub struct ScriptedError {
 /// how it ends. With none of `error`, `throws` and `hangs` the iterator
 /// simply completes. Either `parts` or the shorthands (`reasoning`, `text`,
 /// `tool_calls`, `usage`, `finish`) may be given, not both.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteResponse {
@@ -109,11 +110,14 @@ pub struct RouteResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ScriptedToolCall>,
     /// Shorthand: a `usage` part with this object (`{inputTokens, outputTokens, ...}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<serde_json::Map<String, Value>>,
     /// Shorthand: the `finish` part's reason (default `{kind = "tool-calls"}`
     /// with tool calls, else `{kind = "stop"}`); a string is short for `{kind}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub finish: Option<Value>,
     /// After the parts, throw this error.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ScriptedError>,
     /// After the parts, never yield again until the call's signal aborts,
     /// then throw its reason.

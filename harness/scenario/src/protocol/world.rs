@@ -137,7 +137,6 @@ fn default_cwd() -> JsJson {
 }
 
 /// The DeepSeek adapter registration (spec 09 W5).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdapterSpec {
@@ -151,14 +150,19 @@ pub struct AdapterSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelSpec>,
     /// Context window of models not in the catalog (default 1000000).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_context_window: Option<u64>,
     /// Output cap of models not in the catalog (default 256000).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// Deployment default effort: `off`, `low`, `high` (default) or `max`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// Deployment thinking: `enabled` or `disabled`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
     /// Idle watchdog between stream reads (default 300000).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_idle_timeout_ms: Option<u64>,
 }
 
@@ -182,15 +186,16 @@ fn default_route() -> String {
 }
 
 /// One catalog model.
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// Model id.
     pub id: String,
     /// Its context window.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
     /// Its output cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
 }
 
