@@ -25,9 +25,10 @@ pub struct Args {
     /// writes as index.html) to FILE; the Markdown table is still printed.
     #[arg(long, value_name = "FILE", conflicts_with = "merge")]
     html: Option<PathBuf>,
-    /// The clause catalog.
-    #[arg(long, default_value = "scenarios/clauses.toml")]
-    catalog: PathBuf,
+    /// The clause catalog [default: ./scenarios/clauses.toml when there is
+    /// one, else the catalog of the suite embedded in this binary].
+    #[arg(long)]
+    catalog: Option<PathBuf>,
 }
 
 /// Run it.
@@ -43,7 +44,18 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
         return Ok(Exit::Passed);
     }
-    let catalog = load_catalog(&args.catalog)?;
+    let catalog_path = match args.catalog {
+        Some(path) => path,
+        None => {
+            let local = PathBuf::from("scenarios/clauses.toml");
+            if local.is_file() {
+                local
+            } else {
+                crate::suite::materialized()?.join("clauses.toml")
+            }
+        }
+    };
+    let catalog = load_catalog(&catalog_path)?;
     let mut digests = Vec::new();
     let mut pages = Vec::new();
     for path in &args.reports {

@@ -199,3 +199,44 @@ fn the_expected_failures_example_in_the_gating_doc_loads_as_written() {
         "the example names a real scenario"
     );
 }
+
+#[test]
+fn report_outside_a_checkout_reads_the_embedded_clause_catalog() {
+    let elsewhere = Elsewhere::new("report");
+    let adapter = format!("{} adapter", env!("CARGO_BIN_EXE_dshc"));
+    let scenario = repo()
+        .join("scenarios/assembly/tools/extra_schema_fields_dropped.toml")
+        .display()
+        .to_string();
+    let checked = elsewhere.dshc(&[
+        "check",
+        "--adapter",
+        &adapter,
+        &scenario,
+        "--report-dir",
+        "r",
+        "--catalog",
+        &repo().join("scenarios/clauses.toml").display().to_string(),
+    ]);
+    assert_eq!(checked.status.code(), Some(0), "{}", stdout(&checked));
+    let json = std::fs::read_dir(elsewhere.work().join("r"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let report = elsewhere.dshc(&["report", &json.display().to_string()]);
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    // Every clause of the catalog is a row, the one this case covers among them.
+    let table = stdout(&report);
+    let catalog = std::fs::read_to_string(repo().join("scenarios/clauses.toml")).unwrap();
+    let clauses = catalog.lines().filter(|l| l.starts_with("id = ")).count();
+    assert!(
+        table.lines().filter(|l| l.starts_with("| ")).count() > clauses,
+        "{table}"
+    );
+}
