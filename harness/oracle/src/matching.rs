@@ -15,12 +15,23 @@
 //! (`{ "$gt" = { "$ref" = "first" } }`), since only then is it known.
 //!
 //! A failure is a [`Miss`]: where (a path from the value's root), what the
-//! matcher wanted (named: `$contains "x"`) and what was there.
+//! matcher wanted (named: `$contains "x"`) and what was there. A miss that
+//! is *broken* (an operator given a captured argument it cannot take, such
+//! as a regex that does not compile) is an error of the expectation, not an
+//! answer about the value: `$not` and the other operators that try
+//! alternatives pass it on instead of inverting or skipping it.
+//!
+//! Matching costs polynomial time in the pattern and the value: captures
+//! are undone through a trail of the names bound (never by copying the
+//! bindings), and `$contains` over an array assigns its entries to distinct
+//! elements as a bipartite matching, each entry tried once against each
+//! element, instead of searching every partial assignment.
 
 use std::collections::BTreeMap;
 
 use dshc_model::js::{number_to_string, utf16_len};
 use dshc_scenario::pattern::{Contains, JsonType, Operator, OperatorName, Pattern, PatternNode};
+use regex::Regex;
 use serde_json::{Map, Number, Value};
 
 /// Why a value does not match.
@@ -32,12 +43,24 @@ pub struct Miss {
     pub expected: String,
     /// What was there.
     pub actual: String,
+    /// Whether the expectation itself is at fault (a captured argument its
+    /// operator cannot take): no `$not` turns it into a pass.
+    pub broken: bool,
 }
 
 /// Matching with captures: one per compared case.
+///
+/// Bindings are only ever added; `trail` lists the names in the order they
+/// were bound, so undoing a failed attempt removes the names bound after a
+/// mark instead of restoring a copy of every captured value.
 #[derive(Clone, Debug, Default)]
 pub struct Matcher {
     bindings: BTreeMap<String, Value>,
+    trail: Vec<String>,
+    /// Captured values compiled as `$regex` arguments, by source.
+    regexes: BTreeMap<String, Regex>,
+    /// Pattern nodes checked so far ([`Matcher::steps`]).
+    steps: u64,
 }
 
 /// How a value shows in a mismatch: compact JSON, long values cut.
@@ -62,6 +85,7 @@ fn miss(path: &str, expected: impl Into<String>, actual: Option<&Value>) -> Miss
         path: path.to_string(),
         expected: expected.into(),
         actual: show(actual),
+        broken: false,
     }
 }
 
@@ -139,6 +163,7 @@ fn literal(literal: &Value, actual: Option<&Value>, path: &str) -> Result<(), Mi
             path: path.to_string(),
             expected: wanted.clone(),
             actual: got.clone(),
+            broken: false,
         }),
         _ => Err(miss(path, show(Some(literal)), actual)),
     }
@@ -165,9 +190,23 @@ fn numeric(
 }
 
 /// The miss of an operator whose captured argument it cannot take (a
-/// `$gt` given a string): it holds for nothing, and the miss reads as
-/// for any argument, that value in place of the `$ref`.
+/// `$gt` given a string, a `$regex` given one that does not compile): it
+/// holds for nothing, and the miss reads as for any argument, that value
+/// in place of the `$ref`. It is broken: the expectation is wrong, so no
+/// `$not` may invert it.
 fn malformed(operator: OperatorName, argument: &Value, actual: Option<&Value>, path: &str) -> Miss {
+    Miss {
+        broken: true,
+        ..malformed_text(operator, argument, actual, path)
+    }
+}
+
+fn malformed_text(
+    operator: OperatorName,
+    argument: &Value,
+    actual: Option<&Value>,
+    path: &str,
+) -> Miss {
     use OperatorName as Name;
     let wanted = format!("{} {}", operator.as_str(), show(Some(argument)));
     let length = actual.and_then(length_of);
@@ -182,6 +221,7 @@ fn malformed(operator: OperatorName, argument: &Value, actual: Option<&Value>, p
             path: format!("{path}.length"),
             expected: format!("$length {}", show(Some(argument))),
             actual: show(Some(&Value::from(length))),
+            broken: false,
         },
         _ => miss(path, wanted, actual),
     }
@@ -191,6 +231,15 @@ impl Matcher {
     /// A matcher with nothing captured.
     pub fn new() -> Self {
         Matcher::default()
+    }
+
+    /// How many pattern nodes this matcher has checked against a value:
+    /// the cost of matching. Each node of a pattern meets each value at its
+    /// place at most once per check (`$contains` included), so this stays
+    /// polynomial in the sizes of the patterns and the values; the matcher
+    /// fuzz oracle bounds it.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// The value captured under `name`, if any.
@@ -209,9 +258,31 @@ impl Matcher {
             Some(_) => Ok(()),
             None => {
                 self.bindings.insert(name.to_string(), value);
+                self.trail.push(name.to_string());
                 Ok(())
             }
         }
+    }
+
+    /// A point to undo bindings back to ([`Matcher::rollback`]).
+    fn mark(&self) -> usize {
+        self.trail.len()
+    }
+
+    /// Undo every binding made since `mark`.
+    fn rollback(&mut self, mark: usize) {
+        for name in self.trail.drain(mark..) {
+            self.bindings.remove(&name);
+        }
+    }
+
+    /// Check `pattern` against `actual` and keep no capture either way: a
+    /// query's selection tries one pattern on every event this way.
+    pub fn probe(&mut self, pattern: &Pattern, actual: Option<&Value>) -> Result<(), Miss> {
+        let mark = self.mark();
+        let result = self.check(pattern, actual);
+        self.rollback(mark);
+        result
     }
 
     /// Check `actual` (`None` = absent) against `pattern`. On a miss, no
@@ -247,11 +318,40 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
-        let saved = self.bindings.clone();
+        let mark = self.mark();
         let result = self.matches(node, actual, path);
         if result.is_err() {
-            self.bindings = saved;
+            self.rollback(mark);
         }
+        result
+    }
+
+    /// One alternative tried inside an operator: whether it matched
+    /// (keeping its captures only then), or the broken miss that stops the
+    /// operator whatever it would have made of a plain one.
+    fn attempt(
+        &mut self,
+        node: &PatternNode,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<bool, Miss> {
+        match self.check_node(node, actual, path) {
+            Ok(()) => Ok(true),
+            Err(miss) if miss.broken => Err(miss),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// [`Matcher::attempt`] that keeps no capture even when it matches.
+    fn attempt_unbound(
+        &mut self,
+        node: &PatternNode,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<bool, Miss> {
+        let mark = self.mark();
+        let result = self.attempt(node, actual, path);
+        self.rollback(mark);
         result
     }
 
@@ -261,6 +361,7 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
+        self.steps += 1;
         match node {
             PatternNode::Literal(value) => literal(value, actual, path),
             PatternNode::Array(patterns) => {
@@ -332,16 +433,17 @@ impl Matcher {
                 None => Err(fail()),
             },
             Operator::Not(pattern) => {
-                let value = present()?;
-                holds(!self.clone().test_node(pattern, Some(value)))
+                let matched = self.attempt_unbound(pattern, Some(present()?), path)?;
+                holds(!matched)
             }
             Operator::AnyOf(options) => {
                 let value = present()?;
-                holds(
-                    options
-                        .iter()
-                        .any(|option| self.test_node(option, Some(value))),
-                )
+                for option in options {
+                    if self.attempt(option, Some(value), path)? {
+                        return Ok(());
+                    }
+                }
+                Err(fail())
             }
             Operator::Contains(Contains::Text(part)) => {
                 holds(text()?.is_some_and(|text| text.contains(part.as_str())))
@@ -355,8 +457,8 @@ impl Matcher {
             Operator::Regex(regex) => holds(text()?.is_some_and(|text| regex.is_match(text))),
             Operator::Contains(Contains::Elements(patterns)) => {
                 let items = items()?;
-                let mut used = vec![false; items.len()];
-                holds(self.assign(patterns, items, &mut used))
+                let found = self.contains(patterns, items, path)?;
+                holds(found)
             }
             Operator::InOrder(patterns) => self.in_order(patterns, items()?, path, actual),
             Operator::Prefix(patterns) => {
@@ -367,8 +469,12 @@ impl Matcher {
                 self.each_at(patterns.iter().zip(items), path)
             }
             Operator::SomeElement(pattern) => {
-                let items = items()?;
-                holds(items.iter().any(|item| self.test_node(pattern, Some(item))))
+                for item in items()? {
+                    if self.attempt(pattern, Some(item), path)? {
+                        return Ok(());
+                    }
+                }
+                Err(fail())
             }
             Operator::Each(pattern) => {
                 self.each_at(std::iter::repeat(&**pattern).zip(items()?), path)
@@ -403,10 +509,23 @@ impl Matcher {
             );
             return Err(miss(path, wanted, actual));
         };
-        let resolved = match operator {
+        let resolved = match (operator, argument) {
             // They do not read their argument.
-            OperatorName::Absent => Operator::Absent,
-            OperatorName::Any => Operator::Any,
+            (OperatorName::Absent, _) => Operator::Absent,
+            (OperatorName::Any, _) => Operator::Any,
+            // A captured regex is compiled once per matcher, not per check.
+            (OperatorName::Regex, Value::String(source)) => {
+                match self.regexes.get(source) {
+                    Some(regex) => Operator::Regex(regex.clone()),
+                    None => match Regex::new(source) {
+                        Ok(regex) => {
+                            self.regexes.insert(source.clone(), regex.clone());
+                            Operator::Regex(regex)
+                        }
+                        Err(_) => return Err(malformed(operator, argument, actual, path)),
+                    },
+                }
+            }
             _ => match Operator::parse(operator, argument, "") {
                 Ok(resolved) => resolved,
                 Err(_) => return Err(malformed(operator, argument, actual, path)),
@@ -464,7 +583,13 @@ impl Matcher {
     ) -> Result<(), Miss> {
         let mut next = 0;
         for pattern in patterns {
-            let found = (next..items.len()).find(|&i| self.test_node(pattern, Some(&items[i])));
+            let mut found = None;
+            for (index, item) in items.iter().enumerate().skip(next) {
+                if self.attempt(pattern, Some(item), path)? {
+                    found = Some(index);
+                    break;
+                }
+            }
             match found {
                 Some(index) => next = index + 1,
                 None => {
@@ -493,27 +618,114 @@ impl Matcher {
         }
     }
 
-    /// Match each pattern to a distinct item, any order (backtracking).
-    fn assign(&mut self, patterns: &[PatternNode], items: &[Value], used: &mut [bool]) -> bool {
-        let Some((first, rest)) = patterns.split_first() else {
-            return true;
-        };
-        for index in 0..items.len() {
-            if used[index] {
-                continue;
-            }
-            let saved = self.bindings.clone();
-            if self.test_node(first, Some(&items[index])) {
-                used[index] = true;
-                if self.assign(rest, items, used) {
-                    return true;
-                }
-                used[index] = false;
-            }
-            self.bindings = saved;
+    /// `$contains` over an array: each pattern matched by a distinct
+    /// item, any order. Each pattern is tried once against each item, with
+    /// the captures bound before the `$contains` (an entry does not see
+    /// what its siblings capture); the entries are then assigned to items
+    /// as a bipartite matching, and the assignment found binds the captures
+    /// its entries made when they were tried (a capture two entries bind to
+    /// different values fails the `$contains`). Polynomial: `patterns ×
+    /// items` attempts, then augmenting paths over the pairs that fit.
+    fn contains(
+        &mut self,
+        patterns: &[PatternNode],
+        items: &[Value],
+        path: &str,
+    ) -> Result<bool, Miss> {
+        if patterns.len() > items.len() {
+            return Ok(false);
         }
-        false
+        // `fits[p]`: the items pattern `p` matches, each with what that
+        // match would bind (taken back out of the bindings, not copied).
+        let mut fits = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let mut row = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                let mark = self.mark();
+                if self.attempt(pattern, Some(item), path)? {
+                    row.push((index, self.take_since(mark)));
+                }
+            }
+            if row.is_empty() {
+                return Ok(false);
+            }
+            fits.push(row);
+        }
+        let edges: Vec<Vec<usize>> = fits
+            .iter()
+            .map(|row| row.iter().map(|(index, _)| *index).collect())
+            .collect();
+        let Some(assignment) = perfect_matching(&edges, items.len()) else {
+            return Ok(false);
+        };
+        for (row, index) in fits.iter_mut().zip(assignment) {
+            let Some((_, bound)) = row.iter_mut().find(|(item, _)| *item == index) else {
+                return Ok(false);
+            };
+            for (name, value) in std::mem::take(bound) {
+                if self.bind(&name, value, path).is_err() {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
+
+    /// The bindings made since `mark`, removed and handed back in the
+    /// order they were made.
+    fn take_since(&mut self, mark: usize) -> Vec<(String, Value)> {
+        let names: Vec<String> = self.trail.drain(mark..).collect();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let value = self.bindings.remove(&name)?;
+                Some((name, value))
+            })
+            .collect()
+    }
+}
+
+/// A distinct item for every pattern, where `fits[p]` lists the items
+/// pattern `p` may take: the item of each pattern, or `None` when no such
+/// assignment exists. Kuhn's augmenting paths, each found breadth first
+/// (no recursion, so no depth limit): `O(patterns × edges)`.
+fn perfect_matching(fits: &[Vec<usize>], items: usize) -> Option<Vec<usize>> {
+    let mut owner: Vec<Option<usize>> = vec![None; items];
+    let mut taken: Vec<Option<usize>> = vec![None; fits.len()];
+    for start in 0..fits.len() {
+        // `came_from[item]`: the pattern whose edge reached it on this search.
+        let mut came_from: Vec<Option<usize>> = vec![None; items];
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut free = None;
+        'search: while let Some(pattern) = queue.pop_front() {
+            for &item in &fits[pattern] {
+                if came_from[item].is_some() {
+                    continue;
+                }
+                came_from[item] = Some(pattern);
+                match owner[item] {
+                    None => {
+                        free = Some(item);
+                        break 'search;
+                    }
+                    Some(next) => queue.push_back(next),
+                }
+            }
+        }
+        // Flip the path back from the free item to `start`.
+        let mut item = free?;
+        loop {
+            let pattern = came_from[item].expect("every item on the path was reached");
+            let previous = taken[pattern];
+            owner[item] = Some(pattern);
+            taken[pattern] = Some(item);
+            match previous {
+                Some(previous) if pattern != start => item = previous,
+                _ => break,
+            }
+        }
+    }
+    taken.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -779,5 +991,155 @@ mod tests {
             .unwrap_err();
         assert!(miss.expected.starts_with("a valid pattern"), "{miss:?}");
         assert!(miss.expected.contains("invalid regex"), "{miss:?}");
+    }
+
+    /// A `$contains` of `n` entries where each of the first `n - 1` fits
+    /// any of `n - 1` elements and the last fits them too, over `n`
+    /// elements one of which fits nothing: no assignment exists, and
+    /// trying every partial one is `(n-1)!` attempts.
+    fn hopeless_contains(n: usize) -> (Value, Value) {
+        let entries: Vec<Value> = (0..n).map(|_| json!({"$type": "number"})).collect();
+        let mut items: Vec<Value> = (0..n - 1).map(|i| json!(i)).collect();
+        items.push(json!("not a number"));
+        (json!({"$contains": entries}), Value::Array(items))
+    }
+
+    #[test]
+    fn contains_is_a_bipartite_matching_not_a_search_of_assignments() {
+        let (pattern, items) = hopeless_contains(40);
+        let mut matcher = Matcher::new();
+        assert!(matcher.check(&Pattern::new(pattern), Some(&items)).is_err());
+        // One attempt per (entry, element) pair, plus the node itself.
+        assert!(matcher.steps() <= 40 * 40 + 1, "{} steps", matcher.steps());
+        // A greedy first fit would give entry 0 the element 1; a matching
+        // moves it to 2 so that the literal entry gets its element.
+        holds(json!({"$contains": [{"$type": "number"}, 1]}), json!([1, 2]));
+        holds(
+            json!({"$contains": [{"$gt": 0}, {"$gt": 1}, {"$gt": 2}]}),
+            json!([3, 2, 1]),
+        );
+        fails(
+            json!({"$contains": [{"$gt": 0}, {"$gt": 2}, {"$gt": 2}]}),
+            json!([3, 2, 1]),
+        );
+    }
+
+    #[test]
+    fn nested_contains_costs_one_attempt_per_pair_at_every_depth() {
+        // 40 levels, each capturing: retrying the chosen entry to bind its
+        // captures would double the cost at every level.
+        let mut pattern = json!({"$capture": "leaf"});
+        let mut value = json!(0);
+        for depth in 0..40 {
+            pattern = json!({"$contains": [pattern], "$capture": format!("level{depth}")});
+            value = json!([value]);
+        }
+        let mut matcher = Matcher::new();
+        assert!(matcher.check(&Pattern::new(pattern), Some(&value)).is_ok());
+        assert_eq!(matcher.captured("leaf"), Some(&json!(0)));
+        assert!(matcher.captured("level39").is_some());
+        assert!(matcher.steps() <= 2 * 41, "{} steps", matcher.steps());
+    }
+
+    #[test]
+    fn contains_binds_the_captures_of_the_assignment_it_found() {
+        let mut matcher = Matcher::new();
+        let pattern = Pattern::new(json!({"$contains": [
+            {"t": "b", "id": {"$capture": "b"}},
+            {"t": "a", "id": {"$capture": "a"}},
+        ]}));
+        let list = json!([{"t": "a", "id": 1}, {"t": "b", "id": 2}, {"t": "c", "id": 3}]);
+        assert!(matcher.check(&pattern, Some(&list)).is_ok());
+        assert_eq!(
+            (matcher.captured("a"), matcher.captured("b")),
+            (Some(&json!(1)), Some(&json!(2)))
+        );
+        // Two entries binding one name must find equal values.
+        let twice = json!({"$contains": [{"$capture": "x"}, {"$capture": "x"}]});
+        fails(twice.clone(), json!([1, 2]));
+        holds(twice, json!([1, 1]));
+        // A failed `$contains` binds nothing.
+        let mut matcher = Matcher::new();
+        let pattern = Pattern::new(json!({"$contains": [{"$capture": "y"}, 5]}));
+        assert!(matcher.check(&pattern, Some(&json!([1, 2]))).is_err());
+        assert_eq!(matcher.captured("y"), None);
+    }
+
+    #[test]
+    fn checks_and_probes_do_not_copy_the_captures() {
+        // A large captured value and many checks: undoing a check through
+        // the trail costs the names it bound, never a copy of the bindings.
+        let mut matcher = Matcher::new();
+        let big = Value::Array((0..100_000).map(Value::from).collect());
+        matcher.bind("big", big, "").expect("bound");
+        let pattern = Pattern::new(json!({"a": {"b": {"c": {"$capture": "c"}}}, "d": 1}));
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bound under test is the cost of a check in real time"
+        )]
+        let started = std::time::Instant::now();
+        for index in 0..20_000 {
+            let event = json!({"a": {"b": {"c": index}}, "d": 2});
+            assert!(matcher.probe(&pattern, Some(&event)).is_err());
+            assert!(!matcher.test(&pattern, Some(&event)));
+        }
+        // Copying 100,000 values per node checked took minutes here.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(matcher.captured("c"), None);
+        let matching = json!({"a": {"b": {"c": 7}}, "d": 1});
+        assert!(matcher.probe(&pattern, Some(&matching)).is_ok());
+        assert_eq!(matcher.captured("c"), None, "a probe keeps no capture");
+    }
+
+    #[test]
+    fn a_regex_is_compiled_once_not_at_every_check() {
+        // Compiling this takes milliseconds; checking it 20,000 times
+        // compiled each time took minutes, so the test bounds the time.
+        let source = r"^(\w{1,12}\s){1,12}[[:alpha:]]{1,60}\d{1,30}$";
+        let loaded = Pattern::new(json!({"$each": {"$regex": source}}));
+        let captured = Pattern::new(json!({"$each": {"$regex": {"$ref": "re"}}}));
+        let entries = (0..20_000).map(|i| json!(format!("entry abc{i}")));
+        let entries = Value::Array(entries.collect());
+        let mut matcher = Matcher::new();
+        matcher.bind("re", json!(source), "").expect("bound");
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bound under test is the cost of a check in real time"
+        )]
+        let started = std::time::Instant::now();
+        assert_eq!(matcher.check(&loaded, Some(&entries)), Ok(()));
+        assert_eq!(matcher.check(&captured, Some(&entries)), Ok(()));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn not_does_not_invert_a_broken_expectation() {
+        let mut matcher = Matcher::new();
+        matcher.bind("bad", json!("("), "").expect("bound");
+        matcher.bind("text", json!("x"), "").expect("bound");
+        for pattern in [
+            json!({"$not": {"$regex": {"$ref": "bad"}}}),
+            json!({"$not": {"$gt": {"$ref": "text"}}}),
+            json!({"$not": {"$any_of": [{"$regex": {"$ref": "bad"}}, "y"]}}),
+            json!({"$not": {"$some": {"$regex": {"$ref": "bad"}}}}),
+            json!({"$not": {"$contains": [{"$regex": {"$ref": "bad"}}]}}),
+        ] {
+            let miss = matcher
+                .check(&Pattern::new(pattern.clone()), Some(&json!(["("])))
+                .expect_err("a broken expectation is no pass");
+            assert!(miss.broken, "{pattern}: {miss:?}");
+        }
+        let miss = matcher
+            .check(&Pattern::new(json!({"$not": {"$regex": {"$ref": "bad"}}})), Some(&json!("(")))
+            .unwrap_err();
+        assert_eq!(miss.expected, "$regex \"(\"");
     }
 }

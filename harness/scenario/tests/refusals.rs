@@ -123,6 +123,11 @@ const REFUSALS: &[Refusal] = &[
         "`agents` has no agent with id ",
         "expected_agent_is_not_in_agents",
     ),
+    fixture(
+        EXPECT,
+        " names a capture nothing binds (",
+        "ref_names_a_capture_nothing_binds",
+    ),
     // The scenario as a whole, and its level.
     Refusal {
         file: MOD,
