@@ -107,6 +107,11 @@ const REFUSALS: &[Refusal] = &[
         " listener receives no `",
         "loop_listener_records_a_field_it_does_not_receive",
     ),
+    fixture(
+        WORLD,
+        "this backward jump could take the clock ",
+        "clock_jump_before_the_epoch",
+    ),
     // The expectations.
     Refusal {
         file: EXPECT,
