@@ -34,6 +34,8 @@ pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
+/// The most `--jobs` (threads, adapter processes) a command runs at once.
+pub use crate::parallel::MAX_JOBS;
 /// How long `dshc bench` waits for one fixture's measurement from an
 /// adapter (`bench --timeout-ms`).
 pub const BENCH_TIMEOUT_MS: u64 = 300_000;

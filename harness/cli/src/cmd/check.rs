@@ -55,7 +55,7 @@ pub struct Args {
     catalog: Option<PathBuf>,
     /// Adapter processes run at once, one case each [default: the cores
     /// available]. The output and the reports are the same for every value.
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
 }
 

@@ -25,14 +25,28 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         eprintln!("error: {error}");
     }
     let (mut migrated, mut current) = (0, 0);
+    // A file that cannot be read or rewritten is reported and the others
+    // go on; the summary counts it.
     for file in files {
-        let text = read_text(&file)?;
-        match dshc_scenario::migrate::migrate(&text) {
-            Ok(new_text) => {
-                dshc_scenario::data_file::replace_file(&file, &new_text)?;
-                crate::out!("migrated {}", file.display());
-                migrated += 1;
+        let text = match read_text(&file) {
+            Ok(text) => text,
+            Err(error) => {
+                eprintln!("error: {error}");
+                bad += 1;
+                continue;
             }
+        };
+        match dshc_scenario::migrate::migrate(&text) {
+            Ok(new_text) => match dshc_scenario::data_file::replace_file(&file, &new_text) {
+                Ok(()) => {
+                    crate::out!("migrated {}", file.display());
+                    migrated += 1;
+                }
+                Err(error) => {
+                    eprintln!("error: {}: cannot rewrite it (kept as it was): {error}", file.display());
+                    bad += 1;
+                }
+            },
             Err(dshc_scenario::migrate::MigrateError::NotFormatOne(_)) => current += 1,
             Err(error) => {
                 eprintln!("error: {}: {error}", file.display());
@@ -40,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
         }
     }
-    crate::out!("{migrated} migrated, {current} already current");
+    crate::out!("{migrated} migrated, {current} already current, {bad} failed");
     Ok(if bad > 0 {
         Exit::BadInput
     } else {

@@ -250,6 +250,8 @@ fn every_subcommand_maps_bad_input_to_2() {
         vec!["migrate", "missing"],
         vec!["diff", "--adapter", "true"],
         vec!["sim"],
+        vec!["sim", "--seed", "1", "--jobs", "100000"],
+        vec!["check", "--adapter", "true", "--jobs", "100000", "scenarios"],
     ] {
         let output = run(&args, &scratch.root);
         assert_eq!(
@@ -259,6 +261,28 @@ fn every_subcommand_maps_bad_input_to_2() {
             stdout(&output),
             stderr(&output)
         );
+    }
+}
+
+#[test]
+fn migrate_goes_on_past_a_file_it_cannot_read_and_summarises() {
+    let scratch = Scratch::new("migrate-unreadable");
+    let v1 = "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"p\"\n";
+    let first = scratch.write("old/a.toml", v1);
+    let broken = scratch.write("old/b.toml", "");
+    std::fs::write(&broken, b"format = 1\ntitle = \"\xff\"\n").expect("written");
+    let last = scratch.write("old/c.toml", v1);
+    let output = run(&["migrate", "old"], &scratch.root);
+    assert_eq!(code(&output), 2, "{}{}", stdout(&output), stderr(&output));
+    assert!(stderr(&output).contains("b.toml"), "{}", stderr(&output));
+    assert!(
+        stdout(&output).ends_with("2 migrated, 0 already current, 1 failed\n"),
+        "{}",
+        stdout(&output)
+    );
+    for file in [first, last] {
+        let text = std::fs::read_to_string(&file).expect("read");
+        assert!(text.starts_with("format = 2"), "{}: {text}", file.display());
     }
 }
 
