@@ -28,8 +28,8 @@ pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
 /// The loop's bounds on one run: provider attempts per step (retries) and
 /// steps in all (tool rounds).
 pub use dshc_reference::LOOP_LIMITS;
-/// The most copies one bench fixture's `repeat`s expand to.
-pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
+/// The most bytes one bench fixture's `repeat`s expand to.
+pub use dshc_reference::bench::fixture::MAX_FIXTURE_BYTES;
 /// `dshc serve` and every mock provider: connections served at once, the
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
