@@ -122,6 +122,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.instructions {
         return count_instructions(&args, &fixtures);
     }
+    // Read before anything is written: `--json F --baseline F` compares
+    // with F as it was.
+    let baseline: Option<BenchReport> = match &args.baseline {
+        Some(path) => Some(parse_json(path, &read_text(path)?)?),
+        None => None,
+    };
     let commands = if args.adapter.is_empty() {
         vec!["reference".to_owned()]
     } else {
@@ -159,10 +165,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if let Some(path) = &args.baseline {
-        let text = read_text(path)?;
-        let baseline: BenchReport = parse_json(path, &text)?;
-        let regressions = regressions(&report, &baseline, args.max_regression_percent);
+    if let Some(baseline) = &baseline {
+        let regressions = regressions(&report, baseline, args.max_regression_percent);
         for regression in &regressions {
             eprintln!("regression: {regression}");
         }

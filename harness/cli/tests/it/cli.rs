@@ -823,4 +823,31 @@ fn bench_compares_implementations_and_fails_on_a_regression() {
         "{}",
         stderr(&regressed)
     );
+    // The same file as baseline and output: compared as it was, then written.
+    scratch.write("same.json", &fast.to_string());
+    let same = [
+        "bench",
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--iterations",
+        "5",
+        "--batches",
+        "3",
+        "--json",
+        "same.json",
+        "--baseline",
+        "same.json",
+    ];
+    let compared = run(&same, &scratch.root);
+    assert_eq!(code(&compared), 1, "{}", stderr(&compared));
+    assert!(stderr(&compared).contains("regression: standard on dshc-reference"));
+    // A baseline of another version matches no row: that is no silent pass.
+    let mut other = report.clone();
+    for result in other["fixtures"][0]["results"].as_array_mut().unwrap() {
+        result["implementation"] = serde_json::json!("dshc-reference 0.0.1");
+    }
+    scratch.write("other.json", &other.to_string());
+    let unmatched = run(&same[..7].iter().copied().chain(["--baseline", "other.json"]).collect::<Vec<_>>(), &scratch.root);
+    assert_eq!(code(&unmatched), 1, "{}", stderr(&unmatched));
+    assert!(stderr(&unmatched).contains("the baseline has no row"), "{}", stderr(&unmatched));
 }
