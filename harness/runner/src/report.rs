@@ -10,6 +10,7 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use crate::check::{CaseReport, OutcomeKind, Summary, Verdict};
 use crate::coverage::Clause;
+use crate::partition::Partition;
 
 /// One implementation's results over a run.
 #[derive(Clone, Debug, Serialize)]
@@ -18,6 +19,10 @@ pub struct Report {
     pub implementation: ImplementationInfo,
     /// The adapter command line.
     pub command: String,
+    /// Which partition of the run this report is (`1/1`: the whole run).
+    pub partition: Partition,
+    /// Scenario files in the whole run, every partition's included.
+    pub total: usize,
     /// Totals.
     pub summary: Summary,
     /// Every case, in scenario order.
@@ -240,6 +245,23 @@ pub enum MergeError {
     /// Two reports hold one case.
     #[error("two reports hold the case at position {0}: merge each partition once")]
     Duplicate(u64),
+    /// A report without its partition (written before reports carried it).
+    #[error("report {0} does not say which partition it is (`partition`, `total`)")]
+    NoPartition(usize),
+    /// Two reports of one partition.
+    #[error("two reports are partition {0}: merge each partition once")]
+    PartitionTwice(String),
+    /// Partitions left out.
+    #[error("partitions {missing} of {count} are missing: the merge needs every partition")]
+    Incomplete {
+        /// The missing partitions' indices, comma-separated.
+        missing: String,
+        /// How many partitions the run has.
+        count: u64,
+    },
+    /// A case that does not read as a case.
+    #[error("a case does not read as a report's case: {0}")]
+    BadCase(serde_json::Error),
     /// The merged report could not be written.
     #[error("cannot write the merged report: {0}")]
     Write(#[from] serde_json::Error),
@@ -247,15 +269,26 @@ pub enum MergeError {
 
 /// Join the JSON reports of one implementation's partitions (`dshc check
 /// --partition k/n`) into the whole run's report: the cases in their
-/// unpartitioned order (`position`), the summaries added up. The result is
-/// byte for byte the report an unpartitioned run writes.
+/// unpartitioned order (`position`), the summary counted again from them.
+/// The reports must be one run's (same implementation, command, partition
+/// count and total) and every one of its partitions, each once. The result
+/// is byte for byte the report an unpartitioned run writes.
 pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, MergeError> {
     let first = reports.first().ok_or(MergeError::Empty)?;
+    let partition_of = |index: usize, report: &serde_json::Value| {
+        serde_json::from_value::<Partition>(report["partition"].clone())
+            .ok()
+            .filter(|_| report["total"].is_u64())
+            .ok_or(MergeError::NoPartition(index))
+    };
+    let count = partition_of(1, first)?.count;
+    let mut seen = std::collections::BTreeSet::new();
     let mut cases: Vec<serde_json::Value> = Vec::new();
-    let mut summary = serde_json::Map::new();
+    let mut invalid = 0;
     for (index, report) in reports.iter().enumerate() {
         let index = index + 1;
-        for key in ["implementation", "command"] {
+        let partition = partition_of(index, report)?;
+        for key in ["implementation", "command", "total"] {
             if report[key] != first[key] {
                 return Err(MergeError::OtherRun {
                     index,
@@ -264,6 +297,17 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
                     first: first[key].to_string(),
                 });
             }
+        }
+        if partition.count != count {
+            return Err(MergeError::OtherRun {
+                index,
+                key: "partition",
+                theirs: partition.to_string(),
+                first: format!("of {count}"),
+            });
+        }
+        if !seen.insert(partition.index) {
+            return Err(MergeError::PartitionTwice(partition.to_string()));
         }
         let listed = report["cases"].as_array().ok_or(MergeError::Missing {
             index,
@@ -274,13 +318,17 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
             index,
             field: "summary",
         })?;
-        for (key, count) in counts {
-            let total = summary
-                .get(key)
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0);
-            summary.insert(key.clone(), (total + count.as_u64().unwrap_or(0)).into());
-        }
+        invalid += counts.get("invalid").and_then(serde_json::Value::as_u64).unwrap_or(0);
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !seen.contains(k))
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Incomplete {
+            missing: missing.join(", "),
+            count,
+        });
     }
     let position = |case: &serde_json::Value| case["position"].as_u64();
     if cases.iter().any(|case| position(case).is_none()) {
@@ -293,8 +341,17 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
     {
         return Err(MergeError::Duplicate(position(&pair[0]).unwrap_or(0)));
     }
+    // Counted again from the cases: a summary as written is not trusted.
+    let mut summary = Summary::default();
+    for case in &cases {
+        let digest: CaseDigest =
+            serde_json::from_value(case.clone()).map_err(MergeError::BadCase)?;
+        summary.add(digest.verdict());
+    }
+    summary.invalid = usize::try_from(invalid).unwrap_or(usize::MAX);
     let mut merged = first.clone();
-    merged["summary"] = serde_json::Value::Object(summary);
+    merged["partition"] = serde_json::to_value(Partition::WHOLE)?;
+    merged["summary"] = serde_json::to_value(summary)?;
     merged["cases"] = serde_json::Value::Array(cases);
     Ok(serde_json::to_string_pretty(&merged)? + "\n")
 }
@@ -418,6 +475,8 @@ mod tests {
                 homepage: None,
             },
             command: "x".into(),
+            partition: Partition::WHOLE,
+            total: 1,
             summary: Summary::default(),
             cases: vec![CaseReport {
                 position: 0,

@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let catalog_path = args
         .catalog
         .unwrap_or_else(|| super::catalog_for(&paths[0]));
-    let (scenarios, positions, bad) = load_partition(&paths, args.partition);
+    let (scenarios, positions, bad, total) = load_partition(&paths, args.partition);
     // Another partition may hold the listed case.
     for listed in expected
         .iter()
@@ -132,6 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let report = Report {
         implementation: implementation_info,
         command: args.adapter,
+        partition: args.partition,
+        total,
         summary,
         cases,
     };

@@ -719,6 +719,31 @@ fn partitions_merge_into_the_whole_runs_report() {
         "{}",
         stderr(&twice)
     );
+    // One partition of three is not the whole run, nor a set with one
+    // partition of another split.
+    let partial = run(&["report", "--merge", "x.json", &parts[0]], &scratch.root);
+    assert_eq!(code(&partial), 2);
+    assert!(
+        stderr(&partial).contains("partitions 2, 3 of 3 are missing"),
+        "{}",
+        stderr(&partial)
+    );
+    let mixed = run(
+        &["report", "--merge", "x.json", &parts[0], &parts[1], "whole/dshc-reference.json"],
+        &scratch.root,
+    );
+    assert_eq!(code(&mixed), 2);
+    assert!(stderr(&mixed).contains("is of another run"), "{}", stderr(&mixed));
+    // A summary written by hand is not taken: the merge counts the cases.
+    let mut doctored: serde_json::Value = serde_json::from_str(&read(&parts[0])).expect("json");
+    doctored["summary"]["passed"] = serde_json::json!(1000);
+    scratch.write("doctored.json", &doctored.to_string());
+    let recounted = run(
+        &["report", "--merge", "recounted.json", "doctored.json", &parts[1], &parts[2]],
+        &scratch.root,
+    );
+    assert_eq!(code(&recounted), 0, "{}", stderr(&recounted));
+    assert_eq!(read("recounted.json"), read("whole/dshc-reference.json"));
 }
 
 #[test]
