@@ -36,6 +36,8 @@ pub use dshc_reference::bench::fixture::MAX_FIXTURE_BYTES;
 pub use mock_provider::ServerLimits;
 /// The most `--jobs` (threads, adapter processes) a command runs at once.
 pub use crate::parallel::MAX_JOBS;
+/// The longest report file stem an implementation's name becomes.
+pub use crate::report::MAX_FILE_STEM_CHARS;
 /// How long `dshc bench` waits for one fixture's measurement from an
 /// adapter (`bench --timeout-ms`).
 pub const BENCH_TIMEOUT_MS: u64 = 300_000;

@@ -163,10 +163,17 @@ pub enum ReportError {
     },
 }
 
+/// The longest file stem [`file_stem_for`] gives: well under the 255 bytes
+/// a file name may have, with room for `.junit.xml`.
+pub const MAX_FILE_STEM_CHARS: usize = 80;
+
 /// A file name for an implementation name: ASCII letters, digits, `-` and
-/// `.` kept, everything else `_`.
+/// `.` kept, everything else `_`. A name longer than
+/// [`MAX_FILE_STEM_CHARS`] keeps its first 63 characters and gains a
+/// 16-digit hash of the whole name, so long names stay distinct.
 pub fn file_stem_for(name: &str) -> String {
-    name.chars()
+    let stem: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
                 c
@@ -174,11 +181,21 @@ pub fn file_stem_for(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if stem.len() <= MAX_FILE_STEM_CHARS {
+        return stem;
+    }
+    // FNV-1a: stable across runs and platforms.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{}-{hash:016x}", &stem[..63])
 }
 
 /// Write `<stem>.json`, `<stem>.junit.xml` and `<stem>.md` into `dir`;
-/// returns the files written.
+/// returns the files written. The JSON and JUnit reports do not need the
+/// clause catalog and are written first: without a catalog, they are there
+/// and the error names the catalog the Markdown table needed.
 pub fn write_reports(
     dir: &std::path::Path,
     report: &Report,
@@ -190,24 +207,26 @@ pub fn write_reports(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let stem = file_stem_for(&report.implementation.name);
-    let catalog = crate::coverage::load_catalog(catalog_path)?;
     let json = report
         .to_json()
         .map_err(|e| ReportError::Serialize(e.to_string()))?;
     let junit = report
         .to_junit()
         .map_err(|e| ReportError::Serialize(e.to_string()))?;
-    let markdown = markdown_matrix(&catalog, &[report.digest()]);
     let mut written = Vec::new();
-    for (name, text) in [
-        (format!("{stem}.json"), json),
-        (format!("{stem}.junit.xml"), junit),
-        (format!("{stem}.md"), markdown),
-    ] {
+    let mut write = |name: String, text: String| {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(io(&path))?;
         written.push(path);
-    }
+        Ok::<(), ReportError>(())
+    };
+    write(format!("{stem}.json"), json)?;
+    write(format!("{stem}.junit.xml"), junit)?;
+    let catalog = crate::coverage::load_catalog(catalog_path)?;
+    write(
+        format!("{stem}.md"),
+        markdown_matrix(&catalog, &[report.digest()]),
+    )?;
     Ok(written)
 }
 
@@ -487,6 +506,26 @@ mod tests {
                 cache_breaks: Vec::new(),
             }],
         }
+    }
+
+    #[test]
+    fn reports_are_written_without_a_catalog_and_for_a_long_name() {
+        let dir = std::env::temp_dir().join(format!("dshc-reports-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let missing = dir.join("no-such-clauses.toml");
+        let error = write_reports(&dir, &report("impl", Outcome::Pass), &missing).unwrap_err();
+        assert!(error.to_string().contains("no-such-clauses.toml"), "{error}");
+        assert!(dir.join("impl.json").is_file() && dir.join("impl.junit.xml").is_file());
+        let catalog = dir.join("clauses.toml");
+        std::fs::write(&catalog, "[[clause]]\nid = \"03:R4\"\ntext = \"t\"\n").unwrap();
+        let long = "x".repeat(300);
+        let written = write_reports(&dir, &report(&long, Outcome::Pass), &catalog).unwrap();
+        assert_eq!(written.len(), 3);
+        let stem = file_stem_for(&long);
+        assert_eq!(stem.len(), MAX_FILE_STEM_CHARS);
+        assert_ne!(stem, file_stem_for(&"x".repeat(301)));
+        assert!(written.iter().all(|path| path.is_file()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -137,9 +137,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         summary,
         cases,
     };
+    // The closing line first: a report that cannot be written is an error
+    // after it, never instead of it.
+    crate::out!("{}", summary.line());
     if let Some(dir) = &args.report_dir {
         write_reports(dir, &report, &catalog_path)?;
     }
-    crate::out!("{}", summary.line());
     Ok(suite_exit(bad, summary.failed))
 }
