@@ -48,8 +48,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 }
             },
             Err(dshc_scenario::migrate::MigrateError::NotFormatOne(_)) => current += 1,
+            // `file:line:column: message`, as every load error reads.
             Err(error) => {
-                eprintln!("error: {}: {error}", file.display());
+                match &error {
+                    dshc_scenario::migrate::MigrateError::Toml {
+                        position: Some((line, column)),
+                        ..
+                    } => eprintln!("error: {}:{line}:{column}: {error}", file.display()),
+                    _ => eprintln!("error: {}: {error}", file.display()),
+                }
                 bad += 1;
             }
         }

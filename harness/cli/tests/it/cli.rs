@@ -284,6 +284,23 @@ fn migrate_goes_on_past_a_file_it_cannot_read_and_summarises() {
         let text = std::fs::read_to_string(&file).expect("read");
         assert!(text.starts_with("format = 2"), "{}: {text}", file.display());
     }
+    // A format 1 file whose TOML does not parse: one positioned line from
+    // both, and advice that works once the TOML is fixed.
+    scratch.write("bad/f.toml", "format = 1\ntitle = \"t\"\ncovers = [\"x\"\n[[steps]]\n");
+    let migrated = run(&["migrate", "bad"], &scratch.root);
+    assert_eq!(code(&migrated), 2);
+    assert!(
+        stderr(&migrated).starts_with("error: bad/f.toml:4:1: not valid TOML: missing comma"),
+        "{}",
+        stderr(&migrated)
+    );
+    assert_eq!(stderr(&migrated).lines().count(), 1, "{}", stderr(&migrated));
+    let loaded = run(&["run", "bad/f.toml"], &scratch.root);
+    assert!(
+        stdout(&loaded).contains("bad/f.toml:4:1: missing comma between array elements, expected `,` (this is a format 1 file: once the TOML is fixed, `dshc migrate bad/f.toml` upgrades it)"),
+        "{}",
+        stdout(&loaded)
+    );
 }
 
 #[test]
