@@ -27,8 +27,8 @@
 //! server's decision (see [`crate::MockProvider`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -317,10 +317,16 @@ mod tests {
         // 300 large prompts against a 1 MiB cache: it never holds more, the
         // latest prompts still hit, and the first ones are forgotten.
         let mut cache = PromptCache::with_max_bytes(1 << 20);
-        let prompts: Vec<String> = (0..300).map(|i| format!("{i:04} {}", "word ".repeat(4_000))).collect();
+        let prompts: Vec<String> = (0..300)
+            .map(|i| format!("{i:04} {}", "word ".repeat(4_000)))
+            .collect();
         for prompt in &prompts {
             cache.record("m", prompt);
-            assert!(cache.bytes() <= cache.max_bytes(), "{} bytes", cache.bytes());
+            assert!(
+                cache.bytes() <= cache.max_bytes(),
+                "{} bytes",
+                cache.bytes()
+            );
         }
         assert_eq!(cache.recorded_prompt_count("m"), 300);
         let latest = cache.account("m", &prompts[299]);
@@ -329,14 +335,21 @@ mod tests {
         let mut unbounded = PromptCache::with_max_bytes(usize::MAX);
         unbounded.record("m", &prompts[0]);
         assert!(unbounded.account("m", &probe).shared_prefix_tokens >= 2);
-        assert_eq!(cache.account("m", &probe).shared_prefix_tokens, 0, "evicted");
+        assert_eq!(
+            cache.account("m", &probe).shared_prefix_tokens,
+            0,
+            "evicted"
+        );
         // Recording one prompt twice holds it once.
         let mut twice = PromptCache::with_max_bytes(1 << 20);
         twice.record("m", &prompts[0]);
         let once = twice.bytes();
         twice.record("m", &prompts[0]);
         assert_eq!(twice.bytes(), once);
-        assert_eq!(PromptCache::new().max_bytes(), DEFAULT_MAX_CACHED_PROMPT_BYTES);
+        assert_eq!(
+            PromptCache::new().max_bytes(),
+            DEFAULT_MAX_CACHED_PROMPT_BYTES
+        );
     }
 
     #[test]

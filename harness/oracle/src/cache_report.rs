@@ -243,7 +243,13 @@ pub fn report(
             } else {
                 row.verdict = "break";
                 let element = if shared < lengths[position] {
-                    name_element(elements, &requests[position].body, shared, layouts, &sources)
+                    name_element(
+                        elements,
+                        &requests[position].body,
+                        shared,
+                        layouts,
+                        &sources,
+                    )
                 } else {
                     // This prompt ends where the earlier one goes on.
                     let mut removed = name_element(
@@ -330,9 +336,11 @@ impl PromptTrie {
             let below = children.range::<str, _>((Unbounded, Excluded(*line))).rev();
             let above = children.range::<str, _>((Excluded(*line), Unbounded));
             let part = |(other, _): &(&String, &usize)| common_prefix_len(other, line);
-            let best = below.clone().next().map_or(0, |e| part(&e)).max(
-                above.clone().next().map_or(0, |e| part(&e)),
-            );
+            let best = below
+                .clone()
+                .next()
+                .map_or(0, |e| part(&e))
+                .max(above.clone().next().map_or(0, |e| part(&e)));
             if best == 0 {
                 // Every prompt below shares exactly the lines so far.
                 break;
@@ -699,7 +707,9 @@ mod tests {
         // 600 requests, each one message longer: every pair compared byte by
         // byte was about 4 × 10^9 character comparisons (minutes); the trie
         // walks each prompt once.
-        let texts: Vec<String> = (0..600).map(|i| format!("message number {i} of the session")).collect();
+        let texts: Vec<String> = (0..600)
+            .map(|i| format!("message number {i} of the session"))
+            .collect();
         let requests: Vec<ProviderRequest> = (1..=texts.len())
             .map(|n| {
                 let user: Vec<&str> = texts[..n].iter().map(String::as_str).collect();

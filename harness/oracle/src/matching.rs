@@ -514,18 +514,16 @@ impl Matcher {
             (OperatorName::Absent, _) => Operator::Absent,
             (OperatorName::Any, _) => Operator::Any,
             // A captured regex is compiled once per matcher, not per check.
-            (OperatorName::Regex, Value::String(source)) => {
-                match self.regexes.get(source) {
-                    Some(regex) => Operator::Regex(regex.clone()),
-                    None => match Regex::new(source) {
-                        Ok(regex) => {
-                            self.regexes.insert(source.clone(), regex.clone());
-                            Operator::Regex(regex)
-                        }
-                        Err(_) => return Err(malformed(operator, argument, actual, path)),
-                    },
-                }
-            }
+            (OperatorName::Regex, Value::String(source)) => match self.regexes.get(source) {
+                Some(regex) => Operator::Regex(regex.clone()),
+                None => match Regex::new(source) {
+                    Ok(regex) => {
+                        self.regexes.insert(source.clone(), regex.clone());
+                        Operator::Regex(regex)
+                    }
+                    Err(_) => return Err(malformed(operator, argument, actual, path)),
+                },
+            },
             _ => match Operator::parse(operator, argument, "") {
                 Ok(resolved) => resolved,
                 Err(_) => return Err(malformed(operator, argument, actual, path)),
@@ -1013,7 +1011,10 @@ mod tests {
         assert!(matcher.steps() <= 40 * 40 + 1, "{} steps", matcher.steps());
         // A greedy first fit would give entry 0 the element 1; a matching
         // moves it to 2 so that the literal entry gets its element.
-        holds(json!({"$contains": [{"$type": "number"}, 1]}), json!([1, 2]));
+        holds(
+            json!({"$contains": [{"$type": "number"}, 1]}),
+            json!([1, 2]),
+        );
         holds(
             json!({"$contains": [{"$gt": 0}, {"$gt": 1}, {"$gt": 2}]}),
             json!([3, 2, 1]),
@@ -1138,7 +1139,10 @@ mod tests {
             assert!(miss.broken, "{pattern}: {miss:?}");
         }
         let miss = matcher
-            .check(&Pattern::new(json!({"$not": {"$regex": {"$ref": "bad"}}})), Some(&json!("(")))
+            .check(
+                &Pattern::new(json!({"$not": {"$regex": {"$ref": "bad"}}})),
+                Some(&json!("(")),
+            )
             .unwrap_err();
         assert_eq!(miss.expected, "$regex \"(\"");
     }

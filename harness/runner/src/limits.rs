@@ -25,6 +25,10 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// The most `--jobs` (threads, adapter processes) a command runs at once.
+pub use crate::parallel::MAX_JOBS;
+/// The longest report file stem an implementation's name becomes.
+pub use crate::report::MAX_FILE_STEM_CHARS;
 /// The loop's bounds on one run: provider attempts per step (retries) and
 /// steps in all (tool rounds).
 pub use dshc_reference::LOOP_LIMITS;
@@ -34,10 +38,6 @@ pub use dshc_reference::bench::fixture::MAX_FIXTURE_BYTES;
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).
 pub use mock_provider::ServerLimits;
-/// The most `--jobs` (threads, adapter processes) a command runs at once.
-pub use crate::parallel::MAX_JOBS;
-/// The longest report file stem an implementation's name becomes.
-pub use crate::report::MAX_FILE_STEM_CHARS;
 /// How long `dshc bench` waits for one fixture's measurement from an
 /// adapter (`bench --timeout-ms`).
 pub const BENCH_TIMEOUT_MS: u64 = 300_000;

@@ -337,7 +337,10 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
             index,
             field: "summary",
         })?;
-        invalid += counts.get("invalid").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        invalid += counts
+            .get("invalid")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
     }
     let missing: Vec<String> = (1..=count)
         .filter(|k| !seen.contains(k))
@@ -514,7 +517,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let missing = dir.join("no-such-clauses.toml");
         let error = write_reports(&dir, &report("impl", Outcome::Pass), &missing).unwrap_err();
-        assert!(error.to_string().contains("no-such-clauses.toml"), "{error}");
+        assert!(
+            error.to_string().contains("no-such-clauses.toml"),
+            "{error}"
+        );
         assert!(dir.join("impl.json").is_file() && dir.join("impl.junit.xml").is_file());
         let catalog = dir.join("clauses.toml");
         std::fs::write(&catalog, "[[clause]]\nid = \"03:R4\"\ntext = \"t\"\n").unwrap();

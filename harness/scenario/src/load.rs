@@ -238,7 +238,11 @@ fn check_format(path: &Path, source: &str) -> Result<(), LoadError> {
 /// The first line with the most nesting (dots of a dotted key, brackets and
 /// braces), and its column 1: where a nesting limit was reached.
 fn deepest_line(source: &str) -> (usize, usize) {
-    let depth = |line: &str| line.chars().filter(|c| matches!(c, '.' | '[' | '{')).count();
+    let depth = |line: &str| {
+        line.chars()
+            .filter(|c| matches!(c, '.' | '[' | '{'))
+            .count()
+    };
     let mut deepest = (1, 0);
     for (index, line) in source.lines().enumerate() {
         let here = depth(line);
@@ -578,7 +582,12 @@ mod tests {
         let source = format!("format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n{deep}\n");
         let error = parse_scenario(Path::new("x.toml"), &source).unwrap_err();
         assert_eq!((error.line, error.column), (Some(4), Some(1)), "{error}");
-        assert!(error.message.starts_with("nested deeper than the TOML reader allows"), "{error}");
+        assert!(
+            error
+                .message
+                .starts_with("nested deeper than the TOML reader allows"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -72,14 +72,15 @@ fn rename(table: &mut dyn toml_edit::TableLike, from: &str, to: &str) {
 
 /// Rewrite format 1 text as format 2.
 pub fn migrate(source: &str) -> Result<String, MigrateError> {
-    let mut document: DocumentMut = source.parse().map_err(|error: toml_edit::TomlError| {
-        MigrateError::Toml {
-            position: error
-                .span()
-                .map(|span| crate::load::line_column(source, span.start)),
-            message: error.message().trim_end().to_string(),
-        }
-    })?;
+    let mut document: DocumentMut =
+        source
+            .parse()
+            .map_err(|error: toml_edit::TomlError| MigrateError::Toml {
+                position: error
+                    .span()
+                    .map(|span| crate::load::line_column(source, span.start)),
+                message: error.message().trim_end().to_string(),
+            })?;
     match document.get("format").and_then(Item::as_integer) {
         Some(1) => {}
         other => {

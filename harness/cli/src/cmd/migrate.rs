@@ -43,7 +43,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                     migrated += 1;
                 }
                 Err(error) => {
-                    eprintln!("error: {}: cannot rewrite it (kept as it was): {error}", file.display());
+                    eprintln!(
+                        "error: {}: cannot rewrite it (kept as it was): {error}",
+                        file.display()
+                    );
                     bad += 1;
                 }
             },

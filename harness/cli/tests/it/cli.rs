@@ -251,7 +251,14 @@ fn every_subcommand_maps_bad_input_to_2() {
         vec!["diff", "--adapter", "true"],
         vec!["sim"],
         vec!["sim", "--seed", "1", "--jobs", "100000"],
-        vec!["check", "--adapter", "true", "--jobs", "100000", "scenarios"],
+        vec![
+            "check",
+            "--adapter",
+            "true",
+            "--jobs",
+            "100000",
+            "scenarios",
+        ],
     ] {
         let output = run(&args, &scratch.root);
         assert_eq!(
@@ -286,7 +293,10 @@ fn migrate_goes_on_past_a_file_it_cannot_read_and_summarises() {
     }
     // A format 1 file whose TOML does not parse: one positioned line from
     // both, and advice that works once the TOML is fixed.
-    scratch.write("bad/f.toml", "format = 1\ntitle = \"t\"\ncovers = [\"x\"\n[[steps]]\n");
+    scratch.write(
+        "bad/f.toml",
+        "format = 1\ntitle = \"t\"\ncovers = [\"x\"\n[[steps]]\n",
+    );
     let migrated = run(&["migrate", "bad"], &scratch.root);
     assert_eq!(code(&migrated), 2);
     assert!(
@@ -294,7 +304,12 @@ fn migrate_goes_on_past_a_file_it_cannot_read_and_summarises() {
         "{}",
         stderr(&migrated)
     );
-    assert_eq!(stderr(&migrated).lines().count(), 1, "{}", stderr(&migrated));
+    assert_eq!(
+        stderr(&migrated).lines().count(),
+        1,
+        "{}",
+        stderr(&migrated)
+    );
     let loaded = run(&["run", "bad/f.toml"], &scratch.root);
     assert!(
         stdout(&loaded).contains("bad/f.toml:4:1: missing comma between array elements, expected `,` (this is a format 1 file: once the TOML is fixed, `dshc migrate bad/f.toml` upgrades it)"),
@@ -746,17 +761,35 @@ fn partitions_merge_into_the_whole_runs_report() {
         stderr(&partial)
     );
     let mixed = run(
-        &["report", "--merge", "x.json", &parts[0], &parts[1], "whole/dshc-reference.json"],
+        &[
+            "report",
+            "--merge",
+            "x.json",
+            &parts[0],
+            &parts[1],
+            "whole/dshc-reference.json",
+        ],
         &scratch.root,
     );
     assert_eq!(code(&mixed), 2);
-    assert!(stderr(&mixed).contains("is of another run"), "{}", stderr(&mixed));
+    assert!(
+        stderr(&mixed).contains("is of another run"),
+        "{}",
+        stderr(&mixed)
+    );
     // A summary written by hand is not taken: the merge counts the cases.
     let mut doctored: serde_json::Value = serde_json::from_str(&read(&parts[0])).expect("json");
     doctored["summary"]["passed"] = serde_json::json!(1000);
     scratch.write("doctored.json", &doctored.to_string());
     let recounted = run(
-        &["report", "--merge", "recounted.json", "doctored.json", &parts[1], &parts[2]],
+        &[
+            "report",
+            "--merge",
+            "recounted.json",
+            "doctored.json",
+            &parts[1],
+            &parts[2],
+        ],
         &scratch.root,
     );
     assert_eq!(code(&recounted), 0, "{}", stderr(&recounted));
@@ -889,7 +922,18 @@ fn bench_compares_implementations_and_fails_on_a_regression() {
         result["implementation"] = serde_json::json!("dshc-reference 0.0.1");
     }
     scratch.write("other.json", &other.to_string());
-    let unmatched = run(&same[..7].iter().copied().chain(["--baseline", "other.json"]).collect::<Vec<_>>(), &scratch.root);
+    let unmatched = run(
+        &same[..7]
+            .iter()
+            .copied()
+            .chain(["--baseline", "other.json"])
+            .collect::<Vec<_>>(),
+        &scratch.root,
+    );
     assert_eq!(code(&unmatched), 1, "{}", stderr(&unmatched));
-    assert!(stderr(&unmatched).contains("the baseline has no row"), "{}", stderr(&unmatched));
+    assert!(
+        stderr(&unmatched).contains("the baseline has no row"),
+        "{}",
+        stderr(&unmatched)
+    );
 }

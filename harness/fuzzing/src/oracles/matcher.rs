@@ -60,7 +60,11 @@ fn value(u: &mut Unstructured<'_>, depth: u32) -> arbitrary::Result<Value> {
         3 => Value::String(u.choose(&STRINGS)?.to_string()),
         4 => {
             let len = u.int_in_range(0..=4)?;
-            Value::Array((0..len).map(|_| value(u, depth + 1)).collect::<Result<_, _>>()?)
+            Value::Array(
+                (0..len)
+                    .map(|_| value(u, depth + 1))
+                    .collect::<Result<_, _>>()?,
+            )
         }
         _ => {
             let mut map = Map::new();
@@ -80,7 +84,11 @@ fn patterns(u: &mut Unstructured<'_>, depth: u32, max: u32) -> arbitrary::Result
 
 /// An operator's argument: mostly what it takes, sometimes a captured
 /// value (`{ "$ref" = name }`), sometimes anything.
-fn argument(u: &mut Unstructured<'_>, operator: OperatorName, depth: u32) -> arbitrary::Result<Value> {
+fn argument(
+    u: &mut Unstructured<'_>,
+    operator: OperatorName,
+    depth: u32,
+) -> arbitrary::Result<Value> {
     use OperatorName as Name;
     if u.ratio(1, 8)? {
         return Ok(json!({ "$ref": *u.choose(&NAMES)? }));
@@ -91,7 +99,9 @@ fn argument(u: &mut Unstructured<'_>, operator: OperatorName, depth: u32) -> arb
     Ok(match operator {
         Name::Exact | Name::Equal => value(u, depth + 1)?,
         Name::Absent | Name::Any => Value::Bool(true),
-        Name::Type => json!(*u.choose(&["string", "number", "boolean", "null", "array", "object"])?),
+        Name::Type => {
+            json!(*u.choose(&["string", "number", "boolean", "null", "array", "object"])?)
+        }
         Name::Keys | Name::Match | Name::Some | Name::Each | Name::Not => pattern(u, depth + 1)?,
         Name::Length => match u.arbitrary()? {
             true => json!(u.int_in_range(0..=4)?),
@@ -279,8 +289,8 @@ pub fn check_matcher(input: &MatcherInput) {
     let result = matcher.check(&pattern, actual);
 
     let pattern_size = size(&input.pattern);
-    let value_size = actual.map_or(0, size)
-        + input.captured.iter().map(|(_, v)| size(v)).sum::<u64>();
+    let value_size =
+        actual.map_or(0, size) + input.captured.iter().map(|(_, v)| size(v)).sum::<u64>();
     let bound = 4 * (pattern_size + 2 * value_size + 1).pow(2);
     assert!(
         matcher.steps() <= bound,
@@ -293,7 +303,11 @@ pub fn check_matcher(input: &MatcherInput) {
     assert_eq!(result, again, "matching is deterministic: {input:?}");
     if result.is_err() {
         for name in NAMES {
-            let before = input.captured.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+            let before = input
+                .captured
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v);
             assert_eq!(
                 matcher.captured(name),
                 before,
@@ -302,7 +316,10 @@ pub fn check_matcher(input: &MatcherInput) {
         }
     }
     if pattern.validate().is_err() {
-        assert!(result.is_err(), "a pattern that does not parse matches nothing");
+        assert!(
+            result.is_err(),
+            "a pattern that does not parse matches nothing"
+        );
         return;
     }
     if let Some(actual) = actual {
@@ -310,7 +327,10 @@ pub fn check_matcher(input: &MatcherInput) {
         let not = matcher_with(&input.captured).check(&inverted, Some(actual));
         match &result {
             Err(miss) if miss.broken => {
-                assert!(not.is_err_and(|m| m.broken), "$not passes a broken miss on: {input:?}")
+                assert!(
+                    not.is_err_and(|m| m.broken),
+                    "$not passes a broken miss on: {input:?}"
+                )
             }
             _ => assert_eq!(not.is_ok(), result.is_err(), "$not inverts: {input:?}"),
         }

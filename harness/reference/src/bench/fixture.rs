@@ -274,7 +274,10 @@ mod tests {
         let template = "x".repeat(1 << 20);
         let large = json!([{"repeat": 17, "text": template}]);
         let error = expand(large, &mut Vec::new(), &mut 0).unwrap_err();
-        assert_eq!(error, format!("the fixture expands to more than {MAX_FIXTURE_BYTES} bytes"));
+        assert_eq!(
+            error,
+            format!("the fixture expands to more than {MAX_FIXTURE_BYTES} bytes")
+        );
         let fits = json!([{"repeat": 15, "text": "x".repeat(1 << 20)}]);
         assert!(expand(fits, &mut Vec::new(), &mut 0).is_ok());
         let negative = json!([{"repeat": -1}]);

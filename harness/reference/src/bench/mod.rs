@@ -247,7 +247,11 @@ pub fn regressions(
             .fixtures
             .iter()
             .find(|f| f.id == fixture)
-            .and_then(|f| f.results.iter().find(|r| r.implementation == implementation))
+            .and_then(|f| {
+                f.results
+                    .iter()
+                    .find(|r| r.implementation == implementation)
+            })
             .and_then(|r| r.stats.clone())
     };
     let mut found = Vec::new();
@@ -334,18 +338,36 @@ mod tests {
 
     #[test]
     fn an_unmatched_baseline_row_is_a_regression_not_a_silent_pass() {
-        let baseline = report_of(&[("standard", "dshc 0.1.0", 100.0), ("old-name", "dshc 0.1.0", 50.0)]);
-        let same = report_of(&[("standard", "dshc 0.1.0", 110.0), ("old-name", "dshc 0.1.0", 50.0)]);
+        let baseline = report_of(&[
+            ("standard", "dshc 0.1.0", 100.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
+        let same = report_of(&[
+            ("standard", "dshc 0.1.0", 110.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
         assert_eq!(regressions(&same, &baseline, 25.0), Vec::<String>::new());
-        let slower = report_of(&[("standard", "dshc 0.1.0", 200.0), ("old-name", "dshc 0.1.0", 50.0)]);
+        let slower = report_of(&[
+            ("standard", "dshc 0.1.0", 200.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
         assert_eq!(regressions(&slower, &baseline, 25.0).len(), 1);
         // A version bump and a renamed fixture: nothing compares, and each
         // row without its partner is named.
-        let bumped = report_of(&[("standard", "dshc 0.2.0", 100.0), ("new-name", "dshc 0.2.0", 50.0)]);
+        let bumped = report_of(&[
+            ("standard", "dshc 0.2.0", 100.0),
+            ("new-name", "dshc 0.2.0", 50.0),
+        ]);
         let found = regressions(&bumped, &baseline, 25.0);
         assert_eq!(found.len(), 4, "{found:#?}");
-        assert!(found[0].starts_with("standard on dshc 0.2.0: the baseline has no row"), "{found:#?}");
-        assert!(found[3].starts_with("old-name on dshc 0.1.0: a baseline row this run did not measure"), "{found:#?}");
+        assert!(
+            found[0].starts_with("standard on dshc 0.2.0: the baseline has no row"),
+            "{found:#?}"
+        );
+        assert!(
+            found[3].starts_with("old-name on dshc 0.1.0: a baseline row this run did not measure"),
+            "{found:#?}"
+        );
     }
 
     #[test]

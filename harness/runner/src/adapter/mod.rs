@@ -290,13 +290,19 @@ mod tests {
 
     #[test]
     fn a_bench_reply_must_time_every_batch_asked_for_and_none_in_zero() {
-        assert_eq!(checked_bench_reply(reply(vec![5, 7]), 2), Ok(reply(vec![5, 7])));
+        assert_eq!(
+            checked_bench_reply(reply(vec![5, 7]), 2),
+            Ok(reply(vec![5, 7]))
+        );
         let empty = checked_bench_reply(reply(Vec::new()), 3).unwrap_err();
         assert_eq!(empty, "`bench` asked for 3 batches and the reply times 0");
         let short = checked_bench_reply(reply(vec![1, 2]), 3).unwrap_err();
         assert!(short.contains("reply times 2"), "{short}");
         let zeros = checked_bench_reply(reply(vec![0, 0, 0]), 3).unwrap_err();
-        assert_eq!(zeros, "`bench` reply: batch 0 took 0 ns, which no batch of steps can");
+        assert_eq!(
+            zeros,
+            "`bench` reply: batch 0 took 0 ns, which no batch of steps can"
+        );
         assert!(checked_bench_reply(reply(vec![4, 0]), 2).is_err());
     }
 }

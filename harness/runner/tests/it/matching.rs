@@ -390,7 +390,9 @@ fn captures_bind_values_for_later_expectations() {
         ));
         let error = parse_scenario(Path::new("bad.toml"), &source).expect_err("refused");
         assert!(
-            error.message.contains("`$ref` \"never\" names a capture nothing binds"),
+            error
+                .message
+                .contains("`$ref` \"never\" names a capture nothing binds"),
             "{error}"
         );
     }
@@ -487,7 +489,10 @@ fn a_listener_that_follows_up_on_every_turn_ends_the_run_at_the_turn_limit() {
     };
     let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
     let run = result.run.expect("a loop run");
-    assert_eq!(run.failure.as_deref(), Some("limit reached: max_turns = 20"));
+    assert_eq!(
+        run.failure.as_deref(),
+        Some("limit reached: max_turns = 20")
+    );
     let turns = run.log.iter().filter(|e| e["type"] == "turn/start").count();
     // The run ended at the limit: the followup sent after it starts no turn.
     assert_eq!(turns, 20, "{} events", run.log.len());

@@ -125,12 +125,18 @@ fn check_loop_expect(
         check_agent_expect(names, scenario, id, agent)?;
     }
     for (index, call) in expect.llm_request.iter().enumerate() {
-        pattern(names, &format!("expect.llm_request[{index}].options"),
+        pattern(
+            names,
+            &format!("expect.llm_request[{index}].options"),
             &Some(call.options.clone()),
         )?;
     }
     for (index, event) in expect.events.iter().flatten().enumerate() {
-        pattern(names, &format!("expect.events[{index}]"), &Some(event.clone()))?;
+        pattern(
+            names,
+            &format!("expect.events[{index}]"),
+            &Some(event.clone()),
+        )?;
     }
     for (list, queries) in [("query", &expect.query), ("live", &expect.live)] {
         for (index, query) in queries.iter().enumerate() {
@@ -141,7 +147,9 @@ fn check_loop_expect(
         let path = format!("expect.request[{index}]");
         pattern(names, &format!("{path}.body"), &request.body)?;
         pattern(names, &format!("{path}.headers"), &request.headers)?;
-        pattern(names, &format!("{path}.cache_hit_tokens"),
+        pattern(
+            names,
+            &format!("{path}.cache_hit_tokens"),
             &request.cache_hit_tokens,
         )?;
     }
@@ -167,7 +175,11 @@ fn check_agent_expect(
         pattern(names, &format!("{path}.{key}"), value)?;
     }
     for (index, event) in agent.events.iter().flatten().enumerate() {
-        pattern(names, &format!("{path}.events[{index}]"), &Some(event.clone()))?;
+        pattern(
+            names,
+            &format!("{path}.events[{index}]"),
+            &Some(event.clone()),
+        )?;
     }
     for (index, query) in agent.query.iter().enumerate() {
         check_query(names, &format!("{path}.query[{index}]"), query)?;
@@ -217,7 +229,11 @@ fn check_query(names: &mut Names, path: &str, query: &EventQuery) -> Result<(), 
         pattern(names, &format!("{path}.{key}"), value)?;
     }
     if let Some(nth) = &query.nth {
-        pattern(names, &format!("{path}.nth.event"), &Some(nth.event.clone()))?;
+        pattern(
+            names,
+            &format!("{path}.nth.event"),
+            &Some(nth.event.clone()),
+        )?;
     }
     Ok(())
 }
