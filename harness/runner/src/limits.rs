@@ -25,10 +25,13 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
-/// The most `--jobs` (threads, adapter processes) a command runs at once.
-pub use crate::parallel::MAX_JOBS;
-/// The longest report file stem an implementation's name becomes.
-pub use crate::report::MAX_FILE_STEM_CHARS;
+/// The most `--jobs` a command takes: each is a thread (and for `check` and
+/// `diff` an adapter process), and more than the system can spawn would
+/// fail the run; above it `--jobs` is refused as bad input.
+pub const MAX_JOBS: usize = 256;
+/// The longest report file stem an implementation's name becomes: well
+/// under the 255 bytes a file name may have, with room for `.junit.xml`.
+pub const MAX_FILE_STEM_CHARS: usize = 80;
 /// The loop's bounds on one run: provider attempts per step (retries) and
 /// steps in all (tool rounds).
 pub use dshc_reference::LOOP_LIMITS;

@@ -13,6 +13,8 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
+pub use crate::limits::MAX_JOBS;
+
 /// How many threads to use when `--jobs` is not given: one per core the
 /// process may use (nextest's default).
 pub fn default_jobs() -> NonZeroUsize {
@@ -128,11 +130,6 @@ pub fn for_each_ordered_on<I, T, M, R>(
         }
     }
 }
-
-/// The most `--jobs` a command takes: each is a thread (and for `check` and
-/// `diff` an adapter process), and more than the system can spawn would
-/// fail the run; above it `--jobs` is refused as bad input.
-pub const MAX_JOBS: usize = 256;
 
 /// `--jobs N` read from the command line: 1 to [`MAX_JOBS`].
 pub fn parse_jobs(text: &str) -> Result<NonZeroUsize, String> {

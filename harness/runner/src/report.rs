@@ -10,6 +10,7 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use crate::check::{CaseReport, OutcomeKind, Summary, Verdict};
 use crate::coverage::Clause;
+use crate::limits::MAX_FILE_STEM_CHARS;
 use crate::partition::Partition;
 
 /// One implementation's results over a run.
@@ -162,10 +163,6 @@ pub enum ReportError {
         source: std::io::Error,
     },
 }
-
-/// The longest file stem [`file_stem_for`] gives: well under the 255 bytes
-/// a file name may have, with room for `.junit.xml`.
-pub const MAX_FILE_STEM_CHARS: usize = 80;
 
 /// A file name for an implementation name: ASCII letters, digits, `-` and
 /// `.` kept, everything else `_`. A name longer than

@@ -751,6 +751,13 @@ fn partitions_merge_into_the_whole_runs_report() {
         "{}",
         stderr(&twice)
     );
+    an_incomplete_or_mixed_set_does_not_merge(&scratch, &parts);
+}
+
+/// `report --merge` refuses one partition of three and a mixed set, and
+/// counts the summary from the cases, whatever a report says.
+fn an_incomplete_or_mixed_set_does_not_merge(scratch: &Scratch, parts: &[String]) {
+    let read = |path: &str| std::fs::read_to_string(scratch.root.join(path)).expect("a report");
     // One partition of three is not the whole run, nor a set with one
     // partition of another split.
     let partial = run(&["report", "--merge", "x.json", &parts[0]], &scratch.root);

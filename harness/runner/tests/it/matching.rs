@@ -493,7 +493,8 @@ fn a_listener_that_follows_up_on_every_turn_ends_the_run_at_the_turn_limit() {
         run.failure.as_deref(),
         Some("limit reached: max_turns = 20")
     );
-    let turns = run.log.iter().filter(|e| e["type"] == "turn/start").count();
+    let turn_start = dshc_model::session::event_kind::TURN_START;
+    let turns = run.log.iter().filter(|e| e["type"] == turn_start).count();
     // The run ended at the limit: the followup sent after it starts no turn.
     assert_eq!(turns, 20, "{} events", run.log.len());
     passes(&format!(
