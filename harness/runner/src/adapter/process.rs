@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -78,7 +79,8 @@ impl std::fmt::Display for AdapterFault {
 }
 
 enum ReaderEvent {
-    Line(String),
+    /// A line, and how many requests had been sent when it was read.
+    Line(String, u64),
     Oversized(usize),
     Closed,
     Failed(String),
@@ -92,6 +94,9 @@ struct Running {
     /// that stopped reading) blocks that thread, never the supervisor.
     requests: mpsc::Sender<String>,
     lines: Receiver<ReaderEvent>,
+    /// Requests sent so far, counted before each is written, so a line read
+    /// before a request went out is known not to answer it.
+    sent: Arc<AtomicU64>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: thread::JoinHandle<()>,
     next_seq: u64,
@@ -103,19 +108,21 @@ impl Running {
         let mut line = serde_json::to_string(request)
             .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
         line.push('\n');
+        self.sent.fetch_add(1, Ordering::SeqCst);
         self.requests
             .send(line)
             .map_err(|_| AdapterFault::Crashed("the adapter's stdin is closed".into()))
     }
 
-    /// The next reply line, by `deadline`; the process's end, a line over
+    /// The next reply line, by `deadline`, with how many requests had been
+    /// sent when it was read; the process's end, a line over
     /// `max_reply_bytes` and a failed read are faults.
     fn next_line(
         &mut self,
         deadline: std::time::Instant,
         timeout_ms: u64,
         max_reply_bytes: usize,
-    ) -> Result<String, AdapterFault> {
+    ) -> Result<(String, u64), AdapterFault> {
         #[expect(
             clippy::disallowed_methods,
             reason = "the supervisor bounds a foreign process in real time"
@@ -131,7 +138,7 @@ impl Running {
             }
         };
         match event {
-            ReaderEvent::Line(line) => Ok(line),
+            ReaderEvent::Line(line, sent) => Ok((line, sent)),
             ReaderEvent::Oversized(bytes) => Err(AdapterFault::Protocol(format!(
                 "reply exceeds the {max_reply_bytes} byte limit (at least {bytes} bytes)"
             ))),
@@ -183,11 +190,20 @@ fn write_requests(mut stdin: ChildStdin, requests: Receiver<String>) {
     }
 }
 
-fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEvent>) {
+fn read_lines(
+    stdout: impl Read,
+    max_bytes: usize,
+    sent: Arc<AtomicU64>,
+    events: mpsc::Sender<ReaderEvent>,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    // Requests sent when the bytes of the current line were read from the
+    // pipe (taken after the read returns, so never before they arrived).
+    let mut sent_when_read = 0;
     loop {
         let mut line: Vec<u8> = Vec::new();
         loop {
+            let reads = reader.buffer().is_empty();
             let buffer = match reader.fill_buf() {
                 Ok(buffer) => buffer,
                 Err(error) => {
@@ -198,6 +214,9 @@ fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEv
             if buffer.is_empty() {
                 let _ = events.send(ReaderEvent::Closed);
                 return;
+            }
+            if reads {
+                sent_when_read = sent.load(Ordering::SeqCst);
             }
             let (chunk, found_newline) = match buffer.iter().position(|&b| b == b'\n') {
                 Some(end) => (&buffer[..end], true),
@@ -216,10 +235,9 @@ fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEv
                 break;
             }
         }
+        let line = String::from_utf8_lossy(&line).into_owned();
         if events
-            .send(ReaderEvent::Line(
-                String::from_utf8_lossy(&line).into_owned(),
-            ))
+            .send(ReaderEvent::Line(line, sent_when_read))
             .is_err()
         {
             return;
@@ -295,7 +313,9 @@ impl AdapterProcess {
         thread::spawn(move || write_requests(stdin, pending));
         let (sender, lines) = mpsc::channel();
         let max_bytes = self.limits.max_reply_bytes;
-        thread::spawn(move || read_lines(stdout, max_bytes, sender));
+        let sent = Arc::new(AtomicU64::new(0));
+        let counted = sent.clone();
+        thread::spawn(move || read_lines(stdout, max_bytes, counted, sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = stderr_tail.clone();
         let stderr_reader = thread::spawn(move || keep_tail(stderr, tail));
@@ -304,6 +324,7 @@ impl AdapterProcess {
             child,
             requests,
             lines,
+            sent,
             stderr_tail,
             stderr_reader,
             next_seq: 0,
@@ -430,9 +451,38 @@ impl AdapterProcess {
         )]
         let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
         running.send(&Request { seq, body })?;
-        loop {
-            let line = running.next_line(deadline, timeout_ms, self.limits.max_reply_bytes)?;
-            let reply: Reply = parse_reply(&line).map_err(|error| {
+        let sent_with_it = running.sent.load(Ordering::SeqCst);
+        let mut stray_seen = false;
+        // A reply to a request never sent: the adapter's stray, which the
+        // case's own reply may still follow; if none does, the stray is why.
+        let mut unsent_seq: Option<String> = None;
+        let body = loop {
+            let next = running.next_line(deadline, timeout_ms, self.limits.max_reply_bytes);
+            let (line, sent) = match (next, unsent_seq.take()) {
+                (Ok(read), unsent) => {
+                    unsent_seq = unsent;
+                    read
+                }
+                (Err(AdapterFault::TimedOut(_)), Some(unsent)) => {
+                    return Err(AdapterFault::Protocol(unsent));
+                }
+                (Err(fault), _) => return Err(fault),
+            };
+            let parsed = parse_reply(&line);
+            // Read before this request went out, and no second answer to an
+            // earlier one: the adapter wrote it between requests. It is not
+            // this case's fault; the adapter is restarted after the case.
+            if sent < sent_with_it && parsed.as_ref().ok().is_none_or(|reply| reply.seq >= seq) {
+                let shown: String = line.chars().take(200).collect();
+                eprintln!(
+                    "warning: adapter `{}` wrote {shown:?} while no request was pending; \
+                     it is restarted after this case",
+                    self.command_line
+                );
+                stray_seen = true;
+                continue;
+            }
+            let reply: Reply = parsed.map_err(|error| {
                 let shown: String = line.chars().take(200).collect();
                 AdapterFault::Protocol(format!(
                     "reply does not match the protocol ({error}): {shown}"
@@ -448,10 +498,17 @@ impl AdapterProcess {
                 continue;
             }
             if reply.seq != seq {
-                return Err(AdapterFault::Protocol(format!(
+                eprintln!(
+                    "warning: adapter `{}` answered request {}, which was never sent; \
+                     it is restarted after this case",
+                    self.command_line, reply.seq
+                );
+                unsent_seq = Some(format!(
                     "reply answers seq {} but request {seq} is pending",
                     reply.seq
-                )));
+                ));
+                stray_seen = true;
+                continue;
             }
             let response = match (reply.body, bridge.as_deref_mut()) {
                 (ReplyBody::ProviderRequest(request), Some(bridge)) => bridge.request(request),
@@ -464,13 +521,17 @@ impl AdapterProcess {
                         "a provider message outside a `virtual_time` case".into(),
                     ));
                 }
-                (body, _) => return Ok(body),
+                (body, _) => break body,
             };
             running.send(&Request {
                 seq,
                 body: RequestBody::ProviderResponse { response },
             })?;
+        };
+        if stray_seen {
+            let _ = self.kill();
         }
+        Ok(body)
     }
 
     /// Kill the process group and forget the process. Returns the last few

@@ -12,6 +12,7 @@
 #   close_stdout  close stdout and keep running
 #   twice     answer twice (the second answer is stale by the next case)
 #   provider  send a provider request, as if the case ran on virtual time
+#   stray     answer, then write a line with a seq never sent (between cases)
 # and these, which misbehave outside "boom" cases:
 #   stop_reading  after the first case, never read stdin again
 #   no_start  never answer the handshake
@@ -39,6 +40,7 @@ while IFS= read -r line; do
         close_stdout) exec 1>&-; sleep 15 ;;
         twice) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$seq" ;;
         provider) printf '{"seq":%s,"provider_request":{"method":"POST","path":"/chat/completions"}}\n' "$seq" ;;
+        stray) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$((seq + 50))" ;;
         *) printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq" ;;
       esac
       ;;
