@@ -8,8 +8,9 @@
 
 /// How long one case may take on an adapter (`dshc check --timeout-ms`).
 pub const CASE_TIMEOUT_MS: u64 = 10_000;
-/// How long an adapter's first `start` may take, installs included
-/// (`--handshake-timeout-ms`); restarts shake hands within the case timeout.
+/// How long an adapter's first `start` may stay silent, installs included
+/// (`--handshake-timeout-ms`): stderr output restarts the wait; restarts
+/// shake hands within the case timeout.
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 300_000;
 /// The longest reply line an adapter may write (`--max-reply-bytes`).
 pub const MAX_REPLY_BYTES: usize = 8 << 20;

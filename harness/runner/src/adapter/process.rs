@@ -97,10 +97,26 @@ struct Running {
     /// Requests sent so far, counted before each is written, so a line read
     /// before a request went out is known not to answer it.
     sent: Arc<AtomicU64>,
+    /// Bytes the adapter has written to stderr so far.
+    stderr_bytes: Arc<AtomicU64>,
+    /// Set while the first `start` is pending: its wait is on silence.
+    starting: Option<Starting>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: thread::JoinHandle<()>,
     next_seq: u64,
 }
+
+/// The first handshake, which may install dependencies: it times out only
+/// after `handshake_timeout_ms` with nothing on stdout or stderr, and says
+/// every [`PROGRESS_EVERY_MS`] that it is still waiting.
+struct Starting {
+    command_line: String,
+    stderr_bytes: u64,
+    waited_ms: u64,
+}
+
+/// How often a pending first handshake prints that it is still waiting.
+const PROGRESS_EVERY_MS: u64 = 10_000;
 
 impl Running {
     /// Write one request line.
@@ -127,14 +143,46 @@ impl Running {
             clippy::disallowed_methods,
             reason = "the supervisor bounds a foreign process in real time"
         )]
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let event = match self.lines.recv_timeout(left) {
-            Ok(event) => event,
-            Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(AdapterFault::Crashed(
-                    "the adapter's stdout reader stopped".into(),
-                ));
+        let now = std::time::Instant::now;
+        let mut deadline = deadline;
+        let event = loop {
+            let left = deadline.saturating_duration_since(now());
+            let wait = match &self.starting {
+                Some(_) => left.min(Duration::from_millis(PROGRESS_EVERY_MS)),
+                None => left,
+            };
+            match self.lines.recv_timeout(wait) {
+                Ok(event) => break event,
+                Err(RecvTimeoutError::Timeout) => {
+                    let Some(starting) = &mut self.starting else {
+                        return Err(AdapterFault::TimedOut(timeout_ms));
+                    };
+                    starting.waited_ms += u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                    let written = self.stderr_bytes.load(Ordering::SeqCst);
+                    let busy = written != starting.stderr_bytes;
+                    if busy {
+                        // Still installing: the silence starts again.
+                        starting.stderr_bytes = written;
+                        deadline = now() + Duration::from_millis(timeout_ms);
+                    } else if now() >= deadline {
+                        return Err(AdapterFault::TimedOut(timeout_ms));
+                    }
+                    eprintln!(
+                        "waiting for adapter `{}` to start: {} s so far{}",
+                        starting.command_line,
+                        starting.waited_ms / 1_000,
+                        if busy {
+                            ", it is writing to stderr"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(AdapterFault::Crashed(
+                        "the adapter's stdout reader stopped".into(),
+                    ));
+                }
             }
         };
         match event {
@@ -245,13 +293,14 @@ fn read_lines(
     }
 }
 
-fn keep_tail(stderr: impl Read, tail: Arc<Mutex<VecDeque<u8>>>) {
+fn keep_tail(stderr: impl Read, tail: Arc<Mutex<VecDeque<u8>>>, written: Arc<AtomicU64>) {
     let mut reader = BufReader::new(stderr);
     let mut buffer = [0u8; 4096];
     while let Ok(n) = reader.read(&mut buffer) {
         if n == 0 {
             return;
         }
+        written.fetch_add(n as u64, Ordering::SeqCst);
         if let Ok(mut tail) = tail.lock() {
             tail.extend(&buffer[..n]);
             let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
@@ -318,13 +367,22 @@ impl AdapterProcess {
         thread::spawn(move || read_lines(stdout, max_bytes, counted, sender));
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = stderr_tail.clone();
-        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail));
+        let stderr_bytes = Arc::new(AtomicU64::new(0));
+        let written = stderr_bytes.clone();
+        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail, written));
         let first_start = self.starts == 1;
+        let starting = first_start.then(|| Starting {
+            command_line: self.command_line.clone(),
+            stderr_bytes: 0,
+            waited_ms: 0,
+        });
         self.running = Some(Running {
             child,
             requests,
             lines,
             sent,
+            stderr_bytes,
+            starting,
             stderr_tail,
             stderr_reader,
             next_seq: 0,
@@ -340,6 +398,9 @@ impl AdapterProcess {
             },
             timeout_ms,
         );
+        if let Some(running) = self.running.as_mut() {
+            running.starting = None;
+        }
         match reply {
             Ok(ReplyBody::Started {
                 version,

@@ -16,6 +16,7 @@
 # and these, which misbehave outside "boom" cases:
 #   stop_reading  after the first case, never read stdin again
 #   no_start  never answer the handshake
+#   slow_start  write to stderr for 3 s (an install), then answer the handshake
 mode="$1"
 cases=0
 while IFS= read -r line; do
@@ -23,6 +24,9 @@ while IFS= read -r line; do
   case "$line" in
     *'"cmd":"start"'*)
       if [ "$mode" = no_start ]; then sleep 600; fi
+      if [ "$mode" = slow_start ]; then
+        for step in 1 2 3 4 5 6; do echo "installing, step $step" >&2; sleep 0.5; done
+      fi
       printf '{"seq":%s,"started":{"version":1,"implementation":{"name":"double-%s","version":"0","language":"bash"},"capabilities":{"levels":["assembly"]}}}\n' "$seq" "$mode"
       ;;
     *'"cmd":"stop"'*)

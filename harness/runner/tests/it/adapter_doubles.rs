@@ -245,6 +245,15 @@ fn a_stray_line_between_cases_restarts_the_adapter_not_fails_the_next_case() {
 }
 
 #[test]
+fn a_first_start_times_out_on_silence_not_while_the_adapter_installs() {
+    // Three seconds of install output against a 1.5 s handshake timeout:
+    // the adapter is never silent that long, so it starts.
+    let (outcomes, starts, _) = run("slow_start");
+    assert_eq!(outcomes, vec![Outcome::Pass; 3]);
+    assert_eq!(starts, 1);
+}
+
+#[test]
 fn an_adapter_that_never_shakes_hands_costs_one_handshake_timeout_in_all() {
     #[expect(
         clippy::disallowed_methods,
