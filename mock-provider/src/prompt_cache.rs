@@ -225,6 +225,16 @@ impl PromptCache {
         let prompt_tokens = ids.len() as u64;
         let shared_prefix_tokens = self.longest_shared_prefix(model, ids);
         let prompt_cache_hit_tokens = shared_prefix_tokens / CACHE_UNIT_TOKENS * CACHE_UNIT_TOKENS;
+        // The write side of the cache accounting: hits are whole cache units
+        // of a prefix this prompt really shares with an earlier one. The
+        // judge checks the read side on every implementation's traffic
+        // (`[cache-hits]`: hits never shrink while the prompt only grows).
+        assert!(
+            prompt_cache_hit_tokens.is_multiple_of(CACHE_UNIT_TOKENS)
+                && prompt_cache_hit_tokens <= shared_prefix_tokens
+                && shared_prefix_tokens <= prompt_tokens,
+            "cache hits are whole units of a prefix the prompt shares"
+        );
         PromptAccounting {
             prompt_tokens,
             shared_prefix_tokens,

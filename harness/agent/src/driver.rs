@@ -331,6 +331,13 @@ impl Agent {
             self.set_phase_step(step);
             let stepped = async {
                 for message in messages {
+                    // The write side of change-only snapshot logging; the
+                    // judge checks the read side on every implementation's
+                    // log (`[snapshot-logging]`).
+                    assert!(
+                        !self.0.projection.would_repeat(&message),
+                        "a runtime-context snapshot is logged only when it differs from the retained one"
+                    );
                     self.append(event_kind::USER_MESSAGE, message, SurfaceMeta::append())?;
                 }
                 self.step(&assembly, turn, step, signal).await

@@ -4,10 +4,13 @@
 //! `dshc-scenario`).
 //!
 //! Exit codes ([`Exit`]): 0 everything passed; 1 some case failed; 2 bad
-//! input or usage (a malformed scenario, a missing path, an unknown flag).
+//! input or usage (a malformed scenario, a missing path, an unknown flag);
+//! 3 dshc caught itself in a bug (a regression file that would not
+//! reproduce what it was written for).
 
 mod cmd;
 mod progress;
+mod suite;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -56,6 +59,9 @@ pub enum Exit {
     Failed = 1,
     /// Bad input or usage.
     BadInput = 2,
+    /// dshc caught itself in a bug (a regression file that does not
+    /// reproduce its finding).
+    HarnessBug = 3,
 }
 
 impl Exit {
@@ -114,6 +120,8 @@ enum Command {
     Report(cmd::report::Args),
     /// Print the JSON Schema of scenario files.
     Schema(cmd::schema::Args),
+    /// The scenario suite embedded in this binary: export it, or list it.
+    Scenarios(cmd::scenarios::Args),
 }
 
 fn main() -> ExitCode {
@@ -144,6 +152,7 @@ fn main() -> ExitCode {
         Command::Coverage(args) => cmd::coverage::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Schema(args) => cmd::schema::run(args),
+        Command::Scenarios(args) => cmd::scenarios::run(args),
     };
     let exit = result.unwrap_or_else(|error| {
         eprintln!("error: {error:#}");

@@ -1,6 +1,7 @@
 //! `dshc sim`: seeded loop sessions ([`crate::generate::session`]) run twice on
 //! the reference and checked against every invariant; a violation is shrunk
-//! ([`crate::generate::shrink`]) to a minimal scenario file.
+//! ([`crate::generate::shrink`]), keeping its tag at every step, to a minimal
+//! scenario file that is checked to fail where the judge can see it.
 
 use std::path::{Path, PathBuf};
 
@@ -9,13 +10,17 @@ use serde_json::Value;
 use dshc_model::runtime_context::{CLEARED, SOURCE};
 use dshc_scenario::compile::compile;
 use dshc_scenario::format::Scenario;
-use dshc_scenario::protocol::{CaseResult, Command, LoopRun};
+use dshc_scenario::protocol::{AssemblyCommand, CaseResult, Command, LoopCommand, LoopRun};
 
 use crate::generate::session::SessionFacts;
-use crate::generate::shrink::{self, RegressionError};
+use crate::generate::shrink;
+use crate::regression::{self, RegressionError};
 use dshc_model::session::event_kind;
 use dshc_oracle::invariants;
 use dshc_reference::run_case;
+use dshc_runner::adapter::Reference;
+use dshc_runner::check::{Outcome, check_twice, describe_outcome};
+use dshc_scenario::format::{CommandExpect, Pattern, StepExpect};
 
 /// What `compact` says when there is nothing to compact.
 const EMPTY_SURFACE: &str = "compact: the surface is empty";
@@ -70,7 +75,8 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
         };
         // Compacting an empty surface (a turn cancelled before its prompt
         // was logged) is refused by design; it is not a bug.
-        let expected = matches!(command, Command::Compact(_)) && error.message == EMPTY_SURFACE;
+        let expected = matches!(command, Command::Loop(LoopCommand::Compact(_)))
+            && error.message == EMPTY_SURFACE;
         if !expected {
             found.push(violation(
                 "step",
@@ -156,7 +162,28 @@ pub fn shrink(scenario: &Scenario, tag: &str, max_attempts: usize) -> Scenario {
     })
 }
 
+/// The violation tags the judge finds in any scenario file by itself (the
+/// loop invariants, a run that does not finish, a step that throws, and with
+/// `check_twice` two runs that differ); the others are properties `dshc sim`
+/// states of the sessions it generates.
+const JUDGED_TAGS: &[&str] = &[
+    "replay",
+    "header-logging",
+    "snapshot-logging",
+    "cache-hits",
+    "log-seq",
+    "unfinished",
+    "step",
+    "determinism",
+];
+
 /// Write a (shrunk) failing session as a scenario file; returns its path.
+/// A `compact` the simulator allows to be refused (an empty surface) is
+/// expected to be, so the file fails only for what it was found for. When
+/// the judge checks a violation by itself (`JUDGED_TAGS`), the file is run
+/// twice on the reference first and must fail; one that passes is dshc's
+/// own bug ([`RegressionError::DoesNotReproduce`]) and is not written. The
+/// description says which case it is.
 pub fn write_session(
     dir: &Path,
     seed: u64,
@@ -165,19 +192,69 @@ pub fn write_session(
     violations: &[Violation],
 ) -> Result<PathBuf, RegressionError> {
     let mut scenario = scenario.clone();
+    let stem = format!("sim_seed{seed}_session{session}");
     scenario.title = format!("dshc sim violation: seed {seed}, session {session}");
+    expect_allowed_refusals(&mut scenario);
     let listed: Vec<String> = violations
         .iter()
         .map(|v| format!("- [{}] {}", v.tag, v.detail))
         .collect();
+    let judged = violations
+        .iter()
+        .any(|v| JUDGED_TAGS.contains(&v.tag.as_str()));
+    let asserts = if judged {
+        "The judge checks these for every loop scenario (replay, change-only logging, run failures,\n\
+         failing steps, byte-identical reruns), so this file fails while the bug is present: dshc\n\
+         ran it twice on the reference before writing it. Its only expectations are the refusals\n\
+         the simulator allows (`compact` of an empty surface).\n"
+    } else {
+        "These are properties `dshc sim` checks of the sessions it generates; the judge does not\n\
+         check them of a scenario file, so this file passes as written: pin the fixed behaviour\n\
+         with expectations before committing it.\n"
+    };
     scenario.description = Some(format!(
-        "Found by `dshc sim --seed {seed} --session {session}` and shrunk. Violations:\n{}\n\
-         Replay, change-only logging and determinism are checked for every loop scenario, so this\n\
-         file fails while the bug is present; pin the fixed behaviour with expectations before committing.\n",
+        "Found by `dshc sim --seed {seed} --session {session}` and shrunk. Violations:\n{}\n{asserts}",
         listed.join("\n")
     ));
     let text = toml::to_string_pretty(&scenario)?;
-    shrink::write_file(dir, &format!("sim_seed{seed}_session{session}"), &text)
+    if judged {
+        let loaded = regression::load_back(&dir.join(format!("{stem}.toml")), &text)?;
+        let (outcome, _) = check_twice(&loaded, &mut Reference);
+        if !matches!(outcome, Outcome::Fail { .. }) {
+            let evidence = regression::write_file(dir, &stem, "rejected.txt", &text)?;
+            return Err(RegressionError::DoesNotReproduce {
+                adapter: "(dshc sim runs the reference only)".into(),
+                reference: format!("{} (it should fail)", describe_outcome(&outcome)),
+                evidence,
+            });
+        }
+    }
+    regression::write_file(dir, &stem, "toml", &text)
+}
+
+/// Each `compact` step the reference refuses for an empty surface gets that
+/// refusal as its expected error.
+fn expect_allowed_refusals(scenario: &mut Scenario) {
+    let Ok(case) = compile("sim", scenario) else {
+        return;
+    };
+    let Ok(result) = run_case(&case) else {
+        return;
+    };
+    let offset = scenario.scopes.len();
+    for (index, step) in scenario.steps.iter_mut().enumerate() {
+        let refused = result
+            .observations
+            .get(offset + index)
+            .and_then(|o| o.error.as_ref())
+            .is_some_and(|e| e.message == EMPTY_SURFACE);
+        if refused && matches!(step.command, Command::Loop(LoopCommand::Compact(_))) {
+            step.expect = Some(StepExpect::Command(Box::new(CommandExpect {
+                error: Some(Pattern::new(Value::String(EMPTY_SURFACE.into()))),
+                ..CommandExpect::default()
+            })));
+        }
+    }
 }
 
 /// Count the provider requests and steps of a run (for throughput).
@@ -194,5 +271,5 @@ pub fn has_scoped_registration(scenario: &Scenario) -> bool {
     scenario
         .steps
         .iter()
-        .any(|step| matches!(&step.command, Command::Section(s) if s.scope.is_some()))
+        .any(|step| matches!(&step.command, Command::Assembly(AssemblyCommand::Section(s)) if s.scope.is_some()))
 }

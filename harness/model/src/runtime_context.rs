@@ -11,6 +11,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 use super::assembly::PromptEntry;
+use super::render::SNAPSHOT_PREAMBLE;
 use super::session::{Event, Session, SurfaceOp};
 use crate::session::event_kind;
 
@@ -39,6 +40,21 @@ pub enum Retained {
 /// Whether a user message is owned by the projection.
 pub fn is_owned(message: &Value) -> bool {
     message["source"]["kind"] == "plugin" && message["source"]["plugin"] == SOURCE
+}
+
+/// Whether an owned message's text is what the projection renders for its
+/// own source (the joined `sections` after the preamble, or the tombstone
+/// when it has none), that is, no pre-step listener rewrote it (06 RC4). The
+/// projection compares the next rendering with the logged text, so it may
+/// legitimately log the same rewritten text again.
+pub fn renders_own_source(message: &Value, text: &str) -> bool {
+    match message["source"]["sections"].as_array() {
+        Some(sections) => {
+            let body: Vec<&str> = sections.iter().filter_map(|s| s["text"].as_str()).collect();
+            text == format!("{SNAPSHOT_PREAMBLE}{}", body.join("\n\n"))
+        }
+        None => text == CLEARED,
+    }
 }
 
 fn text_of(message: &Value) -> Option<String> {
@@ -92,6 +108,26 @@ impl RuntimeContextProjection {
     /// The current state.
     pub fn retained(&self) -> Retained {
         self.retained.borrow().clone()
+    }
+
+    /// Whether logging `message` now would break change-only snapshot
+    /// logging: an owned message that renders its own source and repeats
+    /// the retained snapshot, or a tombstone when no snapshot ever existed.
+    pub fn would_repeat(&self, message: &Value) -> bool {
+        if !is_owned(message) {
+            return false;
+        }
+        match (&*self.retained.borrow(), text_of(message)) {
+            (
+                Retained::Snapshot {
+                    text: Some(retained),
+                    ..
+                },
+                Some(text),
+            ) => *retained == text && renders_own_source(message, &text),
+            (Retained::Never, Some(text)) => text == CLEARED,
+            _ => false,
+        }
     }
 
     /// The candidate message content and source for this step, or `None`

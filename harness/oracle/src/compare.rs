@@ -868,7 +868,12 @@ fn compare_steps(comparison: &mut Comparison, scenario: &Scenario, result: &Case
         let expect = step.expect.as_ref().unwrap_or(&none);
         let expect = match (&step.command, expect) {
             // An `assemble` without expectations still must not throw.
-            (dshc_scenario::protocol::Command::Assemble(_), StepExpect::Command(_)) => &assembles,
+            (
+                dshc_scenario::protocol::Command::Assembly(
+                    dshc_scenario::protocol::AssemblyCommand::Assemble(_),
+                ),
+                StepExpect::Command(_),
+            ) => &assembles,
             (_, expect) => expect,
         };
         comparison.command(&format!("steps[{index}].expect"), expect, observation);

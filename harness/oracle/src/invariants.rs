@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use dshc_model::header::header_equals;
 use dshc_model::js::cmp_utf16;
-use dshc_model::render::SNAPSHOT_PREAMBLE;
-use dshc_model::runtime_context::{CLEARED, is_owned};
+use dshc_model::runtime_context::{CLEARED, is_owned, renders_own_source};
 use dshc_model::session::event_kind;
 use dshc_model::session::{Event, SurfaceOp};
 use dshc_scenario::protocol::ProviderRequest;
@@ -61,11 +60,12 @@ pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
             .unwrap_or_default()
             .to_string();
         match &retained {
-            Some((_, previous)) if *previous == text && !rewritten(&event.data, &text) => problems
-                .push(format!(
+            Some((_, previous)) if *previous == text && renders_own_source(&event.data, &text) => {
+                problems.push(format!(
                     "seq {}: runtime-context snapshot repeats the retained one",
                     event.seq
-                )),
+                ))
+            }
             None if !ever && text == CLEARED => problems.push(format!(
                 "seq {}: tombstone logged although no snapshot ever existed",
                 event.seq
@@ -76,21 +76,6 @@ pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
         retained = Some((event.seq, text));
     }
     problems
-}
-
-/// Whether an owned message's text is not what the projection renders for
-/// its own source (the joined `sections`, or the tombstone when it has none):
-/// a pre-step listener rewrote it (06 RC4). The projection compares the next
-/// rendering with this logged text, so it may legitimately log the same
-/// rewritten text again.
-fn rewritten(message: &Value, text: &str) -> bool {
-    match message["source"]["sections"].as_array() {
-        Some(sections) => {
-            let body: Vec<&str> = sections.iter().filter_map(|s| s["text"].as_str()).collect();
-            text != format!("{SNAPSHOT_PREAMBLE}{}", body.join("\n\n"))
-        }
-        None => text != CLEARED,
-    }
 }
 
 /// Without a configured `toolOrder` or listener edits, the tools of every
@@ -154,6 +139,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use dshc_model::render::SNAPSHOT_PREAMBLE;
     use dshc_model::session::SurfaceOp;
 
     fn event(seq: u64, kind: &str, data: Value) -> Event {

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use dshc_model::{AssembleContext, JsError, Registry, ScopeKey};
-use dshc_scenario::protocol::{Case, CaseResult, Command, Observation};
+use dshc_scenario::protocol::{AssemblyCommand, Case, CaseResult, Command, Observation};
 
 use super::driver::{Commands, run_commands};
 use super::scripted::{
@@ -23,43 +23,42 @@ pub(crate) struct AssemblyCommands {
 }
 
 impl AssemblyCommands {
-    /// A command on the registry. Loop-only commands are refused (a
-    /// validated assembly case has none).
+    /// A command of the assembly level, at either level.
     pub async fn run(
         &self,
-        command: &Command,
+        command: &AssemblyCommand,
         observation: &mut Observation,
     ) -> Result<(), JsError> {
         let world = Rc::downgrade(&self.world);
         let registry = &self.registry;
         match command {
-            Command::Section(c) => register_section(c, &world, registry),
-            Command::Context(c) => register_context(c, &world, registry),
-            Command::Suppress(c) => register_suppressor(c, &world, registry),
-            Command::Tools(c) => register_tools(c, &world, registry),
-            Command::Variable(c) => register_variable(c, &world, registry),
-            Command::Listen(c) => {
+            AssemblyCommand::Section(c) => register_section(c, &world, registry),
+            AssemblyCommand::Context(c) => register_context(c, &world, registry),
+            AssemblyCommand::Suppress(c) => register_suppressor(c, &world, registry),
+            AssemblyCommand::Tools(c) => register_tools(c, &world, registry),
+            AssemblyCommand::Variable(c) => register_variable(c, &world, registry),
+            AssemblyCommand::Listen(c) => {
                 register_listener(c, &world, registry);
                 Ok(())
             }
-            Command::Dispose(c) => try_dispose(&c.target, &world).map(|_| ()),
-            Command::OnChange(c) => {
+            AssemblyCommand::Dispose(c) => try_dispose(&c.target, &world).map(|_| ()),
+            AssemblyCommand::OnChange(c) => {
                 register_change_listener(c, &world, registry);
                 Ok(())
             }
-            Command::Owner(c) => register_owner(c, &world, registry),
-            Command::CanonicalHeader(c) => {
+            AssemblyCommand::Owner(c) => register_owner(c, &world, registry),
+            AssemblyCommand::CanonicalHeader(c) => {
                 let header = JsValue::from_encoded(&c.header.0).to_json_lossy();
                 observation.value = Some(canonical_header(&header));
                 Ok(())
             }
-            Command::HeaderEquals(c) => {
+            AssemblyCommand::HeaderEquals(c) => {
                 let a = JsValue::from_encoded(&c.a.0).to_json_lossy();
                 let b = JsValue::from_encoded(&c.b.0).to_json_lossy();
                 observation.value = Some(Value::Bool(header_equals(&a, &b)));
                 Ok(())
             }
-            Command::DisposeScope(c) => {
+            AssemblyCommand::DisposeScope(c) => {
                 if let Some(world) = world.upgrade() {
                     for disposer in world.disposers_in(&c.scope) {
                         disposer.try_dispose()?;
@@ -67,10 +66,10 @@ impl AssemblyCommands {
                 }
                 Ok(())
             }
-            Command::Bind(c) => {
+            AssemblyCommand::Bind(c) => {
                 registry.bind_scope_parent(&ScopeKey::new(&c.scope), &ScopeKey::new(&c.parent))
             }
-            Command::Assemble(c) => {
+            AssemblyCommand::Assemble(c) => {
                 let context = AssembleContext {
                     scope: c.scope.as_deref().map(ScopeKey::new),
                     extra: c.context.clone(),
@@ -81,30 +80,6 @@ impl AssemblyCommands {
                 observe_renders(&assembly, observation);
                 Ok(())
             }
-            Command::Followup(_)
-            | Command::Steer(_)
-            | Command::Inject(_)
-            | Command::Cancel(_)
-            | Command::Wait(_)
-            | Command::WaitIdle(_)
-            | Command::Compact(_)
-            | Command::Resume(_)
-            | Command::DisposeAgent(_)
-            | Command::OnPreStep(_)
-            | Command::OnRequest(_)
-            | Command::OnRequestError(_)
-            | Command::OnTurnStopping(_)
-            | Command::OnStatus(_)
-            | Command::OnSessionEvent(_)
-            | Command::RegisterRoute(_)
-            | Command::UnregisterRoute(_)
-            | Command::Append(_)
-            | Command::ReadSession(_)
-            | Command::FirePreStep(_)
-            | Command::ClockJump(_)
-            | Command::Plugin(_) => Err(JsError::error(
-                "this command needs a loop-level case (an agent to act on)",
-            )),
         }
     }
 }
@@ -115,7 +90,12 @@ impl Commands for AssemblyCommands {
         command: &Command,
         observation: &mut Observation,
     ) -> Result<(), JsError> {
-        AssemblyCommands::run(self, command, observation).await
+        match command {
+            Command::Assembly(command) => AssemblyCommands::run(self, command, observation).await,
+            Command::Loop(_) => Err(JsError::error(
+                "this command needs a loop-level case (an agent to act on)",
+            )),
+        }
     }
 }
 

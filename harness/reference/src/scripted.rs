@@ -22,7 +22,7 @@ use dshc_model::{
 };
 use dshc_scenario::protocol::{
     AssemblyData, ChangeListenerCommand, ConfigSpec, ContextCommand, Effect, EntryData,
-    ListenCommand, ListenerOp, Observation, ObservedError, OwnerCommand, ProviderSpec,
+    ListenCommand, ListenerOp, Observation, ObservedError, OwnerCommand, Provided, ProviderSpec,
     Registration, Rendered, RenderedSections, ReplaceSpec, SchemaSpec, SectionCommand,
     SequenceItem, SuppressCommand, TextSpec, ToolData, ToolsCommand, ToolsResultSpec,
     VariableCommand, VariableValue,
@@ -135,12 +135,10 @@ fn tools_result(spec: &ToolsResultSpec) -> ToolProviderResult {
 
 /// The value of a provider that does nothing but return it.
 fn returns_only<T>(spec: &ProviderSpec<T>) -> Option<&T> {
-    let plain = spec.effects.is_empty()
-        && spec.throws.is_none()
-        && !spec.returns_undefined
-        && spec.sequence.is_none()
-        && spec.context_field.is_none();
-    spec.returns.as_ref().filter(|_| plain)
+    match &spec.provided {
+        Provided::Returns(value) if spec.effects.is_empty() => Some(value),
+        _ => None,
+    }
 }
 
 /// Run a provider's effects for this call, then produce its outcome.
@@ -157,25 +155,22 @@ fn call_provider<T: Clone>(
             apply_effect(effect, world, registry)?;
         }
     }
-    if let Some(message) = &spec.throws {
-        let error = JsError::error(message.clone());
-        return Err(match &spec.cause {
-            Some(cause) => error.with_cause(JsError::error(cause.clone())),
-            None => error,
-        });
+    match &spec.provided {
+        Provided::Throws { message, cause } => {
+            let error = JsError::error(message.clone());
+            Err(match cause {
+                Some(cause) => error.with_cause(JsError::error(cause.clone())),
+                None => error,
+            })
+        }
+        Provided::Undefined => Ok(None),
+        Provided::Returns(value) => Ok(Some(value.clone())),
+        Provided::ContextField(field) => Ok(context.extra.get(field).and_then(from_context)),
+        Provided::Sequence(sequence) => {
+            let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
+            Ok(sequence.get(index).and_then(SequenceItem::value).cloned())
+        }
     }
-    if spec.returns_undefined {
-        return Ok(None);
-    }
-    if let Some(value) = &spec.returns {
-        return Ok(Some(value.clone()));
-    }
-    if let Some(field) = &spec.context_field {
-        return Ok(context.extra.get(field).and_then(from_context));
-    }
-    let sequence = spec.sequence.as_deref().unwrap_or_default();
-    let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
-    Ok(sequence.get(index).and_then(SequenceItem::value).cloned())
 }
 
 fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {
@@ -371,15 +366,7 @@ pub fn register_variable(
 ) -> Result<(), JsError> {
     let id = command.id.clone().unwrap_or_default();
     let spec = match &command.value {
-        TextSpec::Static(value) => ProviderSpec {
-            returns: Some(value.clone()),
-            sequence: None,
-            returns_undefined: false,
-            throws: None,
-            cause: None,
-            effects: Vec::new(),
-            context_field: None,
-        },
+        TextSpec::Static(value) => ProviderSpec::returning(value.clone()),
         TextSpec::Provider(spec) => spec.clone(),
     };
     let provider = journaled_provider("variable", &id, &spec, world);

@@ -17,7 +17,8 @@ use dshc_model::session::event_kind;
 use dshc_oracle::matching::Matcher;
 use dshc_scenario::load::LoadedScenario;
 use dshc_scenario::protocol::{
-    CaseResult, Command, LoopRun, Observation, ObservedError, Rendered, RenderedSections,
+    AssemblyCommand, CaseResult, Command, LoopRun, Observation, ObservedError, Rendered,
+    RenderedSections,
 };
 
 /// Blessing cannot be done.
@@ -427,7 +428,7 @@ pub fn blessed_source(
             break;
         };
         let item = match (&step.command, &step.expect) {
-            (Command::Assemble(_), expect) => {
+            (Command::Assembly(AssemblyCommand::Assemble(_)), expect) => {
                 let old = match expect {
                     Some(StepExpect::Assemble(old)) => Some(old.as_ref()),
                     _ => None,

@@ -12,7 +12,7 @@ use dshc_oracle::invariants::judge_loop_run;
 use dshc_oracle::{cache_report, normalize};
 use dshc_scenario::data_file::{DataFileError, read_toml};
 use dshc_scenario::load::LoadedScenario;
-use dshc_scenario::protocol::{CaseResult, LoopRun};
+use dshc_scenario::protocol::{CaseResult, Level, LoopRun};
 
 pub use dshc_oracle::outcome::{NotRun, Outcome, OutcomeKind};
 
@@ -314,6 +314,38 @@ impl Summary {
         }
         line
     }
+}
+
+/// Why a gate that ran must still fail: it required a level whose cases
+/// were skipped, or nothing ran at all. `None` when neither.
+pub fn gate_shortfall(
+    scenarios: &[LoadedScenario],
+    cases: &[CaseReport],
+    required: &[Level],
+) -> Option<String> {
+    for &level in required {
+        let skipped: Vec<(&LoadedScenario, &CaseReport)> = scenarios
+            .iter()
+            .zip(cases)
+            .filter(|(scenario, case)| {
+                scenario.scenario.level == level && case.verdict() == Verdict::Skipped
+            })
+            .collect();
+        if let Some((scenario, case)) = skipped.first() {
+            return Some(format!(
+                "--require-level {level}: {} {level}-level case(s) were skipped, the first: {}",
+                skipped.len(),
+                describe(scenario, &case.outcome)
+            ));
+        }
+    }
+    let ran = cases.iter().any(|case| case.verdict() != Verdict::Skipped);
+    (!ran && !cases.is_empty()).then(|| {
+        format!(
+            "every one of the {} cases was skipped: the implementation ran nothing, so nothing was gated",
+            cases.len()
+        )
+    })
 }
 
 /// Run every scenario on `implementation`, in order, each with its

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 pub use crate::pattern::Pattern;
 use crate::protocol::{
-    AdapterSpec, AgentSpec, Command, ConfigSpec, Level, PluginsSpec, RouteSpec, SimulationSpec,
-    ToolResultSpec,
+    AdapterSpec, AgentSpec, AssemblyCommand, Command, ConfigSpec, Level, PluginsSpec, RouteSpec,
+    SimulationSpec, ToolResultSpec,
 };
 
 /// One scenario step: a command, and what it is expected to do. In a file
@@ -74,13 +74,21 @@ impl<'de> Deserialize<'de> for Step {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut table = toml::Table::deserialize(deserializer)?;
         let expect = table.remove("expect");
-        let command: Command = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?;
+        let kind = match table.remove("do") {
+            Some(toml::Value::String(kind)) => kind,
+            Some(other) => {
+                return Err(D::Error::invalid_type(
+                    unexpected(&other),
+                    &"a command kind (a string)",
+                ));
+            }
+            None => return Err(D::Error::missing_field("do")),
+        };
+        let command = command_of(&kind, table).map_err(D::Error::custom)?;
         let expect = match expect {
             None => None,
             Some(value) => Some(match command {
-                Command::Assemble(_) => StepExpect::Assemble(Box::new(
+                Command::Assembly(AssemblyCommand::Assemble(_)) => StepExpect::Assemble(Box::new(
                     value
                         .try_into()
                         .map_err(|e: toml::de::Error| D::Error::custom(e.message().trim_end()))?,
@@ -93,6 +101,47 @@ impl<'de> Deserialize<'de> for Step {
             }),
         };
         Ok(Step { command, expect })
+    }
+}
+
+/// Read the command of kind `kind` from the rest of its step's table. An
+/// error inside names where: `text: invalid type ...` ([`split_field_path`]
+/// takes the path back off, so the loader can point at that field).
+fn command_of(kind: &str, payload: toml::Table) -> Result<Command, String> {
+    let mut track = serde_path_to_error::Track::new();
+    let deserializer =
+        serde_path_to_error::Deserializer::new(toml::Value::Table(payload), &mut track);
+    Command::from_payload(kind, deserializer).map_err(|error: toml::de::Error| {
+        let message = error.message().trim_end();
+        match track.path().to_string().as_str() {
+            "." => message.to_string(),
+            path => format!("{path}: {message}"),
+        }
+    })
+}
+
+/// The field path a step's error starts with, and the rest of the message
+/// (`("ops[1]", "unknown variant ...")`), when it starts with one.
+pub fn split_field_path(message: &str) -> Option<(&str, &str)> {
+    let (path, rest) = message.split_once(": ")?;
+    let is_path = !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '$'));
+    is_path.then_some((path, rest))
+}
+
+/// What serde calls a TOML value of the wrong type.
+fn unexpected(value: &toml::Value) -> serde::de::Unexpected<'_> {
+    use serde::de::Unexpected;
+    match value {
+        toml::Value::String(s) => Unexpected::Str(s),
+        toml::Value::Integer(i) => Unexpected::Signed(*i),
+        toml::Value::Float(f) => Unexpected::Float(*f),
+        toml::Value::Boolean(b) => Unexpected::Bool(*b),
+        toml::Value::Datetime(_) => Unexpected::Other("a datetime"),
+        toml::Value::Array(_) => Unexpected::Seq,
+        toml::Value::Table(_) => Unexpected::Map,
     }
 }
 

@@ -157,6 +157,30 @@ fn span_of_path(source: &str, error_path: &str) -> Option<std::ops::Range<usize>
     span
 }
 
+/// An error inside step `i` that names its field (`text: invalid type ...`,
+/// see [`crate::format::split_field_path`]): where that field is, and the
+/// message with the whole path (`steps[i].text: invalid type ...`).
+fn step_field_error(
+    source: &str,
+    span: &std::ops::Range<usize>,
+    message: &str,
+) -> Option<(usize, String)> {
+    let (field, rest) = crate::format::split_field_path(message)?;
+    let document = source.parse::<toml_edit::Document<String>>().ok()?;
+    let steps = document.get("steps")?.as_array_of_tables()?;
+    let index = steps.iter().position(|step| {
+        step.span()
+            .is_some_and(|step| step.start <= span.start && span.start <= step.end)
+    })?;
+    let path = format!("steps[{index}].{field}");
+    let start = if rest.starts_with("unknown field `") {
+        refine_span(source, span.clone(), rest)
+    } else {
+        span_of_path(source, &path)?.start
+    };
+    Some((start, format!("{path}: {rest}")))
+}
+
 /// Serde reports errors inside a tagged step at the step's table. For an
 /// unknown field, point at the field's key inside that table instead.
 fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usize {
@@ -278,32 +302,40 @@ fn format_one_advice(path: &Path, source: &str) -> String {
 pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadError> {
     check_format(path, source)?;
     let scenario: Scenario = toml::from_str(source).map_err(|error| {
-        let (line, column) = match error.span() {
-            Some(span) => {
-                let start = refine_span(source, span, error.message());
-                let (line, column) = line_column(source, start);
-                (Some(line), Some(column))
-            }
+        let advice = format_one_advice(path, source);
+        let raw = error.message().trim_end();
+        let Some(span) = error.span() else {
             // The parser's nesting limit comes without a place: the most
             // deeply nested line is where it was reached.
-            None if error.message().contains("recursion limit") => {
+            if raw.contains("recursion limit") {
                 let (line, column) = deepest_line(source);
-                (Some(line), Some(column))
+                return LoadError {
+                    path: path.to_path_buf(),
+                    line: Some(line),
+                    column: Some(column),
+                    message: format!(
+                        "nested deeper than the TOML reader allows ({raw}): a dotted key, \
+                         table or array this deep is not a scenario{advice}"
+                    ),
+                };
             }
-            None => (None, None),
+            return LoadError {
+                path: path.to_path_buf(),
+                line: None,
+                column: None,
+                message: format!("{raw}{advice}"),
+            };
         };
-        let mut message = error.message().trim_end().to_string();
-        if message.contains("recursion limit") {
-            message = format!(
-                "nested deeper than the TOML reader allows ({message}): a dotted key, table \
-                 or array this deep is not a scenario"
-            );
-        }
+        let (start, message) = match step_field_error(source, &span, raw) {
+            Some((field_start, message)) => (field_start, message),
+            None => (refine_span(source, span, raw), raw.to_string()),
+        };
+        let (line, column) = line_column(source, start);
         LoadError {
             path: path.to_path_buf(),
-            line,
-            column,
-            message: format!("{message}{}", format_one_advice(path, source)),
+            line: Some(line),
+            column: Some(column),
+            message: format!("{message}{advice}"),
         }
     })?;
     let id = scenario_id(path);

@@ -57,22 +57,24 @@ const EXPECT: &str = "compile/expect.rs";
 const MOD: &str = "compile/mod.rs";
 const WORLD: &str = "compile/world.rs";
 const LOAD: &str = "load.rs";
+const PROVIDERS: &str = "protocol/providers.rs";
 
 /// Every refusal, by source file.
 const REFUSALS: &[Refusal] = &[
     // Each command, and the ids it defines.
+    // A provider table, as it is read.
     fixture(
-        COMMANDS,
+        PROVIDERS,
         "a provider sets exactly one of",
         "provider_with_two_outcomes",
     ),
     fixture(
-        COMMANDS,
+        PROVIDERS,
         "`sequence` needs at least one value",
         "provider_with_an_empty_sequence",
     ),
     fixture(
-        COMMANDS,
+        PROVIDERS,
         "`cause` only goes with `throws`",
         "provider_cause_without_throws",
     ),
@@ -258,7 +260,7 @@ const REFUSALS: &[Refusal] = &[
     ),
     Refusal {
         file: LOAD,
-        fragment: "message: error.message().trim_end()",
+        fragment: "let message = error.message().trim_end()",
         trigger: Trigger::Forwarded("unknown_step_field"),
     },
     Refusal {
@@ -311,6 +313,7 @@ const SOURCES: &[(&str, &str)] = &[
     (MOD, include_str!("../src/compile/mod.rs")),
     (WORLD, include_str!("../src/compile/world.rs")),
     (LOAD, include_str!("../src/load.rs")),
+    (PROVIDERS, include_str!("../src/protocol/providers.rs")),
 ];
 
 fn crate_dir() -> &'static Path {

@@ -155,12 +155,15 @@ impl LoggedRequest {
         }
     }
 
-    /// The request and its answer as one JSON object (a line of `dshc serve --log`).
+    /// The request and its answer as one JSON object (a line of `dshc serve
+    /// --log`), with credentials redacted ([`redacted_header_value`]): the
+    /// log goes to disk, and a client may have been pointed at the mock with
+    /// a real key.
     pub fn to_json(&self) -> Value {
         let headers: Vec<Value> = self
             .headers
             .iter()
-            .map(|(name, value)| json!([name, value]))
+            .map(|(name, value)| json!([name, redacted_header_value(name, value)]))
             .collect();
         json!({
             "request_number": self.request_number,
@@ -188,6 +191,31 @@ impl LoggedRequest {
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
             .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Headers that carry credentials: their values never reach the log file.
+pub const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+];
+
+/// A header's value as the log file shows it: a credential header keeps
+/// only its scheme (`Bearer [redacted]`), so that a reader still sees how
+/// the client authenticated; any other header is shown as sent.
+pub fn redacted_header_value<'a>(name: &str, value: &'a str) -> std::borrow::Cow<'a, str> {
+    if !CREDENTIAL_HEADERS
+        .iter()
+        .any(|secret| name.eq_ignore_ascii_case(secret))
+    {
+        return value.into();
+    }
+    match value.split_once(' ') {
+        Some((scheme, _)) if !scheme.is_empty() => format!("{scheme} [redacted]").into(),
+        _ => "[redacted]".into(),
     }
 }
 

@@ -7,10 +7,12 @@ use std::path::PathBuf;
 
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::adapter::{External, Implementation as _};
-use dshc_runner::check::{Verdict, describe, load_expected_failures, run_suite_pooled};
+use dshc_runner::check::{
+    Verdict, describe, gate_shortfall, load_expected_failures, run_suite_pooled,
+};
 use dshc_runner::parallel::default_jobs;
 use dshc_runner::report::{Report, write_reports};
-use dshc_scenario::protocol::ImplementationInfo;
+use dshc_scenario::protocol::{ImplementationInfo, Level};
 
 use super::{default_paths, load_partition, suite_exit};
 use crate::Exit;
@@ -22,7 +24,7 @@ pub struct Args {
     /// The adapter command line, run with `sh -c` (e.g. 'dshc adapter').
     #[arg(long)]
     adapter: String,
-    /// Scenario files or folders (default: ./scenarios).
+    /// Scenario files or folders (default: the suite embedded in this binary).
     paths: Vec<PathBuf>,
     /// Run only partition k of n (`k/n`, nextest's convention); `dshc report
     /// --merge` joins the partitions' JSON reports into the whole run's.
@@ -57,11 +59,16 @@ pub struct Args {
     /// available]. The output and the reports are the same for every value.
     #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
+    /// Fail the run when a case of this level (assembly or loop) is
+    /// skipped: the implementation must run the whole level. Repeatable.
+    /// A run in which every case is skipped fails without it too.
+    #[arg(long, value_parser = super::parse_level)]
+    require_level: Vec<Level>,
 }
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
-    let paths = default_paths(args.paths);
+    let paths = default_paths(args.paths)?;
     let expected = match &args.expected_failures {
         Some(path) => load_expected_failures(path)?,
         None => Vec::new(),
@@ -143,5 +150,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.report_dir {
         write_reports(dir, &report, &catalog_path)?;
     }
-    Ok(suite_exit(bad, summary.failed))
+    let shortfall = gate_shortfall(&scenarios, &report.cases, &args.require_level);
+    if let Some(shortfall) = &shortfall {
+        crate::out!("error: {shortfall}");
+    }
+    Ok(suite_exit(
+        bad,
+        summary.failed + usize::from(shortfall.is_some()),
+    ))
 }

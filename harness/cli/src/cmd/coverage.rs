@@ -12,7 +12,7 @@ use crate::Exit;
 /// `dshc coverage [PATHS..]`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Scenario folders (default: ./scenarios).
+    /// Scenario folders (default: the suite embedded in this binary).
     paths: Vec<PathBuf>,
     /// The clause catalog (default: the nearest clauses.toml at or above the first path).
     #[arg(long)]
@@ -27,7 +27,7 @@ pub struct Args {
 
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
-    let paths = default_paths(args.paths);
+    let paths = default_paths(args.paths)?;
     let catalog_path = args
         .catalog
         .unwrap_or_else(|| super::catalog_for(&paths[0]));

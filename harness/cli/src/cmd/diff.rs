@@ -7,13 +7,16 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, write_regression};
+use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, summary, write_regression};
+use dshc_fuzzing::exercised::Exercised;
+use dshc_fuzzing::regression::differences::structural_diff;
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::check::KnownDisagreement;
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
 use dshc_scenario::format::Scenario;
+use dshc_scenario::protocol::Level;
 
 use crate::Exit;
 use crate::progress::Progress;
@@ -117,6 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let mut tally = Tally::default();
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
+    let mut exercised = Exercised::new(match level {
+        DiffLevel::Assembly => Level::Assembly,
+        DiffLevel::Loop => Level::Loop,
+    });
     for_each_ordered_on(
         indices,
         &mut pool,
@@ -131,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
         |(case, scenario, comparison)| {
             progress.tick(case);
+            exercised.add(&scenario);
             match tally.count(case, comparison, &known) {
                 Some(first) => {
                     disagreement = Some((case, scenario, first));
@@ -142,14 +150,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     );
     if let Some((case, scenario, first)) = disagreement {
         progress.clear();
-        crate::out!("case {case} of seed {seed}: the implementations disagree at {first}");
+        crate::out!("case {case} of seed {seed}: the implementations disagree on {first}");
         let replay = Replay {
             adapter: adapter.clone(),
             loop_level: level == DiffLevel::Loop,
             seed,
             case,
         };
-        shrink_and_write(
+        let exit = shrink_and_write(
             &scenario,
             &mut pool[0],
             &replay,
@@ -157,22 +165,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             shrink_attempts,
         );
         stop(&mut pool);
-        return Ok(Exit::Failed);
+        return Ok(exit);
     }
     progress.clear();
     stop(&mut pool);
     let elapsed = started.elapsed().as_secs_f64();
-    let Tally {
-        agreed,
-        not_run,
-        known_seen,
-    } = tally;
-    let total = agreed + not_run + known_seen;
-    crate::out!(
-        "{total} cases: {agreed} agree, 0 disagree, {known_seen} known disagreements, {not_run} not run ({:.0} cases/s)",
-        total as f64 / elapsed.max(1e-9)
-    );
-    Ok(Exit::failed_if(not_run > 0))
+    Ok(Exit::failed_if(tally.print(elapsed, &exercised) > 0))
 }
 
 /// The adapter processes the cases run on: one when replaying a single
@@ -202,6 +200,25 @@ struct Tally {
 }
 
 impl Tally {
+    /// The run's summary line and what it exercised; returns how many cases
+    /// did not run.
+    fn print(self, elapsed_s: f64, exercised: &Exercised) -> u64 {
+        let Tally {
+            agreed,
+            not_run,
+            known_seen,
+        } = self;
+        let total = agreed + not_run + known_seen;
+        crate::out!(
+            "{total} cases: {agreed} agree, 0 disagree, {known_seen} known disagreements, {not_run} not run ({:.0} cases/s)",
+            total as f64 / elapsed_s.max(1e-9)
+        );
+        for line in exercised.lines() {
+            crate::out!("{line}");
+        }
+        not_run
+    }
+
     /// Count one case; a new disagreement is returned (where the two sides
     /// first differ) instead of counted.
     fn count(
@@ -223,33 +240,61 @@ impl Tally {
             {
                 self.known_seen += 1;
             }
-            Comparison::Disagree { first, .. } => return Some(first),
+            Comparison::Disagree { differences, .. } => return Some(summary(&differences)),
         }
         None
     }
 }
 
+/// How many differing leaves the console shows (the JSON file has all).
+const SHOWN_DIFFERENCES: usize = 30;
+
 /// Shrink a disagreement on one adapter process, write the minimal case as a
-/// regression scenario, and print how to replay the original.
+/// regression scenario (checked to fail on the adapter and pass on the
+/// reference first), print its structural diff and how to replay the
+/// original. A file that would not reproduce is dshc's own bug.
 fn shrink_and_write(
     scenario: &Scenario,
     implementation: &mut External,
     replay: &Replay,
     regressions_dir: &Path,
     shrink_attempts: usize,
-) {
+) -> Exit {
     crate::out!("shrinking");
     let minimal = shrink(scenario, implementation, shrink_attempts);
-    let other = match compare_once(&minimal, "minimal", implementation) {
-        Comparison::Disagree { other, .. } => *other,
-        _ => Default::default(),
+    let exit = match write_regression(regressions_dir, replay, &minimal, implementation) {
+        Ok(Some((written, differences))) => {
+            crate::out!(
+                "the shrunk case ({} steps) differs here:",
+                minimal.steps.len()
+            );
+            for line in structural_diff(&differences, SHOWN_DIFFERENCES) {
+                crate::out!("  {line}");
+            }
+            crate::out!(
+                "wrote {} (checked: it fails on the adapter and passes on the reference)",
+                written.scenario.display()
+            );
+            crate::out!(
+                "both sides' full observations: {}",
+                written.evidence.display()
+            );
+            Exit::Failed
+        }
+        Ok(None) => {
+            eprintln!(
+                "error: the shrunk case no longer disagrees when run again: the adapter's answers change from run to run; nothing written"
+            );
+            Exit::Failed
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Exit::HarnessBug
+        }
     };
-    match write_regression(regressions_dir, replay, &minimal, &other) {
-        Ok(path) => crate::out!("wrote {}", path.display()),
-        Err(error) => eprintln!("error: cannot write the regression: {error}"),
-    }
     crate::out!("seed {}, case {}; replay with:", replay.seed, replay.case);
     crate::out!("  {}", replay.command());
+    exit
 }
 
 fn stop(pool: &mut [External]) {

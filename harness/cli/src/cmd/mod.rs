@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod scenarios;
 pub mod schema;
 pub mod serve;
 pub mod show;
@@ -42,13 +43,20 @@ pub fn parse_level(text: &str) -> Result<Level, String> {
     }
 }
 
-/// The paths given, or `scenarios` when none.
-pub fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        vec![PathBuf::from("scenarios")]
-    } else {
-        paths
+/// The paths given, or when none, the suite embedded in this binary (its
+/// copy in the cache, named on stderr).
+pub fn default_paths(paths: Vec<PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
+    if !paths.is_empty() {
+        return Ok(paths);
     }
+    let suite = crate::suite::materialized()?;
+    eprintln!(
+        "note: no paths given: running the suite embedded in dshc {} ({} scenarios, at {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::suite::scenario_count(),
+        suite.display()
+    );
+    Ok(vec![suite])
 }
 
 /// Load every scenario under `paths`; each bad file is reported on stdout,

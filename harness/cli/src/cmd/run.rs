@@ -15,7 +15,7 @@ use dshc_runner::partition::Partition;
 /// `dshc run [PATHS..]`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Scenario files or folders (default: ./scenarios).
+    /// Scenario files or folders (default: the suite embedded in this binary).
     paths: Vec<PathBuf>,
     /// Run only partition k of n (`k/n`, nextest's convention): scenario i,
     /// in discovery order, belongs to partition i mod n + 1.
@@ -34,7 +34,7 @@ fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let bless_failures = bless_requested()?;
-    let (scenarios, _, bad, _) = load_partition(&default_paths(args.paths), args.partition);
+    let (scenarios, _, bad, _) = load_partition(&default_paths(args.paths)?, args.partition);
     let (_, mut summary) = run_suite(
         &scenarios,
         &mut Reference,

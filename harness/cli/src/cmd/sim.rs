@@ -6,8 +6,10 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use dshc_fuzzing::exercised::Exercised;
 use dshc_fuzzing::generate::session::generate_session;
 use dshc_fuzzing::sim::{check_session, shrink, steps_of, write_session};
+use dshc_scenario::protocol::Level;
 
 use dshc_runner::parallel::{default_jobs, for_each_ordered};
 use dshc_runner::partition::Partition;
@@ -64,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         .flatten()
         .filter(|&index| args.partition.contains(index));
     let mut failing = None;
+    let mut exercised = Exercised::new(Level::Loop);
     for_each_ordered(
         indices,
         args.jobs.unwrap_or_else(default_jobs),
@@ -79,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         },
         |(index, scenario, violations, session_steps)| {
             progress.tick(index);
+            exercised.add(&scenario);
             checked += 1;
             steps += session_steps;
             if violations.is_empty() {
@@ -99,12 +103,25 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         let minimal = shrink(&scenario, &violations[0].tag, 400);
         let remaining = check_session(&minimal).0;
-        match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
-            Ok(path) => crate::out!("wrote the shrunk session to {}", path.display()),
-            Err(error) => eprintln!("error: cannot write the session: {error}"),
+        crate::out!(
+            "the shrunk session ({} steps) violates:",
+            minimal.steps.len()
+        );
+        for violation in &remaining {
+            crate::out!("  [{}] {}", violation.tag, violation.detail);
         }
+        let exit = match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
+            Ok(path) => {
+                crate::out!("wrote the shrunk session to {}", path.display());
+                Exit::Failed
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                Exit::HarnessBug
+            }
+        };
         crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
-        return Ok(Exit::Failed);
+        return Ok(exit);
     }
     progress.clear();
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
@@ -113,5 +130,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         checked as f64 / elapsed,
         2.0 * steps as f64 / elapsed
     );
+    for line in exercised.lines() {
+        crate::out!("{line}");
+    }
     Ok(Exit::Passed)
 }

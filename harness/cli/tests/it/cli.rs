@@ -345,6 +345,49 @@ fn sim_and_diff_replay_a_single_case_even_at_the_end_of_the_range() {
 }
 
 #[test]
+fn diff_and_sim_print_every_command_kind_of_their_level_with_how_often_it_ran() {
+    use dshc_fuzzing::exercised::kinds_of_level;
+    use dshc_scenario::protocol::Level;
+    let scratch = Scratch::new("exercised");
+    let adapter = reference_adapter();
+    let diff = run(
+        &[
+            "diff",
+            "--adapter",
+            &adapter,
+            "--seed",
+            "1",
+            "--cases",
+            "40",
+            "-j",
+            "1",
+        ],
+        &scratch.root,
+    );
+    let sim = run(
+        &["sim", "--seed", "1", "--sessions", "8", "-j", "1"],
+        &scratch.root,
+    );
+    for (output, level) in [(diff, Level::Assembly), (sim, Level::Loop)] {
+        assert_eq!(code(&output), 0, "{}", stdout(&output));
+        let printed = stdout(&output);
+        let rows: Vec<&str> = printed.lines().collect();
+        for kind in kinds_of_level(level) {
+            assert!(
+                rows.iter()
+                    .any(|row| row.split_whitespace().next() == Some(kind.as_str())),
+                "{kind} is not listed:\n{printed}"
+            );
+        }
+        assert!(
+            rows.last()
+                .is_some_and(|last| last.contains("command kind")),
+            "{printed}"
+        );
+    }
+}
+
+#[test]
 fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
     // The reference, with one error message altered on the way out: the
     // first case that reports it disagrees (case 7 of seed 5), and later

@@ -1,6 +1,6 @@
 //! The command line's integration tests, one binary (one link, not one per
-//! file): the CLI's human-facing output under insta, and real clients
-//! against `dshc serve`.
+//! file): the CLI's human-facing output under insta, real clients against
+//! `dshc serve`, and planted bugs that `dshc diff` must find and reproduce.
 
 #![allow(
     clippy::unwrap_used,
@@ -9,5 +9,7 @@
 
 mod bench_fixtures;
 mod cli;
+mod gate;
+mod planted_bugs;
 mod serve;
 mod tidy;

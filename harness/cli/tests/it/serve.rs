@@ -196,7 +196,7 @@ fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
     );
     let models = raw_exchange(
         served.address,
-        b"GET /models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        b"GET /models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk-live-0123456789abcdef\r\nx-api-key: ak-live-secret\r\nconnection: close\r\n\r\n",
     );
     assert!(models.starts_with("HTTP/1.1 200"), "{models}");
     assert!(raw_exchange(served.address, POST).starts_with("HTTP/1.1 200"));
@@ -236,6 +236,14 @@ fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
     assert_eq!(log[2]["status"], 400);
     assert_eq!(log[2]["outcome"]["kind"], "script_exhausted");
     assert!(log[1]["prompt"]["prompt_tokens"].as_u64().unwrap() > 0);
+    // Credentials never reach the file; their schemes do.
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!text.contains("sk-live-0123456789abcdef") && !text.contains("ak-live-secret"));
+    assert_eq!(
+        log[0]["headers"][1],
+        json!(["authorization", "Bearer [redacted]"])
+    );
+    assert_eq!(log[0]["headers"][2], json!(["x-api-key", "[redacted]"]));
 }
 
 #[test]
@@ -293,6 +301,12 @@ fn run_real_client(language: &str, dialect: &str) -> (BTreeMap<String, Value>, V
         "the {language} client failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let log_text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        !log_text.contains("sk-dshc-test"),
+        "the {language} client's API key reached the log file"
+    );
+    assert!(log_text.contains("Bearer [redacted]"), "{log_text}");
     let cases = String::from_utf8(output.stdout)
         .unwrap()
         .lines()

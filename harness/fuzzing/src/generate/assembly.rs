@@ -121,32 +121,23 @@ impl Generator {
         mut value: impl FnMut(&mut Self) -> T,
         allow_effects: bool,
     ) -> ProviderSpec<T> {
-        let mut spec = ProviderSpec {
-            returns: None,
-            sequence: None,
-            returns_undefined: false,
-            throws: None,
-            cause: None,
-            effects: Vec::new(),
-            context_field: None,
+        let provided = match self.rng.below(20) {
+            0..=13 => Provided::Returns(value(self)),
+            14..=16 => Provided::Sequence(
+                (0..1 + self.rng.below(3))
+                    .map(|_| SequenceItem::Value(value(self)))
+                    .collect(),
+            ),
+            17 | 18 => Provided::Undefined,
+            _ => Provided::Throws {
+                message: self.text(&["boom", " ", "é", "{{x}}"], 3),
+                cause: self.rng.percent(50).then(|| "disk".into()),
+            },
         };
-        match self.rng.below(20) {
-            0..=13 => spec.returns = Some(value(self)),
-            14..=16 => {
-                spec.sequence = Some(
-                    (0..1 + self.rng.below(3))
-                        .map(|_| SequenceItem::Value(value(self)))
-                        .collect(),
-                )
-            }
-            17 | 18 => spec.returns_undefined = true,
-            _ => {
-                spec.throws = Some(self.text(&["boom", " ", "é", "{{x}}"], 3));
-                if self.rng.percent(50) {
-                    spec.cause = Some("disk".into());
-                }
-            }
-        }
+        let mut spec = ProviderSpec {
+            provided,
+            effects: Vec::new(),
+        };
         if allow_effects && self.rng.percent(15) {
             let effect = if !self.ids.is_empty() && self.rng.percent(30) {
                 let target = self.rng.pick(&self.ids).clone();
@@ -350,20 +341,20 @@ impl Generator {
                 ops.insert(at, ListenerOp::Next);
             }
         }
-        Command::Listen(ListenCommand {
+        Command::Assembly(AssemblyCommand::Listen(ListenCommand {
             id: self.fresh_id("l"),
             scope: self.scope(),
             global: self.rng.percent(10),
             prepend: self.rng.percent(30),
             ops,
-        })
+        }))
     }
 
     fn assemble(&mut self) -> Command {
-        Command::Assemble(AssembleCommand {
+        Command::Assembly(AssemblyCommand::Assemble(AssembleCommand {
             scope: self.scope(),
             context: serde_json::Map::new(),
-        })
+        }))
     }
 
     fn config(&mut self) -> ConfigSpec {
@@ -415,7 +406,7 @@ pub fn generate(seed: u64, case: u64) -> Scenario {
             6..=7 => generator.listener(),
             8 if !generator.ids.is_empty() => {
                 let target = generator.rng.pick(&generator.ids).clone();
-                Command::Dispose(DisposeCommand { target })
+                Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target }))
             }
             _ => generator.assemble(),
         };

@@ -32,20 +32,24 @@ impl SessionFacts {
             .steps
             .iter()
             .map(|s| &s.command)
-            .take_while(|c| !matches!(c, Command::Followup(_)));
+            .take_while(|c| !matches!(c, Command::Loop(LoopCommand::Followup(_))));
         let complete_text = before_first_turn
             .filter_map(|step| match step {
-                Command::Section(s) if s.complete && s.scope.is_none() => match &s.text {
-                    TextSpec::Static(text) => Some(text.clone()),
-                    TextSpec::Provider(_) => None,
-                },
+                Command::Assembly(AssemblyCommand::Section(s))
+                    if s.complete && s.scope.is_none() =>
+                {
+                    match &s.text {
+                        TextSpec::Static(text) => Some(text.clone()),
+                        TextSpec::Provider(_) => None,
+                    }
+                }
                 _ => None,
             })
             .next();
         let suppressed = scenario
             .steps
             .iter()
-            .any(|s| matches!(&s.command, Command::Suppress(s) if s.scope.is_none()));
+            .any(|s| matches!(&s.command, Command::Assembly(AssemblyCommand::Suppress(s)) if s.scope.is_none()));
         SessionFacts {
             complete_text,
             suppressed,
@@ -86,13 +90,8 @@ impl Generator {
                 .map(|_| SequenceItem::Value(self.words(5)))
                 .collect();
             TextSpec::Provider(ProviderSpec {
-                returns: None,
-                sequence: Some(values),
-                returns_undefined: false,
-                throws: None,
-                cause: None,
+                provided: Provided::Sequence(values),
                 effects: Vec::new(),
-                context_field: None,
             })
         }
     }
@@ -119,26 +118,18 @@ impl Generator {
                 unclonable_symbol: None,
             });
         }
-        Command::Tools(ToolsCommand {
+        Command::Assembly(AssemblyCommand::Tools(ToolsCommand {
             id: Some(self.id("tools")),
             scope: if self.rng.percent(30) {
                 Some("agent".into())
             } else {
                 None
             },
-            provider: ProviderSpec {
-                returns: Some(ToolsResultSpec {
-                    schemas,
-                    known_names: None,
-                }),
-                sequence: None,
-                returns_undefined: false,
-                throws: None,
-                cause: None,
-                effects: Vec::new(),
-                context_field: None,
-            },
-        })
+            provider: ProviderSpec::returning(ToolsResultSpec {
+                schemas,
+                known_names: None,
+            }),
+        }))
     }
 
     fn response(&mut self) -> ScriptEntry {
@@ -246,38 +237,44 @@ impl Generator {
     fn registry_steps(&mut self) -> Vec<Command> {
         let mut steps = Vec::new();
         for index in 0..1 + self.rng.below(3) {
-            steps.push(Command::Section(SectionCommand {
-                id: None,
-                scope: if self.rng.percent(30) {
-                    Some("agent".into())
-                } else {
-                    None
+            steps.push(Command::Assembly(AssemblyCommand::Section(
+                SectionCommand {
+                    id: None,
+                    scope: if self.rng.percent(30) {
+                        Some("agent".into())
+                    } else {
+                        None
+                    },
+                    name: format!("guide{index}"),
+                    order: Order(self.rng.below(5) as f64),
+                    text: self.text(),
+                    complete: false,
                 },
-                name: format!("guide{index}"),
-                order: Order(self.rng.below(5) as f64),
-                text: self.text(),
-                complete: false,
-            }));
+            )));
         }
         if self.rng.percent(10) {
             let text = format!("COMPLETE {}", self.words(4));
-            steps.push(Command::Section(SectionCommand {
-                id: None,
-                scope: None,
-                name: "complete".into(),
-                order: Order(50.0),
-                text: TextSpec::Static(text),
-                complete: true,
-            }));
+            steps.push(Command::Assembly(AssemblyCommand::Section(
+                SectionCommand {
+                    id: None,
+                    scope: None,
+                    name: "complete".into(),
+                    order: Order(50.0),
+                    text: TextSpec::Static(text),
+                    complete: true,
+                },
+            )));
         }
         for index in 0..self.rng.below(3) {
-            steps.push(Command::Context(ContextCommand {
-                id: None,
-                scope: None,
-                name: format!("ctx{index}"),
-                order: Order(index as f64),
-                text: self.text(),
-            }));
+            steps.push(Command::Assembly(AssemblyCommand::Context(
+                ContextCommand {
+                    id: None,
+                    scope: None,
+                    name: format!("ctx{index}"),
+                    order: Order(index as f64),
+                    text: self.text(),
+                },
+            )));
         }
         for _ in 0..self.rng.below(3) {
             let tools = self.tools();
@@ -285,13 +282,15 @@ impl Generator {
         }
         if self.rng.percent(70) {
             let calls: Vec<u32> = (1..=8).filter(|_| self.rng.percent(60)).collect();
-            steps.push(Command::OnRequestError(LoopListenerCommand {
-                id: "retry".into(),
-                agent: None,
-                prepend: false,
-                calls: Some(calls),
-                ops: vec![RequestErrorOp::Retry],
-            }));
+            steps.push(Command::Loop(LoopCommand::OnRequestError(
+                LoopListenerCommand {
+                    id: "retry".into(),
+                    agent: None,
+                    prepend: false,
+                    calls: Some(calls),
+                    ops: vec![RequestErrorOp::Retry],
+                },
+            )));
         }
         steps
     }
@@ -299,56 +298,60 @@ impl Generator {
     /// One turn: a follow-up, maybe a steer or a cancel, the wait for idle,
     /// then maybe a compaction, a suppression (once), a resume or a wait.
     fn turn_steps(&mut self, turn: u64, suppressed: &mut bool, steps: &mut Vec<Command>) {
-        steps.push(Command::Followup(MessageCommand {
+        steps.push(Command::Loop(LoopCommand::Followup(MessageCommand {
             agent: None,
             text: Some(format!("task {turn}: {}", self.words(4))),
             content: None,
             source: None,
-        }));
+        })));
         if self.rng.percent(15) {
-            steps.push(Command::Wait(WaitCommand {
+            steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: 1 + self.rng.below(20),
-            }));
-            steps.push(Command::Steer(MessageCommand {
+            })));
+            steps.push(Command::Loop(LoopCommand::Steer(MessageCommand {
                 agent: None,
                 text: Some(self.words(3)),
                 content: None,
                 source: None,
-            }));
+            })));
         }
         if self.rng.percent(10) {
-            steps.push(Command::Wait(WaitCommand {
+            steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: self.rng.below(25),
-            }));
-            steps.push(Command::Cancel(CancelCommand {
+            })));
+            steps.push(Command::Loop(LoopCommand::Cancel(CancelCommand {
                 agent: None,
                 reason: None,
                 keep_inbox: false,
-            }));
+            })));
         }
-        steps.push(Command::WaitIdle(WaitIdleCommand::default()));
+        steps.push(Command::Loop(LoopCommand::WaitIdle(
+            WaitIdleCommand::default(),
+        )));
         if self.rng.percent(15) {
-            steps.push(Command::Compact(CompactCommand {
+            steps.push(Command::Loop(LoopCommand::Compact(CompactCommand {
                 agent: None,
                 text: format!("summary {turn}"),
                 start: None,
                 end: None,
-            }));
+            })));
         }
         if self.rng.percent(10) && !*suppressed {
             *suppressed = true;
-            steps.push(Command::Suppress(SuppressCommand {
-                id: None,
-                scope: None,
-            }));
+            steps.push(Command::Assembly(AssemblyCommand::Suppress(
+                SuppressCommand {
+                    id: None,
+                    scope: None,
+                },
+            )));
         }
         if self.rng.percent(10) {
-            steps.push(Command::Resume(ResumeCommand::default()));
+            steps.push(Command::Loop(LoopCommand::Resume(ResumeCommand::default())));
         }
         if self.rng.percent(30) {
-            steps.push(Command::Wait(WaitCommand {
+            steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: self.rng.below(2_000),
-            }));
+            })));
         }
     }
 

@@ -1,18 +1,19 @@
-//! Greedy shrinking of a failing scenario, and writing the result as a
-//! regression file. `dshc diff` and `dshc sim` both shrink here, with their
-//! own test of "still fails".
-
-use std::path::{Path, PathBuf};
+//! Greedy shrinking of a failing scenario. `dshc diff` and `dshc sim` both
+//! shrink here, each with its own test of "still fails" that keeps the
+//! finding itself (the same disagreement, the same violation): a step that
+//! loses it is never taken. Scope bindings, further agents and listener or
+//! tool ops the finding does not need are dropped one by one.
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{
-    Command, ContextCommand, ListenerOp, ProviderSpec, SectionCommand, SequenceItem, TextSpec,
-    VariableCommand,
+    AssemblyCommand, Command, ContextCommand, ListenerOp, Provided, ProviderSpec, SectionCommand,
+    SequenceItem, TextSpec, VariableCommand,
 };
 
 /// Every one-step simplification of a scenario, most drastic first: drop a
-/// step, drop a provider response, reset the config and scopes, drop a
-/// listener op, strip effects, sequences and scopes, shorten texts.
+/// step, drop a provider response, reset the config and scopes, drop a scope
+/// binding, a further agent, a scripted tool result, a listener or tool op,
+/// strip effects, sequences and scopes, shorten texts.
 pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
     let mut with = |change: &dyn Fn(&mut Scenario)| {
@@ -22,6 +23,8 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
             || candidate.config != scenario.config
             || candidate.scopes != scenario.scopes
             || candidate.provider != scenario.provider
+            || candidate.agents != scenario.agents
+            || candidate.tool_results != scenario.tool_results
         {
             out.push(candidate);
         }
@@ -45,17 +48,33 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
     with(&|s| s.config.include_harness_identity = Some(false));
     with(&|s| s.config.include_runtime_context = None);
     with(&|s| s.scopes.clear());
+    for index in (0..scenario.scopes.len()).rev() {
+        with(&|s| {
+            s.scopes.remove(index);
+        });
+    }
+    for index in (0..scenario.agents.len()).rev() {
+        with(&|s| {
+            s.agents.remove(index);
+        });
+    }
+    for index in (0..scenario.tool_results.len()).rev() {
+        with(&|s| {
+            s.tool_results.remove(index);
+        });
+    }
+    for (index, result) in scenario.tool_results.iter().enumerate() {
+        for fewer in without_each_op(result) {
+            with(&|s| s.tool_results[index] = fewer.clone());
+        }
+    }
     for index in 0..scenario.steps.len() {
-        if let Command::Listen(listen) = &scenario.steps[index].command {
-            for op in 0..listen.ops.len() {
-                with(&|s| {
-                    if let Command::Listen(l) = &mut s.steps[index].command {
-                        l.ops.remove(op);
-                    }
-                });
-            }
+        for fewer in without_each_op(&scenario.steps[index].command) {
+            with(&|s| s.steps[index].command = fewer.clone());
+        }
+        if let Command::Assembly(AssemblyCommand::Listen(_)) = &scenario.steps[index].command {
             with(&|s| {
-                if let Command::Listen(l) = &mut s.steps[index].command {
+                if let Command::Assembly(AssemblyCommand::Listen(l)) = &mut s.steps[index].command {
                     l.prepend = false;
                     l.global = false;
                     l.scope = None;
@@ -63,31 +82,45 @@ pub fn candidates(scenario: &Scenario) -> Vec<Scenario> {
             });
         }
         with(&|s| s.steps[index].command = simplify(&s.steps[index].command));
-        for shorter in shorter_texts(&scenario.steps[index].command) {
-            with(&|s| s.steps[index].command = shorter.clone());
+        let mut shorter = shorter_texts(&scenario.steps[index].command);
+        if shorter.is_empty() {
+            shorter = shorter_plain_text(&scenario.steps[index].command);
+        }
+        for command in shorter {
+            with(&|s| s.steps[index].command = command.clone());
         }
     }
     out
 }
 
 /// Greedily take the first candidate that still fails, until none does or
-/// `max_attempts` candidates were tried.
+/// `max_attempts` candidates were tried. A scenario once taken is never
+/// taken again, so two simplifications that undo each other (the default
+/// config, then the identity section switched off) cannot cycle and spend
+/// the attempts.
 pub fn shrink(
     scenario: &Scenario,
     max_attempts: usize,
     mut still_fails: impl FnMut(&Scenario) -> bool,
 ) -> Scenario {
+    let text = |s: &Scenario| serde_json::to_string(s).unwrap_or_default();
     let mut current = scenario.clone();
+    let mut taken = std::collections::BTreeSet::from([text(&current)]);
     let mut attempts = 0;
     'progress: loop {
         for candidate in candidates(&current) {
             if attempts >= max_attempts {
                 break 'progress;
             }
+            let candidate_text = text(&candidate);
+            if taken.contains(&candidate_text) {
+                continue;
+            }
             attempts += 1;
             if dshc_scenario::compile::compile("shrinking", &candidate).is_ok()
                 && still_fails(&candidate)
             {
+                taken.insert(candidate_text);
                 current = candidate;
                 continue 'progress;
             }
@@ -97,45 +130,41 @@ pub fn shrink(
     current
 }
 
-/// Writing a regression file failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RegressionError {
-    /// The scenario does not serialize to TOML.
-    #[error("cannot write the scenario as TOML: {0}")]
-    Toml(#[from] toml::ser::Error),
-    /// The file system refused.
-    #[error("{path}: {source}")]
-    Io {
-        /// Where.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The written scenario does not load back, or blessing it failed.
-    #[error("the regression scenario is unusable: {0}")]
-    Unusable(String),
-}
-
-/// Write `text` as `<dir>/<stem>.toml`; returns the path.
-pub fn write_file(dir: &Path, stem: &str, text: &str) -> Result<PathBuf, RegressionError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RegressionError::Io { path, source }
+/// `value` once for each element of its `ops` list, without that element:
+/// every listener kind and tool body of either level holds its acts in
+/// `ops`, so one rule over the data drops any of them.
+fn without_each_op<T>(value: &T) -> Vec<T>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let Ok(json) = serde_json::to_value(value) else {
+        return Vec::new();
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let path = dir.join(format!("{stem}.toml"));
-    std::fs::write(&path, text).map_err(io(&path))?;
-    Ok(path)
+    let count = json
+        .get("ops")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len);
+    (0..count)
+        .rev()
+        .filter_map(|op| {
+            let mut fewer = json.clone();
+            fewer.get_mut("ops")?.as_array_mut()?.remove(op);
+            serde_json::from_value(fewer).ok()
+        })
+        .collect()
 }
 
 fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
     spec.effects.clear();
-    spec.cause = None;
-    if let Some(sequence) = spec.sequence.take() {
-        match sequence.into_iter().next() {
-            Some(SequenceItem::Value(value)) => spec.returns = Some(value),
-            _ => spec.returns_undefined = true,
+    match &mut spec.provided {
+        Provided::Throws { cause, .. } => *cause = None,
+        Provided::Sequence(sequence) => {
+            spec.provided = match sequence.first() {
+                Some(SequenceItem::Value(value)) => Provided::Returns(value.clone()),
+                _ => Provided::Undefined,
+            };
         }
+        Provided::Returns(_) | Provided::ContextField(_) | Provided::Undefined => {}
     }
 }
 
@@ -143,31 +172,31 @@ fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
 fn simplify(command: &Command) -> Command {
     let mut command = command.clone();
     match &mut command {
-        Command::Section(s) => {
+        Command::Assembly(AssemblyCommand::Section(s)) => {
             s.scope = None;
             s.complete = false;
             if let TextSpec::Provider(p) = &mut s.text {
                 simplify_provider(p);
             }
         }
-        Command::Context(s) => {
+        Command::Assembly(AssemblyCommand::Context(s)) => {
             s.scope = None;
             if let TextSpec::Provider(p) = &mut s.text {
                 simplify_provider(p);
             }
         }
-        Command::Variable(s) => {
+        Command::Assembly(AssemblyCommand::Variable(s)) => {
             s.scope = None;
             if let TextSpec::Provider(p) = &mut s.value {
                 simplify_provider(p);
             }
         }
-        Command::Tools(s) => {
+        Command::Assembly(AssemblyCommand::Tools(s)) => {
             s.scope = None;
             simplify_provider(&mut s.provider);
         }
-        Command::Suppress(s) => s.scope = None,
-        Command::Assemble(s) => s.scope = None,
+        Command::Assembly(AssemblyCommand::Suppress(s)) => s.scope = None,
+        Command::Assembly(AssemblyCommand::Assemble(s)) => s.scope = None,
         _ => {}
     }
     command
@@ -201,38 +230,73 @@ fn shorter(text: &str) -> Vec<String> {
     out
 }
 
+/// The shorter forms of a command's own plain `text` (a loop message:
+/// `followup`, `steer`, `inject`), read off its data like [`without_each_op`].
+fn shorter_plain_text(command: &Command) -> Vec<Command> {
+    let Ok(json) = serde_json::to_value(command) else {
+        return Vec::new();
+    };
+    let Some(text) = json.get("text").and_then(serde_json::Value::as_str) else {
+        return Vec::new();
+    };
+    shorter(text)
+        .into_iter()
+        .filter_map(|t| {
+            let mut candidate = json.clone();
+            candidate["text"] = serde_json::Value::String(t);
+            serde_json::from_value(candidate).ok()
+        })
+        .collect()
+}
+
 fn shorter_text_specs(text: &TextSpec) -> Vec<TextSpec> {
     match text {
         TextSpec::Static(t) => shorter(t).into_iter().map(TextSpec::Static).collect(),
-        TextSpec::Provider(p) => match &p.returns {
-            Some(t) => shorter(t)
+        TextSpec::Provider(p) => match &p.provided {
+            Provided::Returns(t) => shorter(t)
                 .into_iter()
                 .map(|t| {
-                    let mut p = p.clone();
-                    p.returns = Some(t);
-                    TextSpec::Provider(p)
+                    TextSpec::Provider(ProviderSpec {
+                        provided: Provided::Returns(t),
+                        effects: p.effects.clone(),
+                    })
                 })
                 .collect(),
-            None => Vec::new(),
+            _ => Vec::new(),
         },
     }
 }
 
 fn shorter_texts(command: &Command) -> Vec<Command> {
     match command {
-        Command::Section(s) => shorter_text_specs(&s.text)
+        Command::Assembly(AssemblyCommand::Section(s)) => shorter_text_specs(&s.text)
             .into_iter()
-            .map(|text| Command::Section(SectionCommand { text, ..s.clone() }))
+            .map(|text| {
+                Command::Assembly(AssemblyCommand::Section(SectionCommand {
+                    text,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Context(s) => shorter_text_specs(&s.text)
+        Command::Assembly(AssemblyCommand::Context(s)) => shorter_text_specs(&s.text)
             .into_iter()
-            .map(|text| Command::Context(ContextCommand { text, ..s.clone() }))
+            .map(|text| {
+                Command::Assembly(AssemblyCommand::Context(ContextCommand {
+                    text,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Variable(s) => shorter_text_specs(&s.value)
+        Command::Assembly(AssemblyCommand::Variable(s)) => shorter_text_specs(&s.value)
             .into_iter()
-            .map(|value| Command::Variable(VariableCommand { value, ..s.clone() }))
+            .map(|value| {
+                Command::Assembly(AssemblyCommand::Variable(VariableCommand {
+                    value,
+                    ..s.clone()
+                }))
+            })
             .collect(),
-        Command::Listen(l) => l
+        Command::Assembly(AssemblyCommand::Listen(l)) => l
             .ops
             .iter()
             .enumerate()
@@ -246,10 +310,65 @@ fn shorter_texts(command: &Command) -> Vec<Command> {
                     if let ListenerOp::SetSectionText(spec) = &mut l.ops[i] {
                         spec.text = t;
                     }
-                    Command::Listen(l)
+                    Command::Assembly(AssemblyCommand::Listen(l))
                 })
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshc_scenario::protocol::LoopCommand;
+
+    fn scenario(text: &str) -> Scenario {
+        toml::from_str(text).expect("a scenario")
+    }
+
+    #[test]
+    fn each_scope_binding_and_each_op_can_be_dropped_alone() {
+        let original = scenario(
+            "format = 2\ntitle = \"t\"\ncovers = []\n\
+             [[scopes]]\nname = \"leaf\"\nparent = \"mid\"\n\
+             [[scopes]]\nname = \"mid\"\nparent = \"root\"\n\
+             [[steps]]\ndo = \"listen\"\nid = \"l\"\n\
+             ops = [{ set_field = { name = \"a\", value = \"1\" } }, { set_field = { name = \"b\", value = \"2\" } }]\n\
+             [[steps]]\ndo = \"assemble\"\nscope = \"leaf\"\n",
+        );
+        let all = candidates(&original);
+        let scopes: Vec<usize> = all.iter().map(|c| c.scopes.len()).collect();
+        assert!(
+            scopes.iter().filter(|&&n| n == 1).count() >= 2,
+            "{scopes:?}"
+        );
+        let ops = |s: &Scenario| match &s.steps[0].command {
+            Command::Assembly(AssemblyCommand::Listen(l)) => l.ops.len(),
+            _ => 0,
+        };
+        let one_op = all
+            .iter()
+            .filter(|c| c.steps.len() == 2 && ops(c) == 1)
+            .count();
+        assert_eq!(one_op, 2, "each of the two ops is dropped alone");
+    }
+
+    #[test]
+    fn a_loop_message_is_shortened_too() {
+        let original = scenario(
+            "format = 2\ntitle = \"t\"\ncovers = []\nlevel = \"loop\"\n\
+             [[steps]]\ndo = \"followup\"\ntext = \"hello there\"\n",
+        );
+        let texts: Vec<String> = candidates(&original)
+            .iter()
+            .filter_map(|c| match &c.steps.first()?.command {
+                Command::Loop(LoopCommand::Followup(message)) => serde_json::to_value(message).ok(),
+                _ => None,
+            })
+            .filter_map(|v| v["text"].as_str().map(str::to_owned))
+            .collect();
+        assert!(texts.iter().any(|t| t.is_empty()), "{texts:?}");
+        assert!(texts.iter().any(|t| t == "hello"), "{texts:?}");
     }
 }

@@ -4,8 +4,10 @@
 
 use dshc_fuzzing::diff::{Comparison, compare_once, shrink};
 use dshc_fuzzing::generate::assembly::generate;
+use dshc_fuzzing::regression::{Disagreement, RegressionError, write_verified};
 use dshc_runner::adapter::{Implementation, Ran, Reference};
-use dshc_scenario::protocol::{Case, Command, ImplementationInfo as Info};
+use dshc_runner::check::{Outcome, check, check_with};
+use dshc_scenario::protocol::{AssemblyCommand, Case, Command, ImplementationInfo as Info};
 
 #[test]
 fn the_same_seed_generates_the_same_cases() {
@@ -55,12 +57,12 @@ fn generated_cases_exercise_scopes_listeners_and_failures() {
         listeners += scenario
             .steps
             .iter()
-            .filter(|s| matches!(s.command, Command::Listen(_)))
+            .filter(|s| matches!(s.command, Command::Assembly(AssemblyCommand::Listen(_))))
             .count();
         scoped += scenario
             .steps
             .iter()
-            .filter(|s| matches!(&s.command, Command::Assemble(a) if a.scope.is_some()))
+            .filter(|s| matches!(&s.command, Command::Assembly(AssemblyCommand::Assemble(a)) if a.scope.is_some()))
             .count();
         errors += result
             .observations
@@ -124,7 +126,7 @@ fn shrinking_keeps_the_disagreement_and_drops_everything_else() {
     let registrations = minimal
         .steps
         .iter()
-        .filter(|s| !matches!(s.command, Command::Assemble(_)))
+        .filter(|s| !matches!(s.command, Command::Assembly(AssemblyCommand::Assemble(_))))
         .count();
     assert!(
         registrations <= 1,
@@ -174,18 +176,23 @@ fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk()
         );
     }
     let mut planted = PlantedLoopBug;
-    let (case, scenario, first) = (0..500)
+    let (case, scenario, differences) = (0..500)
         .find_map(|case| {
             let scenario = generate_session(3, case);
             match compare_once(&scenario, "x", &mut planted) {
-                Comparison::Disagree { first, .. } => Some((case, scenario, first)),
+                Comparison::Disagree { differences, .. } => Some((case, scenario, differences)),
                 _ => None,
             }
         })
         .expect("some generated session streams \"tests\"");
+    let leaves = differences[0].leaves();
     assert!(
-        first.starts_with("the agent's log, event") && first.contains("text-delta"),
-        "session {case}: {first}"
+        differences[0].path == "expect.log"
+            && leaves
+                .iter()
+                .all(|leaf| leaf.path.starts_with("expect.log[")
+                    && leaf.path.ends_with("].data.chunk.text")),
+        "session {case}: {differences:?}"
     );
     let minimal = shrink(&scenario, &mut planted, 2_000);
     assert!(
@@ -196,4 +203,115 @@ fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk()
         "session {case}: the shrunk scenario still disagrees"
     );
     assert!(minimal.steps.len() <= scenario.steps.len());
+}
+
+#[test]
+fn a_regression_file_that_would_not_fail_on_the_adapter_is_refused_and_not_written() {
+    let mut planted = PlantedBug;
+    let scenario = (0..2_000)
+        .map(|case| generate(5, case))
+        .find(|scenario| {
+            matches!(
+                compare_once(scenario, "x", &mut planted),
+                Comparison::Disagree { .. }
+            )
+        })
+        .expect("some generated case renders an é");
+    let minimal = shrink(&scenario, &mut planted, 2_000);
+    let Comparison::Disagree {
+        reference,
+        other,
+        differences,
+    } = compare_once(&minimal, "x", &mut planted)
+    else {
+        panic!("the shrunk case disagrees");
+    };
+    let dir = std::env::temp_dir().join(format!("dshc-refused-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let found = Disagreement {
+        stem: "planted".into(),
+        title: "planted".into(),
+        replay: "(a test)".into(),
+        scenario: &minimal,
+        reference: &reference,
+        other: &other,
+        differences: &differences,
+    };
+    // Checked on the reference in the adapter's place, the file passes
+    // there: dshc's own bug, refused loudly and not written.
+    let refused = write_verified(&dir, &found, &mut Reference);
+    assert!(
+        matches!(refused, Err(RegressionError::DoesNotReproduce { .. })),
+        "{refused:?}"
+    );
+    assert!(!dir.join("planted.toml").exists());
+    assert!(dir.join("planted.json").exists(), "the evidence is kept");
+    let written = write_verified(&dir, &found, &mut planted).expect("reproduces on the bug");
+    let text = std::fs::read_to_string(&written.scenario).unwrap();
+    let loaded = dshc_scenario::load::parse_scenario(&written.scenario, &text).unwrap();
+    assert!(matches!(
+        check_with(&loaded, &mut planted),
+        Outcome::Fail { .. }
+    ));
+    assert_eq!(check(&loaded), Outcome::Pass);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two planted bugs at once: an é in a prompt gains a "!", and every
+/// non-empty context snapshot gains a trailing newline (observed after the
+/// prompt, and not removed by shortening the é away).
+struct TwoPlantedBugs;
+
+impl Implementation for TwoPlantedBugs {
+    fn info(&mut self) -> Option<Info> {
+        None
+    }
+
+    fn run(&mut self, case: &Case) -> Ran {
+        let Ran::Observed(mut result) = PlantedBug.run(case) else {
+            unreachable!("the planted bug always observes");
+        };
+        for observation in &mut result.observations {
+            if let Some(dshc_scenario::protocol::Rendered::Text(text)) = &mut observation.snapshot
+                && !text.is_empty()
+            {
+                text.push('\n');
+            }
+        }
+        Ran::Observed(result)
+    }
+}
+
+#[test]
+fn shrinking_keeps_the_disagreement_it_found_not_merely_some_disagreement() {
+    // The context comes first, so the greedy shrinker tries dropping the é
+    // section before the context: that step keeps *a* disagreement (the
+    // snapshot) but loses the one found first (the prompt).
+    let scenario: dshc_scenario::format::Scenario = toml::from_str(
+        "format = 2\ntitle = \"two bugs\"\ncovers = [\"00:DIFF\"]\n\
+         [config]\ninclude_harness_identity = false\n\
+         [[steps]]\ndo = \"context\"\nname = \"c\"\norder = 1\ntext = \"x\"\n\
+         [[steps]]\ndo = \"section\"\nname = \"s\"\norder = 1\ntext = \"é\"\n\
+         [[steps]]\ndo = \"assemble\"\n",
+    )
+    .unwrap();
+    let mut planted = TwoPlantedBugs;
+    let classes = |scenario: &dshc_scenario::format::Scenario, planted: &mut TwoPlantedBugs| {
+        match compare_once(scenario, "x", planted) {
+            Comparison::Disagree { differences, .. } => {
+                differences.into_iter().map(|d| d.class).collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(
+        classes(&scenario, &mut planted),
+        ["assemble.prompt", "assemble.snapshot"]
+    );
+    let minimal = shrink(&scenario, &mut planted, 1_000);
+    let kept = classes(&minimal, &mut planted);
+    assert!(
+        kept.iter().any(|c| c == "assemble.prompt"),
+        "the shrunk case lost the prompt disagreement it was found for: {kept:?}\n{minimal:#?}"
+    );
 }

@@ -87,3 +87,30 @@ fn compacting_an_empty_surface_is_refused_not_a_violation() {
     let (violations, _) = dshc_fuzzing::sim::check_session(&scenario);
     assert!(violations.is_empty(), "{violations:?}");
 }
+
+/// A written violation the judge checks must fail on the reference; a file
+/// that would pass is dshc's own bug, refused and not written. A violation
+/// only `dshc sim` states is written, saying that the file passes as is.
+#[test]
+fn a_written_violation_is_checked_to_fail_where_the_judge_can_see_it() {
+    use dshc_fuzzing::regression::RegressionError;
+    use dshc_fuzzing::sim::{Violation, write_session};
+    let dir = std::env::temp_dir().join(format!("dshc-sim-written-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let healthy = generate_session(11, 0);
+    assert!(check_session(&healthy).0.is_empty());
+    let claimed = |tag: &str| Violation {
+        tag: tag.into(),
+        detail: "planted in the test".into(),
+    };
+    let refused = write_session(&dir, 11, 0, &healthy, &[claimed("replay")]);
+    assert!(
+        matches!(refused, Err(RegressionError::DoesNotReproduce { .. })),
+        "{refused:?}"
+    );
+    assert!(!dir.join("sim_seed11_session0.toml").exists());
+    let written = write_session(&dir, 11, 0, &healthy, &[claimed("complete")]).unwrap();
+    let text = std::fs::read_to_string(written).unwrap();
+    assert!(text.contains("this file passes as written"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use dshc_scenario::format::Scenario;
-use dshc_scenario::protocol::{Case, Command};
+use dshc_scenario::protocol::{AssemblyCommand, Case, Command};
 
 use dshc_scenario::data_file::{DataFileError, parse_toml, read_text};
 
@@ -101,7 +101,10 @@ fn fixture_from_value(path: &Path, document: Value) -> Result<Fixture, DataFileE
         .unwrap_or_default();
     let case = dshc_scenario::compile::compile(&id, &scenario)
         .map_err(|error| bad(format!("{}: {}", error.path, error.message)))?;
-    if !matches!(case.commands.last(), Some(Command::Assemble(_))) {
+    if !matches!(
+        case.commands.last(),
+        Some(Command::Assembly(AssemblyCommand::Assemble(_)))
+    ) {
         return Err(bad(
             "the last step of a fixture must be the measured `assemble`".into(),
         ));

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use dshc_model::render::{render_context_snapshot, render_prompt};
 use dshc_model::{AssembleContext, Assembly, JsError, Registry, ScopeKey};
-use dshc_scenario::protocol::{BenchReply, Case, Command};
+use dshc_scenario::protocol::{AssemblyCommand, BenchReply, Case, Command};
 
 use crate::assembly_level::AssemblyCommands;
 use crate::driver::run_commands;
@@ -55,7 +55,9 @@ impl BenchRig {
     /// Run every command of `case` but the last, which must be the measured
     /// `assemble`; a registration that fails fails the rig.
     pub fn new(case: &Case) -> Result<BenchRig, RigError> {
-        let Some((Command::Assemble(measured), registrations)) = case.commands.split_last() else {
+        let Some((Command::Assembly(AssemblyCommand::Assemble(measured)), registrations)) =
+            case.commands.split_last()
+        else {
             return Err(RigError::NoMeasuredAssemble);
         };
         let registry =

@@ -25,9 +25,10 @@ use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    AgentRun, AgentSpec, Case, CaseResult, Command, JsJson, LayoutSection, LoopRun, LoopWorld,
-    MessageCommand, ModelResolution, Observation, PromptLayout as ProtocolLayout, ProviderRequest,
-    RecordField, ScriptedError, ToolOp, ToolResultSpec,
+    AgentRun, AgentSpec, AssemblyCommand, Case, CaseResult, Command, JsJson, LayoutSection,
+    LoopCommand, LoopRun, LoopWorld, MessageCommand, ModelResolution, Observation,
+    PromptLayout as ProtocolLayout, ProviderRequest, RecordField, ScriptedError, ToolOp,
+    ToolResultSpec,
 };
 
 mod commands;
@@ -381,42 +382,43 @@ impl Commands for LoopCommands {
         observation: &mut Observation,
     ) -> Result<(), JsError> {
         match command {
-            Command::Dispose(c) => self.dispose(c),
-            Command::Section(_)
-            | Command::Context(_)
-            | Command::Suppress(_)
-            | Command::Tools(_)
-            | Command::Variable(_)
-            | Command::Listen(_)
-            | Command::OnChange(_)
-            | Command::Owner(_)
-            | Command::DisposeScope(_)
-            | Command::CanonicalHeader(_)
-            | Command::HeaderEquals(_)
-            | Command::Bind(_)
-            | Command::Assemble(_) => self.assembly.run(command, observation).await,
-            Command::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
-            Command::Steer(m) => self.agent(&m.agent).steer(self.message(m)),
-            Command::Inject(m) => self.agent(&m.agent).inject(self.message(m)),
-            Command::Cancel(c) => self.cancel(c),
-            Command::Wait(c) => self.wait(c).await,
-            Command::WaitIdle(c) => self.wait_idle(c).await,
-            Command::Compact(c) => self.compact(c),
-            Command::Resume(c) => self.resume(c).await,
-            Command::DisposeAgent(c) => self.dispose_agent(c).await,
-            Command::OnPreStep(c) => self.listen(c, loop_listeners::on_pre_step),
-            Command::OnRequest(c) => self.listen(c, loop_listeners::on_request),
-            Command::OnRequestError(c) => self.listen(c, loop_listeners::on_request_error),
-            Command::OnTurnStopping(c) => self.listen(c, loop_listeners::on_turn_stopping),
-            Command::OnStatus(c) => self.listen(c, loop_listeners::on_status),
-            Command::OnSessionEvent(c) => self.listen(c, loop_listeners::on_session_event),
-            Command::Plugin(action) => self.plugin(action),
-            Command::Append(c) => self.append(c),
-            Command::ReadSession(c) => self.read_session(c, observation),
-            Command::FirePreStep(c) => self.fire_pre_step(c, observation).await,
-            Command::ClockJump(c) => self.clock_jump(c),
-            Command::RegisterRoute(c) => self.register_route(c),
-            Command::UnregisterRoute(c) => self.unregister_route(c),
+            Command::Assembly(AssemblyCommand::Dispose(c)) => self.dispose(c),
+            Command::Assembly(command) => self.assembly.run(command, observation).await,
+            Command::Loop(command) => self.run_loop_command(command, observation).await,
+        }
+    }
+}
+
+impl LoopCommands {
+    /// A command that acts on the agents, their sessions or the world.
+    async fn run_loop_command(
+        &mut self,
+        command: &LoopCommand,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
+        match command {
+            LoopCommand::Followup(m) => self.agent(&m.agent).followup(self.message(m)),
+            LoopCommand::Steer(m) => self.agent(&m.agent).steer(self.message(m)),
+            LoopCommand::Inject(m) => self.agent(&m.agent).inject(self.message(m)),
+            LoopCommand::Cancel(c) => self.cancel(c),
+            LoopCommand::Wait(c) => self.wait(c).await,
+            LoopCommand::WaitIdle(c) => self.wait_idle(c).await,
+            LoopCommand::Compact(c) => self.compact(c),
+            LoopCommand::Resume(c) => self.resume(c).await,
+            LoopCommand::DisposeAgent(c) => self.dispose_agent(c).await,
+            LoopCommand::OnPreStep(c) => self.listen(c, loop_listeners::on_pre_step),
+            LoopCommand::OnRequest(c) => self.listen(c, loop_listeners::on_request),
+            LoopCommand::OnRequestError(c) => self.listen(c, loop_listeners::on_request_error),
+            LoopCommand::OnTurnStopping(c) => self.listen(c, loop_listeners::on_turn_stopping),
+            LoopCommand::OnStatus(c) => self.listen(c, loop_listeners::on_status),
+            LoopCommand::OnSessionEvent(c) => self.listen(c, loop_listeners::on_session_event),
+            LoopCommand::Plugin(action) => self.plugin(action),
+            LoopCommand::Append(c) => self.append(c),
+            LoopCommand::ReadSession(c) => self.read_session(c, observation),
+            LoopCommand::FirePreStep(c) => self.fire_pre_step(c, observation).await,
+            LoopCommand::ClockJump(c) => self.clock_jump(c),
+            LoopCommand::RegisterRoute(c) => self.register_route(c),
+            LoopCommand::UnregisterRoute(c) => self.unregister_route(c),
         }
     }
 }
@@ -434,7 +436,9 @@ fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> Protoco
                 .map(|scope| scope.map(|s| s.to_string()));
             let registration = scope.as_ref().and_then(|scope| {
                 commands.iter().find_map(|command| match command {
-                    Command::Section(c) if c.name == section.name && c.scope == *scope => {
+                    Command::Assembly(AssemblyCommand::Section(c))
+                        if c.name == section.name && c.scope == *scope =>
+                    {
                         c.id.clone()
                     }
                     _ => None,

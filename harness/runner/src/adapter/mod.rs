@@ -187,7 +187,7 @@ impl Implementation for External {
         }
         if !self.process.capabilities.levels.contains(&case.level) {
             return Ran::skipped(format!(
-                "the adapter does not implement the {:?} level",
+                "the adapter does not implement the {} level",
                 case.level
             ));
         }

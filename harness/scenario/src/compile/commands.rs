@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 
 use super::{CompileError, fail};
 use crate::protocol::{
-    ActOp, Command, ContextCommand, Effect, ListenCommand, ListenerOp, LoopListenerCommand,
-    OwnerCommand, PreStepOp, ProviderSpec, RecordField, Registration, RequestErrorOp, RequestOp,
-    SectionCommand, TextSpec, ToolOp, ToolResultSpec, ToolsCommand, VariableCommand,
+    ActOp, AssemblyCommand, Command, ContextCommand, Effect, ListenCommand, ListenerOp,
+    LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, ProviderSpec, RecordField,
+    Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec, ToolOp, ToolResultSpec,
+    ToolsCommand, VariableCommand,
 };
 
 /// What the checks of one case collect as they go: the default-id
@@ -28,23 +29,6 @@ impl Compiler {
         path: &str,
         spec: &mut ProviderSpec<T>,
     ) -> Result<(), CompileError> {
-        let outcomes = usize::from(spec.returns.is_some())
-            + usize::from(spec.sequence.is_some())
-            + usize::from(spec.returns_undefined)
-            + usize::from(spec.throws.is_some())
-            + usize::from(spec.context_field.is_some());
-        if outcomes != 1 {
-            return fail(
-                path,
-                "a provider sets exactly one of `returns`, `sequence`, `returns_undefined`, `throws`, `context_field`",
-            );
-        }
-        if spec.sequence.as_ref().is_some_and(Vec::is_empty) {
-            return fail(path, "`sequence` needs at least one value");
-        }
-        if spec.cause.is_some() && spec.throws.is_none() {
-            return fail(path, "`cause` only goes with `throws`");
-        }
         for (index, effect) in spec.effects.iter_mut().enumerate() {
             self.effect(&format!("{path}.effects[{index}]"), effect)?;
         }
@@ -146,55 +130,55 @@ impl Compiler {
         command: &mut Command,
     ) -> Result<(), CompileError> {
         match command {
-            Command::Section(s) => self.section(path, s),
-            Command::Context(s) => self.context(path, s),
-            Command::Variable(s) => self.variable(path, s),
-            Command::Suppress(s) => {
+            Command::Assembly(AssemblyCommand::Section(s)) => self.section(path, s),
+            Command::Assembly(AssemblyCommand::Context(s)) => self.context(path, s),
+            Command::Assembly(AssemblyCommand::Variable(s)) => self.variable(path, s),
+            Command::Assembly(AssemblyCommand::Suppress(s)) => {
                 self.define_suppressor(&mut s.id);
                 Ok(())
             }
-            Command::Tools(s) => self.tools(path, s),
-            Command::Listen(s) => self.listen(path, s),
-            Command::OnChange(s) => {
+            Command::Assembly(AssemblyCommand::Tools(s)) => self.tools(path, s),
+            Command::Assembly(AssemblyCommand::Listen(s)) => self.listen(path, s),
+            Command::Assembly(AssemblyCommand::OnChange(s)) => {
                 self.define(&s.id.clone());
                 Ok(())
             }
-            Command::Owner(s) => self.owner(path, s),
-            Command::Dispose(s) => {
+            Command::Assembly(AssemblyCommand::Owner(s)) => self.owner(path, s),
+            Command::Assembly(AssemblyCommand::Dispose(s)) => {
                 self.dispose_targets
                     .push((path.to_string(), s.target.clone()));
                 Ok(())
             }
-            Command::OnPreStep(LoopListenerCommand { id, .. })
-            | Command::OnRequest(LoopListenerCommand { id, .. })
-            | Command::OnRequestError(LoopListenerCommand { id, .. })
-            | Command::OnTurnStopping(LoopListenerCommand { id, .. })
-            | Command::OnStatus(LoopListenerCommand { id, .. })
-            | Command::OnSessionEvent(LoopListenerCommand { id, .. }) => {
+            Command::Loop(LoopCommand::OnPreStep(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnRequest(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnRequestError(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnTurnStopping(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnStatus(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand { id, .. })) => {
                 self.define(&id.clone());
                 check_listener_acts(path, command)
             }
-            Command::Bind(_)
-            | Command::DisposeScope(_)
-            | Command::Assemble(_)
-            | Command::Followup(_)
-            | Command::Steer(_)
-            | Command::Inject(_)
-            | Command::Cancel(_)
-            | Command::Wait(_)
-            | Command::WaitIdle(_)
-            | Command::Compact(_)
-            | Command::Resume(_)
-            | Command::DisposeAgent(_)
-            | Command::Plugin(_)
-            | Command::RegisterRoute(_)
-            | Command::UnregisterRoute(_)
-            | Command::Append(_)
-            | Command::ReadSession(_)
-            | Command::FirePreStep(_)
-            | Command::ClockJump(_)
-            | Command::CanonicalHeader(_)
-            | Command::HeaderEquals(_) => Ok(()),
+            Command::Assembly(AssemblyCommand::Bind(_))
+            | Command::Assembly(AssemblyCommand::DisposeScope(_))
+            | Command::Assembly(AssemblyCommand::Assemble(_))
+            | Command::Loop(LoopCommand::Followup(_))
+            | Command::Loop(LoopCommand::Steer(_))
+            | Command::Loop(LoopCommand::Inject(_))
+            | Command::Loop(LoopCommand::Cancel(_))
+            | Command::Loop(LoopCommand::Wait(_))
+            | Command::Loop(LoopCommand::WaitIdle(_))
+            | Command::Loop(LoopCommand::Compact(_))
+            | Command::Loop(LoopCommand::Resume(_))
+            | Command::Loop(LoopCommand::DisposeAgent(_))
+            | Command::Loop(LoopCommand::Plugin(_))
+            | Command::Loop(LoopCommand::RegisterRoute(_))
+            | Command::Loop(LoopCommand::UnregisterRoute(_))
+            | Command::Loop(LoopCommand::Append(_))
+            | Command::Loop(LoopCommand::ReadSession(_))
+            | Command::Loop(LoopCommand::FirePreStep(_))
+            | Command::Loop(LoopCommand::ClockJump(_))
+            | Command::Assembly(AssemblyCommand::CanonicalHeader(_))
+            | Command::Assembly(AssemblyCommand::HeaderEquals(_)) => Ok(()),
         }
     }
 
@@ -303,7 +287,7 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
     use RecordField::{Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn};
     let acts = |op: Option<&ActOp>| op.cloned();
     let (event, fields, ops): (&str, &[RecordField], Vec<Option<ActOp>>) = match command {
-        Command::OnPreStep(c) => (
+        Command::Loop(LoopCommand::OnPreStep(c)) => (
             "agent/pre-step",
             &[Turn, Step, Messages, Aborted, LastEvent],
             c.ops
@@ -316,7 +300,7 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
                 })
                 .collect(),
         ),
-        Command::OnRequest(c) => (
+        Command::Loop(LoopCommand::OnRequest(c)) => (
             "agent/request",
             &[Turn, Step, Aborted, LastEvent],
             c.ops
@@ -329,7 +313,7 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
                 })
                 .collect(),
         ),
-        Command::OnRequestError(c) => (
+        Command::Loop(LoopCommand::OnRequestError(c)) => (
             "agent/request-error",
             &[Turn, Step, Aborted, Provider, Failure, LastEvent],
             c.ops
@@ -342,17 +326,17 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
                 })
                 .collect(),
         ),
-        Command::OnTurnStopping(c) => (
+        Command::Loop(LoopCommand::OnTurnStopping(c)) => (
             "agent/turn-stopping",
             &[Turn, Aborted, LastEvent],
             c.ops.iter().map(|op| Some(op.clone())).collect(),
         ),
-        Command::OnStatus(c) => (
+        Command::Loop(LoopCommand::OnStatus(c)) => (
             "agent/status",
             &[Status, LastEvent],
             c.ops.iter().map(|op| Some(op.clone())).collect(),
         ),
-        Command::OnSessionEvent(c) => (
+        Command::Loop(LoopCommand::OnSessionEvent(c)) => (
             "session/event",
             &[Event, LastEvent],
             c.ops.iter().map(|op| Some(op.clone())).collect(),

@@ -16,7 +16,8 @@ mod world;
 
 use crate::format::{FORMAT_VERSION, Scenario};
 use crate::protocol::{
-    BindCommand, Case, Command, Level, ListenerOp, LoopWorld, RouteResponse, RouteSpec,
+    AssemblyCommand, BindCommand, Case, Command, Level, ListenerOp, LoopCommand, LoopWorld,
+    RouteResponse, RouteSpec,
 };
 use commands::Compiler;
 use expect::check_expectations;
@@ -68,10 +69,10 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         .scopes
         .iter()
         .map(|binding| {
-            Command::Bind(BindCommand {
+            Command::Assembly(AssemblyCommand::Bind(BindCommand {
                 scope: binding.name.clone(),
                 parent: binding.parent.clone(),
-            })
+            }))
         })
         .chain(scenario.steps.iter().map(|step| step.command.clone()))
         .collect();
@@ -190,69 +191,45 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
     }
 }
 
-/// Commands and listener ops that only make sense around an agent.
+/// Commands and listener ops that only make sense around an agent: every
+/// [`LoopCommand`], and a listener that waits for an abort or sleeps.
 pub fn needs_loop(command: &Command) -> bool {
     match command {
-        Command::Listen(listen) => listen
+        Command::Assembly(AssemblyCommand::Listen(listen)) => listen
             .ops
             .iter()
             .any(|op| matches!(op, ListenerOp::WaitForAbort | ListenerOp::SleepMs(_))),
-        Command::Section(_)
-        | Command::Context(_)
-        | Command::Suppress(_)
-        | Command::Tools(_)
-        | Command::Variable(_)
-        | Command::Dispose(_)
-        | Command::OnChange(_)
-        | Command::Owner(_)
-        | Command::DisposeScope(_)
-        | Command::Bind(_)
-        | Command::Assemble(_) => false,
-        Command::Followup(_)
-        | Command::Steer(_)
-        | Command::Inject(_)
-        | Command::Cancel(_)
-        | Command::Wait(_)
-        | Command::WaitIdle(_)
-        | Command::Compact(_)
-        | Command::Resume(_)
-        | Command::DisposeAgent(_)
-        | Command::OnPreStep(_)
-        | Command::OnRequest(_)
-        | Command::OnRequestError(_)
-        | Command::OnTurnStopping(_)
-        | Command::OnStatus(_)
-        | Command::OnSessionEvent(_)
-        | Command::Plugin(_)
-        | Command::RegisterRoute(_)
-        | Command::UnregisterRoute(_)
-        | Command::Append(_)
-        | Command::ReadSession(_)
-        | Command::FirePreStep(_)
-        | Command::ClockJump(_) => true,
-        Command::CanonicalHeader(_) | Command::HeaderEquals(_) => false,
+        Command::Assembly(_) => false,
+        Command::Loop(_) => true,
     }
 }
 
 /// The agent a loop command names with `agent`, if any.
 pub fn addressed_agent(command: &Command) -> Option<&str> {
+    let Command::Loop(command) = command else {
+        return None;
+    };
     let agent = match command {
-        Command::Followup(c) | Command::Steer(c) | Command::Inject(c) => &c.agent,
-        Command::Cancel(c) => &c.agent,
-        Command::WaitIdle(c) => &c.agent,
-        Command::Compact(c) => &c.agent,
-        Command::Resume(c) => &c.agent,
-        Command::DisposeAgent(c) => &c.agent,
-        Command::OnPreStep(c) => &c.agent,
-        Command::OnRequest(c) => &c.agent,
-        Command::OnRequestError(c) => &c.agent,
-        Command::OnTurnStopping(c) => &c.agent,
-        Command::OnStatus(c) => &c.agent,
-        Command::OnSessionEvent(c) => &c.agent,
-        Command::Append(c) => &c.agent,
-        Command::ReadSession(c) => &c.agent,
-        Command::FirePreStep(c) => &c.agent,
-        _ => return None,
+        LoopCommand::Followup(c) | LoopCommand::Steer(c) | LoopCommand::Inject(c) => &c.agent,
+        LoopCommand::Cancel(c) => &c.agent,
+        LoopCommand::WaitIdle(c) => &c.agent,
+        LoopCommand::Compact(c) => &c.agent,
+        LoopCommand::Resume(c) => &c.agent,
+        LoopCommand::DisposeAgent(c) => &c.agent,
+        LoopCommand::OnPreStep(c) => &c.agent,
+        LoopCommand::OnRequest(c) => &c.agent,
+        LoopCommand::OnRequestError(c) => &c.agent,
+        LoopCommand::OnTurnStopping(c) => &c.agent,
+        LoopCommand::OnStatus(c) => &c.agent,
+        LoopCommand::OnSessionEvent(c) => &c.agent,
+        LoopCommand::Append(c) => &c.agent,
+        LoopCommand::ReadSession(c) => &c.agent,
+        LoopCommand::FirePreStep(c) => &c.agent,
+        LoopCommand::Wait(_)
+        | LoopCommand::Plugin(_)
+        | LoopCommand::ClockJump(_)
+        | LoopCommand::RegisterRoute(_)
+        | LoopCommand::UnregisterRoute(_) => return None,
     };
     agent.as_deref()
 }

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::{CompileError, MAX_EPOCH_MS, MAX_VIRTUAL_TIME_MS, addressed_agent, fail};
 use crate::protocol::{
-    AgentSpec, Command, LoopWorld, ModelResolution, RouteSpec, ScriptedError, SimulationSpec,
+    AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, RouteSpec, ScriptedError,
+    SimulationSpec,
 };
 
 /// A loop case's world and what its commands say of it: the provider's
@@ -61,8 +62,9 @@ fn check_messages_and_agents(
     path_of: &dyn Fn(usize) -> String,
 ) -> Result<(), CompileError> {
     for (index, command) in commands.iter().enumerate() {
-        if let Command::Followup(message) | Command::Steer(message) | Command::Inject(message) =
-            command
+        if let Command::Loop(LoopCommand::Followup(message))
+        | Command::Loop(LoopCommand::Steer(message))
+        | Command::Loop(LoopCommand::Inject(message)) = command
             && message.text.is_some() == message.content.is_some()
         {
             return fail(&path_of(index), "a message has either `text` or `content`");
@@ -86,7 +88,8 @@ fn check_route_commands(
     path_of: &dyn Fn(usize) -> String,
 ) -> Result<(), CompileError> {
     for (index, command) in commands.iter().enumerate() {
-        if let Command::RegisterRoute(route) | Command::UnregisterRoute(route) = command
+        if let Command::Loop(LoopCommand::RegisterRoute(route))
+        | Command::Loop(LoopCommand::UnregisterRoute(route)) = command
             && !routes.iter().any(|r| r.provider == route.provider)
         {
             return fail(
@@ -109,8 +112,10 @@ fn check_clock(simulation: &SimulationSpec, commands: &[Command]) -> Result<(), 
         );
     }
     let waits = commands.iter().fold(0u64, |total, command| match command {
-        Command::Wait(wait) => total.saturating_add(wait.ms),
-        Command::ClockJump(jump) => total.saturating_add(jump.ms.max(0).unsigned_abs()),
+        Command::Loop(LoopCommand::Wait(wait)) => total.saturating_add(wait.ms),
+        Command::Loop(LoopCommand::ClockJump(jump)) => {
+            total.saturating_add(jump.ms.max(0).unsigned_abs())
+        }
         _ => total,
     });
     let latest = simulation
@@ -141,8 +146,8 @@ fn check_clock_stays_after_the_epoch(
     let mut earliest = i128::from(simulation.start_ms);
     for (index, command) in commands.iter().enumerate() {
         match command {
-            Command::Wait(wait) => earliest += i128::from(wait.ms),
-            Command::ClockJump(jump) => {
+            Command::Loop(LoopCommand::Wait(wait)) => earliest += i128::from(wait.ms),
+            Command::Loop(LoopCommand::ClockJump(jump)) => {
                 earliest += i128::from(jump.ms);
                 if earliest < 0 {
                     return fail(

@@ -57,6 +57,22 @@ pub enum Level {
     Loop,
 }
 
+impl Level {
+    /// The level's name in files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Assembly => "assembly",
+            Level::Loop => "loop",
+        }
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
 /// `SystemPrompt` config (spec 01 §1). Absent keys take upstream defaults.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,9 @@
 //!
 //! The loop-level commands' payloads live in [`super::loop_commands`].
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -22,110 +24,234 @@ use super::providers::{
     ContextCommand, Registration, SectionCommand, SuppressCommand, ToolsCommand, VariableCommand,
 };
 
-/// One command of a case. `do` selects the kind. In a scenario file each
-/// step is a command plus, for most kinds, its `expect`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "do", rename_all = "snake_case")]
+/// One command of a case, split by the level that runs it: an
+/// [`AssemblyCommand`] runs at either level (the registry, assembly and the
+/// header helpers), a [`LoopCommand`] needs an agent. In a scenario file and
+/// on the protocol it is one table or object whose `do` selects the kind;
+/// each step is a command plus, for most kinds, its `expect`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WireCommand", into = "WireCommand")]
 pub enum Command {
-    /// `systemPrompt.section(...)`.
-    Section(SectionCommand),
-    /// `systemPrompt.context(...)`.
-    Context(ContextCommand),
-    /// `systemPrompt.suppressRuntimeContext()`.
-    Suppress(SuppressCommand),
-    /// `systemPrompt.tools(provider)`.
-    Tools(ToolsCommand),
-    /// `systemPrompt.variable(name, provider)`.
-    Variable(VariableCommand),
-    /// `ctx.on('system-prompt/assemble', listener, options)`.
-    Listen(ListenCommand),
-    /// Call a registration's disposer.
-    Dispose(DisposeCommand),
-    /// Dispose a scope (`createScope(...).dispose()`): every registration
-    /// and listener made on it goes.
-    DisposeScope(ScopeCommand),
-    /// A plugin that owns a group of global registrations (`ctx.plugin`):
-    /// they are made in its context, in order, and disposing `id` disposes
-    /// the plugin, so all of them go in one step.
-    Owner(OwnerCommand),
-    /// `ctx.on('system-prompt/change', listener)`: journals `change <id>`
-    /// on every event and throws on the calls `throw_on` names.
-    OnChange(ChangeListenerCommand),
-    /// Bind a scope's parent at this point.
-    Bind(BindCommand),
-    /// `assemble({scope})`, then render the prompt and the context snapshot.
-    Assemble(AssembleCommand),
-    /// Loop: `agent.followup(message)`.
-    Followup(MessageCommand),
-    /// Loop: `agent.steer(message)`.
-    Steer(MessageCommand),
-    /// Loop: `agent.inject(message)`.
-    Inject(MessageCommand),
-    /// Loop: `agent.cancel(reason, {keepInbox})`.
-    Cancel(CancelCommand),
-    /// Loop: let virtual time pass. While the agent is idle the clock jumps
-    /// (nothing is in flight); otherwise the simulation runs through it.
-    Wait(WaitCommand),
+    /// A command of the assembly level.
+    Assembly(AssemblyCommand),
+    /// A command of the loop level.
+    Loop(LoopCommand),
+}
 
-    /// Loop: wait until the agent is idle.
-    WaitIdle(WaitIdleCommand),
-    /// Loop: append a compaction summary replacing a surface range.
-    Compact(CompactCommand),
-    /// Loop: a new agent over a session rebuilt from this log, as a new
-    /// process would build it: waits for idle, drops the old agent with its
-    /// scoped registrations and listeners, keeps global registrations.
-    Resume(ResumeCommand),
-    /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
-    DisposeAgent(DisposeAgentCommand),
-    /// Loop: an `agent/pre-step` listener.
-    OnPreStep(LoopListenerCommand<PreStepOp>),
-    /// Loop: an `agent/request` listener.
-    OnRequest(LoopListenerCommand<RequestOp>),
-    /// Loop: an `agent/request-error` listener.
-    OnRequestError(LoopListenerCommand<RequestErrorOp>),
-    /// Loop: an `agent/turn-stopping` listener (serial; it only acts).
-    OnTurnStopping(LoopListenerCommand<ActOp>),
-    /// Loop: an `agent/status` listener on the agent (a contained event:
-    /// a throw is logged as a warning).
-    OnStatus(LoopListenerCommand<ActOp>),
-    /// Loop: a `session/event` observer on the agent's session (contained
-    /// like `on_status`; runs after each append).
-    OnSessionEvent(LoopListenerCommand<ActOp>),
-    /// Loop: act on a context plugin's inputs (spec 10).
-    Plugin(PluginAction),
-    /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an
-    /// agent's session, with any values.
-    Append(AppendCommand),
-    /// Loop: read an agent's session: its folded request header and
-    /// context, surface nodes and derived messages (the step's `value`).
-    ReadSession(ReadSessionCommand),
-    /// Loop: fire an agent's `agent/pre-step` waterfall directly, without the
-    /// loop, with these messages; the decision is the step's `value`
-    /// (`{kind = "enter", messages}` or `{kind = "reject"}`).
-    FirePreStep(FirePreStepCommand),
-    /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
-    /// forward or backward, while timers keep their course.
-    ClockJump(ClockJumpCommand),
-    /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
-    CanonicalHeader(CanonicalHeaderCommand),
-    /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
-    HeaderEquals(HeaderEqualsCommand),
-    /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
-    /// scripted route of that name (its script goes on where it stopped).
-    RegisterRoute(RouteCommand),
-    /// Loop: dispose the route's current registration (a no-op when it has none).
-    UnregisterRoute(RouteCommand),
+/// Declares [`AssemblyCommand`], [`LoopCommand`] and the flat `WireCommand`
+/// that both serialize as, from one list per level, so the level a command
+/// belongs to is written once, here.
+macro_rules! commands_by_level {
+    (
+        assembly { $( $(#[$a_meta:meta])* $a_name:literal => $a_kind:ident($a_payload:ty), )* }
+        loop { $( $(#[$l_meta:meta])* $l_name:literal => $l_kind:ident($l_payload:ty), )* }
+    ) => {
+        /// The commands that run at either level: the prompt registry's,
+        /// `assemble`, and the session header helpers.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum AssemblyCommand { $( $(#[$a_meta])* $a_kind($a_payload), )* }
+
+        /// The commands that need an agent (`level = "loop"`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum LoopCommand { $( $(#[$l_meta])* $l_kind($l_payload), )* }
+
+        /// One command of a case. `do` selects the kind. In a scenario file each
+        /// step is a command plus, for most kinds, its `expect`.
+        #[derive(Clone, Serialize, Deserialize, JsonSchema)]
+        #[serde(tag = "do")]
+        #[schemars(rename = "Command")]
+        enum WireCommand {
+            $( $(#[$a_meta])* #[serde(rename = $a_name)] $a_kind($a_payload), )*
+            $( $(#[$l_meta])* #[serde(rename = $l_name)] $l_kind($l_payload), )*
+        }
+
+        impl AssemblyCommand {
+            /// The `do` kinds of the assembly level, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $a_name, )*];
+        }
+
+        impl LoopCommand {
+            /// The `do` kinds that need an agent, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $l_name, )*];
+        }
+
+        impl Command {
+            /// Every `do` kind, in the schema's order.
+            pub const KINDS: &[&str] = &[$( $a_name, )* $( $l_name, )*];
+
+            /// The command of kind `kind` (its `do`) whose other fields
+            /// `payload` holds. Unlike reading a whole `do`-tagged table,
+            /// this reads the payload straight from `payload`, so a
+            /// path-tracking deserializer sees every field on the way.
+            pub fn from_payload<'de, D: serde::Deserializer<'de>>(
+                kind: &str,
+                payload: D,
+            ) -> Result<Command, D::Error> {
+                match kind {
+                    $( $a_name => <$a_payload>::deserialize(payload)
+                        .map(|c| Command::Assembly(AssemblyCommand::$a_kind(c))), )*
+                    $( $l_name => <$l_payload>::deserialize(payload)
+                        .map(|c| Command::Loop(LoopCommand::$l_kind(c))), )*
+                    other => Err(serde::de::Error::unknown_variant(other, Command::KINDS)),
+                }
+            }
+        }
+
+        impl From<WireCommand> for Command {
+            fn from(wire: WireCommand) -> Self {
+                match wire {
+                    $( WireCommand::$a_kind(c) => Command::Assembly(AssemblyCommand::$a_kind(c)), )*
+                    $( WireCommand::$l_kind(c) => Command::Loop(LoopCommand::$l_kind(c)), )*
+                }
+            }
+        }
+
+        impl From<Command> for WireCommand {
+            fn from(command: Command) -> Self {
+                match command {
+                    $( Command::Assembly(AssemblyCommand::$a_kind(c)) => WireCommand::$a_kind(c), )*
+                    $( Command::Loop(LoopCommand::$l_kind(c)) => WireCommand::$l_kind(c), )*
+                }
+            }
+        }
+    };
+}
+
+commands_by_level! {
+    assembly {
+        /// `systemPrompt.section(...)`.
+        "section" => Section(SectionCommand),
+        /// `systemPrompt.context(...)`.
+        "context" => Context(ContextCommand),
+        /// `systemPrompt.suppressRuntimeContext()`.
+        "suppress" => Suppress(SuppressCommand),
+        /// `systemPrompt.tools(provider)`.
+        "tools" => Tools(ToolsCommand),
+        /// `systemPrompt.variable(name, provider)`.
+        "variable" => Variable(VariableCommand),
+        /// `ctx.on('system-prompt/assemble', listener, options)`.
+        "listen" => Listen(ListenCommand),
+        /// Call a registration's disposer.
+        "dispose" => Dispose(DisposeCommand),
+        /// Dispose a scope (`createScope(...).dispose()`): every registration
+        /// and listener made on it goes.
+        "dispose_scope" => DisposeScope(ScopeCommand),
+        /// A plugin that owns a group of global registrations (`ctx.plugin`):
+        /// they are made in its context, in order, and disposing `id` disposes
+        /// the plugin, so all of them go in one step.
+        "owner" => Owner(OwnerCommand),
+        /// `ctx.on('system-prompt/change', listener)`: journals `change <id>`
+        /// on every event and throws on the calls `throw_on` names.
+        "on_change" => OnChange(ChangeListenerCommand),
+        /// Bind a scope's parent at this point.
+        "bind" => Bind(BindCommand),
+        /// `assemble({scope})`, then render the prompt and the context snapshot.
+        "assemble" => Assemble(AssembleCommand),
+        /// `canonicalHeader(header)` (dsh-session), as the step's `value`.
+        "canonical_header" => CanonicalHeader(CanonicalHeaderCommand),
+        /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
+        "header_equals" => HeaderEquals(HeaderEqualsCommand),
+    }
+    loop {
+        /// Loop: `agent.followup(message)`.
+        "followup" => Followup(MessageCommand),
+        /// Loop: `agent.steer(message)`.
+        "steer" => Steer(MessageCommand),
+        /// Loop: `agent.inject(message)`.
+        "inject" => Inject(MessageCommand),
+        /// Loop: `agent.cancel(reason, {keepInbox})`.
+        "cancel" => Cancel(CancelCommand),
+        /// Loop: let virtual time pass. While the agent is idle the clock jumps
+        /// (nothing is in flight); otherwise the simulation runs through it.
+        "wait" => Wait(WaitCommand),
+        /// Loop: wait until the agent is idle.
+        "wait_idle" => WaitIdle(WaitIdleCommand),
+        /// Loop: append a compaction summary replacing a surface range.
+        "compact" => Compact(CompactCommand),
+        /// Loop: a new agent over a session rebuilt from this log, as a new
+        /// process would build it: waits for idle, drops the old agent with its
+        /// scoped registrations and listeners, keeps global registrations.
+        "resume" => Resume(ResumeCommand),
+        /// Loop: dispose the agent (cancel `disposed`, wait, drop its scope).
+        "dispose_agent" => DisposeAgent(DisposeAgentCommand),
+        /// Loop: an `agent/pre-step` listener.
+        "on_pre_step" => OnPreStep(LoopListenerCommand<PreStepOp>),
+        /// Loop: an `agent/request` listener.
+        "on_request" => OnRequest(LoopListenerCommand<RequestOp>),
+        /// Loop: an `agent/request-error` listener.
+        "on_request_error" => OnRequestError(LoopListenerCommand<RequestErrorOp>),
+        /// Loop: an `agent/turn-stopping` listener (serial; it only acts).
+        "on_turn_stopping" => OnTurnStopping(LoopListenerCommand<ActOp>),
+        /// Loop: an `agent/status` listener on the agent (a contained event:
+        /// a throw is logged as a warning).
+        "on_status" => OnStatus(LoopListenerCommand<ActOp>),
+        /// Loop: a `session/event` observer on the agent's session (contained
+        /// like `on_status`; runs after each append).
+        "on_session_event" => OnSessionEvent(LoopListenerCommand<ActOp>),
+        /// Loop: act on a context plugin's inputs (spec 10).
+        "plugin" => Plugin(PluginAction),
+        /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an
+        /// agent's session, with any values.
+        "append" => Append(AppendCommand),
+        /// Loop: read an agent's session: its folded request header and
+        /// context, surface nodes and derived messages (the step's `value`).
+        "read_session" => ReadSession(ReadSessionCommand),
+        /// Loop: fire an agent's `agent/pre-step` waterfall directly, without the
+        /// loop, with these messages; the decision is the step's `value`
+        /// (`{kind = "enter", messages}` or `{kind = "reject"}`).
+        "fire_pre_step" => FirePreStep(FirePreStepCommand),
+        /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
+        /// forward or backward, while timers keep their course.
+        "clock_jump" => ClockJump(ClockJumpCommand),
+        /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
+        /// scripted route of that name (its script goes on where it stopped).
+        "register_route" => RegisterRoute(RouteCommand),
+        /// Loop: dispose the route's current registration (a no-op when it has none).
+        "unregister_route" => UnregisterRoute(RouteCommand),
+    }
+}
+
+impl JsonSchema for Command {
+    fn schema_name() -> Cow<'static, str> {
+        WireCommand::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        WireCommand::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        WireCommand::json_schema(generator)
+    }
+}
+
+impl From<AssemblyCommand> for Command {
+    fn from(command: AssemblyCommand) -> Self {
+        Command::Assembly(command)
+    }
+}
+
+impl From<LoopCommand> for Command {
+    fn from(command: LoopCommand) -> Self {
+        Command::Loop(command)
+    }
+}
+
+impl From<Registration> for AssemblyCommand {
+    fn from(registration: Registration) -> Self {
+        match registration {
+            Registration::Section(c) => AssemblyCommand::Section(c),
+            Registration::Context(c) => AssemblyCommand::Context(c),
+            Registration::Suppress(c) => AssemblyCommand::Suppress(c),
+            Registration::Tools(c) => AssemblyCommand::Tools(c),
+            Registration::Variable(c) => AssemblyCommand::Variable(c),
+        }
+    }
 }
 
 impl From<Registration> for Command {
     fn from(registration: Registration) -> Self {
-        match registration {
-            Registration::Section(c) => Command::Section(c),
-            Registration::Context(c) => Command::Context(c),
-            Registration::Suppress(c) => Command::Suppress(c),
-            Registration::Tools(c) => Command::Tools(c),
-            Registration::Variable(c) => Command::Variable(c),
-        }
+        Command::Assembly(registration.into())
     }
 }
 

@@ -271,7 +271,7 @@ pub struct SetSessionAction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Command;
+    use crate::protocol::{Command, LoopCommand};
 
     #[test]
     fn plugin_commands_round_trip_through_toml_and_json() {
@@ -293,7 +293,7 @@ mod tests {
         let steps: Steps = toml::from_str(text).expect("parses");
         assert_eq!(
             steps.steps[1],
-            Command::Plugin(PluginAction::Tmux(TmuxQuery::Exit(1)))
+            Command::Loop(LoopCommand::Plugin(PluginAction::Tmux(TmuxQuery::Exit(1))))
         );
         for step in steps.steps {
             let json = serde_json::to_value(&step).expect("serializes");

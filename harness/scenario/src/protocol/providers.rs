@@ -5,7 +5,9 @@
 //! [`Effect`]s they perform while they are evaluated, which register in
 //! turn. The types refer to each other, so they share this module.
 
-use schemars::JsonSchema;
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -33,9 +35,9 @@ impl<'de> Deserialize<'de> for TextSpec {
             type Value = TextSpec;
 
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(
-                    "a string (the text) or a provider table with one of `returns`, \
-                     `sequence`, `returns_undefined` or `throws`",
+                write!(
+                    f,
+                    "a string (the text) or a provider table with one of {PROVIDER_OUTCOME_KEYS}"
                 )
             }
 
@@ -52,14 +54,71 @@ impl<'de> Deserialize<'de> for TextSpec {
     }
 }
 
-/// A scripted provider. Exactly one of `returns`, `sequence`,
-/// `returns_undefined` and `throws` is set. Returned objects are created once
-/// at registration and returned by reference on every call, as a JavaScript
-/// closure over a constant would.
+/// A scripted provider: what each call gives, and the registry effects it
+/// performs first. Returned objects are created once at registration and
+/// returned by reference on every call, as a JavaScript closure over a
+/// constant would.
+///
+/// In a file and on the protocol it is one flat table ([`ProviderTable`])
+/// that sets exactly one outcome key; that rule is checked as the table is
+/// read, so a `ProviderSpec` always holds exactly one [`Provided`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    try_from = "ProviderTable<T>",
+    into = "ProviderTable<T>",
+    bound(
+        serialize = "T: Serialize + Clone",
+        deserialize = "T: Deserialize<'de>"
+    )
+)]
+pub struct ProviderSpec<T> {
+    /// What a call gives.
+    pub provided: Provided<T>,
+    /// Side effects run during the call, before it returns or throws.
+    pub effects: Vec<Effect>,
+}
+
+impl<T> ProviderSpec<T> {
+    /// A provider that returns `value` on every call and does nothing else.
+    pub fn returning(value: T) -> Self {
+        ProviderSpec {
+            provided: Provided::Returns(value),
+            effects: Vec::new(),
+        }
+    }
+}
+
+/// The one outcome of a scripted provider's call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Provided<T> {
+    /// Return this value on every call.
+    Returns(T),
+    /// Return the n-th value on the n-th call; after the last, repeat the
+    /// last. Never empty.
+    Sequence(Vec<SequenceItem<T>>),
+    /// Return the assemble context's field of this name, `undefined` when
+    /// it is not of the provider's type.
+    ContextField(String),
+    /// Return `undefined`.
+    Undefined,
+    /// Throw `new Error(message)`, with `{cause: new Error(cause)}` when set.
+    Throws {
+        /// The error's message.
+        message: String,
+        /// The message of its cause.
+        cause: Option<String>,
+    },
+}
+
+/// A scripted provider, as a file or the protocol writes it: exactly one of
+/// `returns`, `sequence`, `context_field`, `returns_undefined` and `throws`
+/// is set. Returned objects are created once at registration and returned
+/// by reference on every call, as a JavaScript closure over a constant would.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
-pub struct ProviderSpec<T> {
+#[schemars(rename = "ProviderSpec")]
+pub struct ProviderTable<T> {
     /// Return this value on every call.
     pub returns: Option<T>,
     /// Return the n-th value on the n-th call; after the last, repeat the
@@ -78,6 +137,93 @@ pub struct ProviderSpec<T> {
     /// Side effects run during the call, before it returns or throws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub effects: Vec<Effect>,
+}
+
+impl<T> TryFrom<ProviderTable<T>> for ProviderSpec<T> {
+    type Error = String;
+
+    fn try_from(table: ProviderTable<T>) -> Result<Self, String> {
+        let ProviderTable {
+            returns,
+            sequence,
+            context_field,
+            returns_undefined,
+            throws,
+            cause,
+            effects,
+        } = table;
+        if cause.is_some() && throws.is_none() {
+            return Err("a provider's `cause` only goes with `throws`".into());
+        }
+        let mut outcomes = Vec::new();
+        if let Some(value) = returns {
+            outcomes.push(Provided::Returns(value));
+        }
+        if let Some(items) = sequence {
+            if items.is_empty() {
+                return Err("a provider's `sequence` needs at least one value".into());
+            }
+            outcomes.push(Provided::Sequence(items));
+        }
+        if let Some(field) = context_field {
+            outcomes.push(Provided::ContextField(field));
+        }
+        if returns_undefined {
+            outcomes.push(Provided::Undefined);
+        }
+        if let Some(message) = throws {
+            outcomes.push(Provided::Throws { message, cause });
+        }
+        match (outcomes.pop(), outcomes.is_empty()) {
+            (Some(provided), true) => Ok(ProviderSpec { provided, effects }),
+            _ => Err(format!(
+                "a provider sets exactly one of {PROVIDER_OUTCOME_KEYS}"
+            )),
+        }
+    }
+}
+
+/// The keys of a provider table of which exactly one is set.
+const PROVIDER_OUTCOME_KEYS: &str =
+    "`returns`, `sequence`, `context_field`, `returns_undefined` and `throws`";
+
+impl<T> From<ProviderSpec<T>> for ProviderTable<T> {
+    fn from(spec: ProviderSpec<T>) -> Self {
+        let mut table = ProviderTable {
+            returns: None,
+            sequence: None,
+            context_field: None,
+            returns_undefined: false,
+            throws: None,
+            cause: None,
+            effects: spec.effects,
+        };
+        match spec.provided {
+            Provided::Returns(value) => table.returns = Some(value),
+            Provided::Sequence(items) => table.sequence = Some(items),
+            Provided::ContextField(field) => table.context_field = Some(field),
+            Provided::Undefined => table.returns_undefined = true,
+            Provided::Throws { message, cause } => {
+                table.throws = Some(message);
+                table.cause = cause;
+            }
+        }
+        table
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for ProviderSpec<T> {
+    fn schema_name() -> Cow<'static, str> {
+        ProviderTable::<T>::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        ProviderTable::<T>::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        ProviderTable::<T>::json_schema(generator)
+    }
 }
 
 /// One value of a provider's `sequence`.
