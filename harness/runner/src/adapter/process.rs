@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -119,6 +119,38 @@ struct Starting {
 const PROGRESS_EVERY_MS: u64 = 10_000;
 
 impl Running {
+    /// The threads around a started child: the writer of requests, the
+    /// reader of reply lines, and the keeper of stderr's tail.
+    fn around(
+        child: Child,
+        (stdin, stdout, stderr): (ChildStdin, ChildStdout, ChildStderr),
+        max_bytes: usize,
+        starting: Option<Starting>,
+    ) -> Running {
+        let (requests, pending) = mpsc::channel();
+        thread::spawn(move || write_requests(stdin, pending));
+        let (sender, lines) = mpsc::channel();
+        let sent = Arc::new(AtomicU64::new(0));
+        let counted = sent.clone();
+        thread::spawn(move || read_lines(stdout, max_bytes, counted, sender));
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr_tail.clone();
+        let stderr_bytes = Arc::new(AtomicU64::new(0));
+        let written = stderr_bytes.clone();
+        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail, written));
+        Running {
+            child,
+            requests,
+            lines,
+            sent,
+            stderr_bytes,
+            starting,
+            stderr_tail,
+            stderr_reader,
+            next_seq: 0,
+        }
+    }
+
     /// Write one request line.
     fn send(&mut self, request: &Request) -> Result<(), AdapterFault> {
         let mut line = serde_json::to_string(request)
@@ -208,6 +240,67 @@ impl Running {
             }
         }
     }
+}
+
+/// What a line read while request `seq` is pending turned out to be.
+enum LineRead {
+    /// That request's reply.
+    Reply(Reply),
+    /// Not its reply: skipped with `warning`. `restart`: the adapter is
+    /// restarted after the case; `unsent`: the protocol error the case gets
+    /// if no reply of its own follows.
+    Skip {
+        warning: String,
+        restart: bool,
+        unsent: Option<String>,
+    },
+}
+
+/// Read `line` as the reply to request `seq`; `before_request`: it was read
+/// before that request went out.
+fn classify(line: &str, before_request: bool, seq: u64) -> Result<LineRead, AdapterFault> {
+    let shown: String = line.chars().take(200).collect();
+    let parsed = parse_reply(line);
+    // Read before this request went out, and no second answer to an
+    // earlier one: the adapter wrote it between requests. It is not this
+    // case's fault; the adapter is restarted after the case.
+    if before_request && parsed.as_ref().ok().is_none_or(|reply| reply.seq >= seq) {
+        return Ok(LineRead::Skip {
+            warning: format!(
+                "wrote {shown:?} while no request was pending; it is restarted after this case"
+            ),
+            restart: true,
+            unsent: None,
+        });
+    }
+    let reply = parsed.map_err(|error| {
+        AdapterFault::Protocol(format!(
+            "reply does not match the protocol ({error}): {shown}"
+        ))
+    })?;
+    Ok(if reply.seq < seq {
+        // A second answer to a request already answered: the earlier
+        // case's doing, not this one's.
+        LineRead::Skip {
+            warning: format!("answered request {} again; ignored", reply.seq),
+            restart: false,
+            unsent: None,
+        }
+    } else if reply.seq != seq {
+        LineRead::Skip {
+            warning: format!(
+                "answered request {}, which was never sent; it is restarted after this case",
+                reply.seq
+            ),
+            restart: true,
+            unsent: Some(format!(
+                "reply answers seq {} but request {seq} is pending",
+                reply.seq
+            )),
+        }
+    } else {
+        LineRead::Reply(reply)
+    })
 }
 
 /// One adapter command line, with its current process (if any).
@@ -358,35 +451,18 @@ impl AdapterProcess {
                 "the adapter's pipes are missing".into(),
             ));
         };
-        let (requests, pending) = mpsc::channel();
-        thread::spawn(move || write_requests(stdin, pending));
-        let (sender, lines) = mpsc::channel();
-        let max_bytes = self.limits.max_reply_bytes;
-        let sent = Arc::new(AtomicU64::new(0));
-        let counted = sent.clone();
-        thread::spawn(move || read_lines(stdout, max_bytes, counted, sender));
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        let stderr_bytes = Arc::new(AtomicU64::new(0));
-        let written = stderr_bytes.clone();
-        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail, written));
         let first_start = self.starts == 1;
         let starting = first_start.then(|| Starting {
             command_line: self.command_line.clone(),
             stderr_bytes: 0,
             waited_ms: 0,
         });
-        self.running = Some(Running {
+        self.running = Some(Running::around(
             child,
-            requests,
-            lines,
-            sent,
-            stderr_bytes,
+            (stdin, stdout, stderr),
+            self.limits.max_reply_bytes,
             starting,
-            stderr_tail,
-            stderr_reader,
-            next_seq: 0,
-        });
+        ));
         let timeout_ms = if first_start {
             self.limits.handshake_timeout_ms
         } else {
@@ -529,48 +605,19 @@ impl AdapterProcess {
                 }
                 (Err(fault), _) => return Err(fault),
             };
-            let parsed = parse_reply(&line);
-            // Read before this request went out, and no second answer to an
-            // earlier one: the adapter wrote it between requests. It is not
-            // this case's fault; the adapter is restarted after the case.
-            if sent < sent_with_it && parsed.as_ref().ok().is_none_or(|reply| reply.seq >= seq) {
-                let shown: String = line.chars().take(200).collect();
-                eprintln!(
-                    "warning: adapter `{}` wrote {shown:?} while no request was pending; \
-                     it is restarted after this case",
-                    self.command_line
-                );
-                stray_seen = true;
-                continue;
-            }
-            let reply: Reply = parsed.map_err(|error| {
-                let shown: String = line.chars().take(200).collect();
-                AdapterFault::Protocol(format!(
-                    "reply does not match the protocol ({error}): {shown}"
-                ))
-            })?;
-            if reply.seq < seq {
-                // A second answer to a request already answered: the earlier
-                // case's doing, not this one's. Skip it.
-                eprintln!(
-                    "warning: adapter `{}` answered request {} again; ignored",
-                    self.command_line, reply.seq
-                );
-                continue;
-            }
-            if reply.seq != seq {
-                eprintln!(
-                    "warning: adapter `{}` answered request {}, which was never sent; \
-                     it is restarted after this case",
-                    self.command_line, reply.seq
-                );
-                unsent_seq = Some(format!(
-                    "reply answers seq {} but request {seq} is pending",
-                    reply.seq
-                ));
-                stray_seen = true;
-                continue;
-            }
+            let reply = match classify(&line, sent < sent_with_it, seq)? {
+                LineRead::Reply(reply) => reply,
+                LineRead::Skip {
+                    warning,
+                    restart,
+                    unsent,
+                } => {
+                    eprintln!("warning: adapter `{}` {warning}", self.command_line);
+                    stray_seen |= restart;
+                    unsent_seq = unsent.or(unsent_seq);
+                    continue;
+                }
+            };
             let response = match (reply.body, bridge.as_deref_mut()) {
                 (ReplyBody::ProviderRequest(request), Some(bridge)) => bridge.request(request),
                 (ReplyBody::ProviderAbort(abort), Some(bridge)) => {
