@@ -303,18 +303,18 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
     check_format(path, source)?;
     let scenario: Scenario = toml::from_str(source).map_err(|error| {
         let advice = format_one_advice(path, source);
-        let raw = error.message().trim_end();
+        let message = error.message().trim_end();
         let Some(span) = error.span() else {
             // The parser's nesting limit comes without a place: the most
             // deeply nested line is where it was reached.
-            if raw.contains("recursion limit") {
+            if message.contains("recursion limit") {
                 let (line, column) = deepest_line(source);
                 return LoadError {
                     path: path.to_path_buf(),
                     line: Some(line),
                     column: Some(column),
                     message: format!(
-                        "nested deeper than the TOML reader allows ({raw}): a dotted key, \
+                        "nested deeper than the TOML reader allows ({message}): a dotted key, \
                          table or array this deep is not a scenario{advice}"
                     ),
                 };
@@ -323,12 +323,12 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
                 path: path.to_path_buf(),
                 line: None,
                 column: None,
-                message: format!("{raw}{advice}"),
+                message: format!("{message}{advice}"),
             };
         };
-        let (start, message) = match step_field_error(source, &span, raw) {
+        let (start, message) = match step_field_error(source, &span, message) {
             Some((field_start, message)) => (field_start, message),
-            None => (refine_span(source, span, raw), raw.to_string()),
+            None => (refine_span(source, span, message), message.to_string()),
         };
         let (line, column) = line_column(source, start);
         LoadError {
