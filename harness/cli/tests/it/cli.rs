@@ -319,27 +319,6 @@ fn migrate_goes_on_past_a_file_it_cannot_read_and_summarises() {
 }
 
 #[test]
-fn serve_refuses_a_log_that_is_its_script_or_not_a_regular_file() {
-    let scratch = Scratch::new("serve-log");
-    let script = "[[responses]]\ncontent = \"hi\"\n";
-    scratch.write("s.toml", script);
-    for log in ["s.toml", "/dev/full"] {
-        let output = run(
-            &["serve", "--script", "s.toml", "--port", "0", "--log", log],
-            &scratch.root,
-        );
-        assert_eq!(code(&output), 2, "{log}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains(&format!("--log {log}")),
-            "{}",
-            stderr(&output)
-        );
-    }
-    let kept = std::fs::read_to_string(scratch.root.join("s.toml")).expect("read");
-    assert_eq!(kept, script, "the script is intact");
-}
-
-#[test]
 fn sim_and_diff_replay_a_single_case_even_at_the_end_of_the_range() {
     let scratch = Scratch::new("ranges");
     let sim = run(
