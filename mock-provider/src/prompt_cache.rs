@@ -26,8 +26,9 @@
 //! `prompt_cache_miss_tokens = prompt_tokens − hit`. Which prompts get recorded is the
 //! server's decision (see [`crate::MockProvider`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -160,21 +161,58 @@ pub fn token_ids(prompt: &str) -> Vec<u32> {
 /// longest prefix with a new one is next to where the new one would sort, so
 /// a lookup compares two prompts, not all of them, and a long session costs
 /// time linear in its prompts' length rather than quadratic.
-#[derive(Debug, Clone, Default)]
+///
+/// The cache holds at most [`PromptCache::max_bytes`] of token ids (4 bytes a
+/// token): past it, the prompts recorded first are evicted first, as a real
+/// prefix cache forgets, so a long-running `dshc serve` stays bounded.
+#[derive(Debug, Clone)]
 pub struct PromptCache {
     prompts_by_model: BTreeMap<String, ModelPrompts>,
+    /// Distinct prompts in the order they were first recorded.
+    order: VecDeque<(String, Arc<[u32]>)>,
+    bytes: usize,
+    max_bytes: usize,
 }
 
 #[derive(Debug, Clone, Default)]
 struct ModelPrompts {
-    sorted: BTreeSet<Vec<u32>>,
+    sorted: BTreeSet<Arc<[u32]>>,
     recorded: usize,
+}
+
+/// The token-id bytes a prompt cache holds unless told otherwise: 256 MiB.
+pub const DEFAULT_MAX_CACHED_PROMPT_BYTES: usize = 256 << 20;
+
+impl Default for PromptCache {
+    fn default() -> Self {
+        Self::with_max_bytes(DEFAULT_MAX_CACHED_PROMPT_BYTES)
+    }
 }
 
 impl PromptCache {
     /// An empty cache: every first prompt of a model has zero hits.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty cache holding at most `max_bytes` of token ids.
+    pub fn with_max_bytes(max_bytes: usize) -> Self {
+        PromptCache {
+            prompts_by_model: BTreeMap::new(),
+            order: VecDeque::new(),
+            bytes: 0,
+            max_bytes,
+        }
+    }
+
+    /// The token-id bytes the cache holds at most.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The token-id bytes the cache holds now.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Account `prompt` for `model` against the prompts recorded so far (does not record it).
@@ -213,8 +251,22 @@ impl PromptCache {
     /// [`PromptCache::record`] of a prompt already turned into [`token_ids`].
     pub fn record_ids(&mut self, model: &str, ids: Vec<u32>) {
         let prompts = self.prompts_by_model.entry(model.to_owned()).or_default();
-        prompts.sorted.insert(ids);
         prompts.recorded += 1;
+        let ids: Arc<[u32]> = ids.into();
+        if !prompts.sorted.insert(ids.clone()) {
+            return;
+        }
+        self.bytes += ids.len() * 4;
+        self.order.push_back((model.to_owned(), ids));
+        while self.bytes > self.max_bytes {
+            let Some((model, oldest)) = self.order.pop_front() else {
+                break;
+            };
+            self.bytes -= oldest.len() * 4;
+            if let Some(prompts) = self.prompts_by_model.get_mut(&model) {
+                prompts.sorted.remove(&oldest);
+            }
+        }
     }
 
     /// Number of prompts recorded for `model`.
@@ -269,6 +321,46 @@ mod tests {
 
     const LONG_SYSTEM: &str = "You are a careful coding agent. Read files before editing them, \
         keep answers short, and never invent tool output. Prefer small, reviewable changes.";
+
+    #[test]
+    fn the_cache_keeps_at_most_its_bytes_evicting_the_oldest_prompts() {
+        // 300 large prompts against a 1 MiB cache: it never holds more, the
+        // latest prompts still hit, and the first ones are forgotten.
+        let mut cache = PromptCache::with_max_bytes(1 << 20);
+        let prompts: Vec<String> = (0..300)
+            .map(|i| format!("{i:04} {}", "word ".repeat(4_000)))
+            .collect();
+        for prompt in &prompts {
+            cache.record("m", prompt);
+            assert!(
+                cache.bytes() <= cache.max_bytes(),
+                "{} bytes",
+                cache.bytes()
+            );
+        }
+        assert_eq!(cache.recorded_prompt_count("m"), 300);
+        let latest = cache.account("m", &prompts[299]);
+        assert_eq!(latest.shared_prefix_tokens, latest.prompt_tokens);
+        let probe = format!("0000 {}", "other ".repeat(10));
+        let mut unbounded = PromptCache::with_max_bytes(usize::MAX);
+        unbounded.record("m", &prompts[0]);
+        assert!(unbounded.account("m", &probe).shared_prefix_tokens >= 2);
+        assert_eq!(
+            cache.account("m", &probe).shared_prefix_tokens,
+            0,
+            "evicted"
+        );
+        // Recording one prompt twice holds it once.
+        let mut twice = PromptCache::with_max_bytes(1 << 20);
+        twice.record("m", &prompts[0]);
+        let once = twice.bytes();
+        twice.record("m", &prompts[0]);
+        assert_eq!(twice.bytes(), once);
+        assert_eq!(
+            PromptCache::new().max_bytes(),
+            DEFAULT_MAX_CACHED_PROMPT_BYTES
+        );
+    }
 
     #[test]
     fn canonical_prompt_puts_leading_system_then_tools_then_rest() {

@@ -335,9 +335,17 @@ pub struct LoopContext {
     pub limit_reached: Rc<RefCell<Option<String>>>,
     /// Steps opened so far in the run.
     pub steps_opened: Rc<Cell<u64>>,
+    /// Turns started so far in the run.
+    pub turns_started: Rc<Cell<u64>>,
 }
 
 impl LoopContext {
+    /// Whether a limit was reached: the run is over, and no agent starts
+    /// another turn.
+    pub(crate) fn run_ended(&self) -> bool {
+        self.limit_reached.borrow().is_some()
+    }
+
     /// Record that `limit` (`name = value`) was reached; the error that ends
     /// the turn.
     pub(crate) fn reach(&self, limit: String) -> JsError {

@@ -104,6 +104,10 @@ pub struct LoopLimits {
     pub max_attempts_per_step: u32,
     /// Steps opened, over every turn and agent of the run.
     pub max_steps: u64,
+    /// Turns started, over every agent of the run: a listener that cancels
+    /// and follows up before any step opens starts turn after turn at one
+    /// virtual instant, which no step or time limit would end.
+    pub max_turns: u64,
 }
 
 impl Default for LoopLimits {
@@ -111,6 +115,7 @@ impl Default for LoopLimits {
         LoopLimits {
             max_attempts_per_step: 100,
             max_steps: 1_000,
+            max_turns: 1_000,
         }
     }
 }

@@ -119,6 +119,10 @@ impl Agent {
     }
 
     fn wake_driver(&self, wake_after_abort: bool) {
+        // A limit ended the run: whatever is queued stays queued.
+        if self.0.context.run_ended() {
+            return;
+        }
         let last_turn = {
             let mut phase = self.0.phase.borrow_mut();
             match &mut *phase {
@@ -219,6 +223,15 @@ impl Agent {
         throw_if_aborted(&signal)?;
         let (last_turn, _) = self.phase_turn_step();
         let turn = last_turn + 1;
+        let context = &self.0.context;
+        if context.run_ended() {
+            return Ok(false);
+        }
+        let turns = context.turns_started.get() + 1;
+        if turns > context.limits.max_turns {
+            return Err(context.reach(format!("max_turns = {}", context.limits.max_turns)));
+        }
+        context.turns_started.set(turns);
         self.append(
             event_kind::TURN_START,
             json!({"turn": turn}),

@@ -190,6 +190,11 @@ pub fn report_run(run: &LoopRun) -> CacheReport {
 
 /// Build the report over requests (in arrival order), naming sections from
 /// `layouts` and messages from the session `logs`.
+///
+/// Each request is set against the earlier prompt of its model sharing the
+/// longest prefix with it, found in a trie of the earlier prompts' lines
+/// ([`PromptTrie`]): the cost is the prompts' length, as replaying the log
+/// is, not every pair of prompts compared byte by byte.
 pub fn report(
     requests: &[ProviderRequest],
     layouts: &[PromptLayout],
@@ -203,76 +208,152 @@ pub fn report(
             (model, prompt_elements(&request.body))
         })
         .collect();
-    let texts: Vec<String> = prompts
+    let lengths: Vec<usize> = prompts
         .iter()
-        .map(|(_, elements)| elements.iter().map(|e| e.line.as_str()).collect())
+        .map(|(_, elements)| elements.iter().map(|e| e.line.len()).sum())
         .collect();
-    let rows = prompts
-        .iter()
-        .enumerate()
-        .map(|(position, (model, elements))| {
-            let text = &texts[position];
-            // The earlier prompt of the same model sharing the longest prefix
-            // (the latest on a tie).
-            let earlier = (0..position)
-                .filter(|&other| prompts[other].0 == *model)
-                .map(|other| (common_prefix_len(&texts[other], text), other))
-                .max();
-            let elements = elements.as_slice();
-            let mut row = RequestRow {
-                request: position + 1,
-                model: model.clone(),
-                prompt_bytes: text.len(),
-                cache_hit_tokens: requests[position].cache_hit_tokens,
-                verdict: "first",
-                after_request: None,
-                cache_break: None,
-            };
-            if let Some((shared, other)) = earlier {
-                row.after_request = Some(other + 1);
-                let in_history =
-                    element_kind_at(elements, shared) == Some(PromptElementKind::Message);
-                let same_session = session_of(&requests[position])
-                    .is_some_and(|session| session_of(&requests[other]) == Some(session));
-                if shared == texts[other].len() {
-                    row.verdict = "extends";
-                } else if in_history && !same_session {
-                    // Another conversation sharing the system text and tools.
-                    row.verdict = "branch";
+    let mut tries: BTreeMap<&str, PromptTrie> = BTreeMap::new();
+    let mut rows = Vec::with_capacity(prompts.len());
+    for (position, (model, elements)) in prompts.iter().enumerate() {
+        let lines: Vec<&str> = elements.iter().map(|e| e.line.as_str()).collect();
+        let trie = tries.entry(model.as_str()).or_default();
+        // The earlier prompt of the same model sharing the longest prefix
+        // (the latest on a tie).
+        let earlier = trie.longest_shared(&lines);
+        trie.insert(&lines, position);
+        let mut row = RequestRow {
+            request: position + 1,
+            model: model.clone(),
+            prompt_bytes: lengths[position],
+            cache_hit_tokens: requests[position].cache_hit_tokens,
+            verdict: "first",
+            after_request: None,
+            cache_break: None,
+        };
+        if let Some((other, shared)) = earlier {
+            row.after_request = Some(other + 1);
+            let in_history = element_kind_at(elements, shared) == Some(PromptElementKind::Message);
+            let same_session = session_of(&requests[position])
+                .is_some_and(|session| session_of(&requests[other]) == Some(session));
+            if shared == lengths[other] {
+                row.verdict = "extends";
+            } else if in_history && !same_session {
+                // Another conversation sharing the system text and tools.
+                row.verdict = "branch";
+            } else {
+                row.verdict = "break";
+                let element = if shared < lengths[position] {
+                    name_element(
+                        elements,
+                        &requests[position].body,
+                        shared,
+                        layouts,
+                        &sources,
+                    )
                 } else {
-                    row.verdict = "break";
-                    let element = if shared < text.len() {
-                        name_element(
-                            elements,
-                            &requests[position].body,
-                            shared,
-                            layouts,
-                            &sources,
-                        )
-                    } else {
-                        // This prompt ends where the earlier one goes on.
-                        let mut removed = name_element(
-                            &prompts[other].1,
-                            &requests[other].body,
-                            shared,
-                            layouts,
-                            &sources,
-                        );
-                        removed["removed"] = json!(true);
-                        removed
-                    };
-                    row.cache_break = Some(CacheBreak {
-                        byte: shared,
-                        element,
-                        before: excerpt(&texts[other], shared),
-                        after: excerpt(text, shared),
-                    });
-                }
+                    // This prompt ends where the earlier one goes on.
+                    let mut removed = name_element(
+                        &prompts[other].1,
+                        &requests[other].body,
+                        shared,
+                        layouts,
+                        &sources,
+                    );
+                    removed["removed"] = json!(true);
+                    removed
+                };
+                row.cache_break = Some(CacheBreak {
+                    byte: shared,
+                    element,
+                    before: excerpt(&joined(&prompts[other].1), shared),
+                    after: excerpt(&lines.concat(), shared),
+                });
             }
-            row
-        })
-        .collect();
+        }
+        rows.push(row);
+    }
     CacheReport { requests: rows }
+}
+
+/// A prompt's text: its elements' lines, joined.
+fn joined(elements: &[PromptElement]) -> String {
+    elements.iter().map(|e| e.line.as_str()).collect()
+}
+
+/// The earlier prompts of one model as a trie of their lines (elements),
+/// each node knowing the latest prompt that passes through it. Two prompts
+/// share whole lines down to their last common node, then part of one line;
+/// of the lines below a node, those sharing the longest part with a line
+/// sit beside it in sorted order, so no prompt is compared with every other.
+#[derive(Default)]
+struct PromptTrie {
+    /// Node 0 is the root (the empty prompt).
+    nodes: Vec<TrieNode>,
+}
+
+#[derive(Default)]
+struct TrieNode {
+    children: BTreeMap<String, usize>,
+    /// The latest prompt through this node.
+    latest: usize,
+}
+
+impl PromptTrie {
+    fn insert(&mut self, lines: &[&str], prompt: usize) {
+        if self.nodes.is_empty() {
+            self.nodes.push(TrieNode::default());
+        }
+        let mut node = 0;
+        self.nodes[node].latest = prompt;
+        for line in lines {
+            node = match self.nodes[node].children.get(*line) {
+                Some(&child) => child,
+                None => {
+                    let child = self.nodes.len();
+                    self.nodes.push(TrieNode::default());
+                    self.nodes[node].children.insert((*line).to_owned(), child);
+                    child
+                }
+            };
+            self.nodes[node].latest = prompt;
+        }
+    }
+
+    /// The earlier prompt sharing the longest prefix with `lines` (the
+    /// latest on a tie) and the bytes they share (ending on a character
+    /// boundary); `None` when there is no earlier prompt.
+    fn longest_shared(&self, lines: &[&str]) -> Option<(usize, usize)> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.nodes.first()?;
+        let (mut node, mut shared) = (0, 0);
+        for line in lines {
+            let children = &self.nodes[node].children;
+            if let Some(&child) = children.get(*line) {
+                node = child;
+                shared += line.len();
+                continue;
+            }
+            let below = children.range::<str, _>((Unbounded, Excluded(*line))).rev();
+            let above = children.range::<str, _>((Excluded(*line), Unbounded));
+            let part = |(other, _): &(&String, &usize)| common_prefix_len(other, line);
+            let best = below
+                .clone()
+                .next()
+                .map_or(0, |e| part(&e))
+                .max(above.clone().next().map_or(0, |e| part(&e)));
+            if best == 0 {
+                // Every prompt below shares exactly the lines so far.
+                break;
+            }
+            // The lines sharing `best` bytes are contiguous around `line`.
+            let tied = below
+                .take_while(|e| part(e) == best)
+                .chain(above.take_while(|e| part(e) == best));
+            let latest = tied.map(|(_, &child)| self.nodes[child].latest).max()?;
+            return Some((latest, shared + best));
+        }
+        Some((self.nodes[node].latest, shared))
+    }
 }
 
 /// The session a request belongs to (its `x-deepseek-harness-session-id`).
@@ -580,5 +661,73 @@ mod tests {
         let report = super::report(&unrelated, &[], &[&log]);
         assert_eq!(report.requests[1].verdict, "branch");
         assert_eq!(report.breaks().count(), 0);
+    }
+
+    #[test]
+    fn the_trie_finds_the_latest_prompt_sharing_the_longest_prefix() {
+        // Every sequence of up to three lines from a few, multibyte and
+        // shared-start ones included, against the search of every pair.
+        let alphabet = ["a\n", "ab\n", "é\n", "è\n", "abc\n", "b\n"];
+        let mut prompts: Vec<Vec<&str>> = vec![Vec::new()];
+        for length in 1..=3 {
+            let mut index = vec![0usize; length];
+            loop {
+                prompts.push(index.iter().map(|&i| alphabet[i]).collect());
+                let Some(at) = (0..length).rev().find(|&at| index[at] + 1 < alphabet.len()) else {
+                    break;
+                };
+                index[at] += 1;
+                index[at + 1..].iter_mut().for_each(|i| *i = 0);
+            }
+        }
+        // A fixed shuffle, so that no order of insertion is favoured.
+        let mut order: Vec<usize> = (0..prompts.len()).collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for at in (1..order.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            order.swap(at, (state % (at as u64 + 1)) as usize);
+        }
+        let prompts: Vec<&Vec<&str>> = order.iter().map(|&i| &prompts[i]).collect();
+        let mut trie = PromptTrie::default();
+        for (position, lines) in prompts.iter().enumerate() {
+            let text = lines.concat();
+            let searched = (0..position)
+                .map(|other| (common_prefix_len(&prompts[other].concat(), &text), other))
+                .max()
+                .map(|(shared, other)| (other, shared));
+            assert_eq!(trie.longest_shared(lines), searched, "{lines:?}");
+            trie.insert(lines, position);
+        }
+    }
+
+    #[test]
+    fn a_long_session_costs_its_length_not_every_pair() {
+        // 600 requests, each one message longer: every pair compared byte by
+        // byte was about 4 × 10^9 character comparisons (minutes); the trie
+        // walks each prompt once.
+        let texts: Vec<String> = (0..600)
+            .map(|i| format!("message number {i} of the session"))
+            .collect();
+        let requests: Vec<ProviderRequest> = (1..=texts.len())
+            .map(|n| {
+                let user: Vec<&str> = texts[..n].iter().map(String::as_str).collect();
+                request("Rules.", &user)
+            })
+            .collect();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the bound under test is the report's cost in real time"
+        )]
+        let started = std::time::Instant::now();
+        let report = report(&requests, &[], &[]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(report.requests[1..].iter().all(|r| r.verdict == "extends"));
+        assert_eq!(report.requests[599].after_request, Some(599));
     }
 }

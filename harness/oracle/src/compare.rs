@@ -304,7 +304,7 @@ impl Comparison {
 
     /// The candidates shown when nothing matches `pattern`: events of the
     /// type it names (or all), each with its first differing field.
-    fn candidates(&self, pattern: &Pattern, events: &[Value]) -> String {
+    fn candidates(&mut self, pattern: &Pattern, events: &[Value]) -> String {
         let kind = pattern.source().get("type").filter(|k| k.is_string());
         let mut lines = Vec::new();
         let mut shown = 0;
@@ -318,7 +318,7 @@ impl Comparison {
             }
             shown += 1;
             let seq = event.get("seq").map_or("-".into(), |s| show(Some(s)));
-            let why = match self.matcher.clone().check(pattern, Some(event)) {
+            let why = match self.matcher.probe(pattern, Some(event)) {
                 Ok(()) => "matches".to_string(),
                 Err(miss) => format!(
                     "{}: expected {}, got {}",
@@ -337,9 +337,11 @@ impl Comparison {
         }
     }
 
-    fn select(&self, pattern: &Pattern, events: &[Value]) -> Vec<usize> {
+    /// The events `pattern` matches, tried one by one with no capture kept
+    /// and no copy of the captures made.
+    fn select(&mut self, pattern: &Pattern, events: &[Value]) -> Vec<usize> {
         (0..events.len())
-            .filter(|&i| self.matcher.clone().test(pattern, Some(&events[i])))
+            .filter(|&i| self.matcher.probe(pattern, Some(&events[i])).is_ok())
             .collect()
     }
 

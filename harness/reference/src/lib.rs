@@ -61,12 +61,14 @@ pub fn run_case_with_limits(
     })
 }
 
-/// The loop's bounds on one run: provider attempts per step (retries) and
-/// steps in all (tool rounds). Reaching one fails the turn and the run
+/// The loop's bounds on one run: provider attempts per step (retries),
+/// steps in all (tool rounds) and turns in all (follow-ups). Reaching one
+/// fails the turn and ends the run: no agent starts another turn
 /// (`limit reached: max_attempts_per_step = 100`).
 pub const LOOP_LIMITS: dshc_agent::LoopLimits = dshc_agent::LoopLimits {
     max_attempts_per_step: 100,
     max_steps: 1_000,
+    max_turns: 1_000,
 };
 
 /// The reference's self-description.

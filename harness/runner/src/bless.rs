@@ -36,6 +36,9 @@ pub enum BlessError {
     /// An observation has no TOML form.
     #[error("cannot write the expectation as TOML: {0}")]
     Unrepresentable(String),
+    /// The rewritten text would not load; the file is left as it was.
+    #[error("the blessed text would not load, so the file is kept: {0}")]
+    WouldNotLoad(String),
     /// The reference refused the case.
     #[error("the reference cannot run the case: {0}")]
     Invalid(#[from] dshc_scenario::compile::CompileError),
@@ -81,6 +84,24 @@ fn expected_error(error: &ObservedError) -> Value {
     }
 }
 
+/// An observed value written as a pattern that matches it: as itself,
+/// except that an object with a `$` key (a tool's `$schema`, say), which a
+/// pattern would read as a matcher, is written under `$equal`.
+fn as_pattern(value: &Value) -> Value {
+    match value {
+        Value::Object(map) if map.keys().any(|k| k.starts_with('$')) => {
+            json!({ "$equal": value })
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, field)| (key.clone(), as_pattern(field)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(as_pattern).collect()),
+        other => other.clone(),
+    }
+}
+
 /// `pattern` rewritten so that it holds for `actual`: kept where it holds
 /// already (matchers included), its shape kept where it is a plain object or
 /// an array of the same length, the observed value where nothing else fits.
@@ -105,11 +126,11 @@ fn bless_node(pattern: &PatternNode, actual: Option<&Value>) -> Option<Value> {
                 patterns
                     .iter()
                     .zip(items)
-                    .map(|(p, item)| bless_node(p, Some(item)).unwrap_or_else(|| item.clone()))
+                    .map(|(p, item)| bless_node(p, Some(item)).unwrap_or_else(|| as_pattern(item)))
                     .collect(),
             ))
         }
-        _ => Some(actual.clone()),
+        _ => Some(as_pattern(actual)),
     }
 }
 
@@ -119,7 +140,7 @@ fn bless_node(pattern: &PatternNode, actual: Option<&Value>) -> Option<Value> {
 fn bless(pattern: &Option<Pattern>, actual: Option<&Value>) -> Option<Pattern> {
     let blessed = match pattern.as_ref()?.tree() {
         Ok(node) => bless_node(node, actual),
-        Err(_) => actual.cloned(),
+        Err(_) => actual.map(as_pattern),
     };
     blessed.map(Pattern::new)
 }
@@ -366,6 +387,9 @@ pub fn bless_file(scenario: &LoadedScenario) -> Result<(), BlessError> {
     let result = crate::contain::contained(|| dshc_reference::run_case(&scenario.case))
         .map_err(BlessError::Panicked)??;
     let text = blessed_source(scenario, &result)?;
+    if let Err(error) = dshc_scenario::load::parse_scenario(&scenario.path, &text) {
+        return Err(BlessError::WouldNotLoad(error.to_string()));
+    }
     dshc_scenario::data_file::replace_file(&scenario.path, &text).map_err(|error| {
         BlessError::Write {
             path: scenario.path.display().to_string(),
@@ -460,6 +484,31 @@ mod tests {
             blessed.contains("parameters = { z = 1, a = 2 }"),
             "{blessed}"
         );
+    }
+
+    #[test]
+    fn observed_dollar_keys_are_written_as_values_not_matchers() {
+        let blessed = bless_round_trip(
+            "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\n\n[[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"t\", parameters = { \"$schema\" = \"s\", \"$ref\" = \"#/x\", type = \"object\" } }] } }\n\n[[steps]]\ndo = \"assemble\"\nexpect.tools = []\n",
+        );
+        assert!(blessed.contains("\"$equal\" = {"), "{blessed}");
+    }
+
+    #[test]
+    fn a_blessed_text_that_would_not_load_keeps_the_file() {
+        let dir = std::env::temp_dir().join(format!("dshc-bless-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let path = dir.join("s.toml");
+        let source = "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = \"wrong\"\n";
+        std::fs::write(&path, source).expect("written");
+        let mut loaded = parse_scenario(&path, source).expect("parses");
+        // A source the blessing cannot make load (its clause list emptied
+        // after loading): the check before the rename refuses it.
+        loaded.source = loaded.source.replace("[\"03:R4\"]", "[]");
+        let error = bless_file(&loaded).expect_err("refused");
+        assert!(matches!(error, BlessError::WouldNotLoad(_)), "{error}");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), source);
+        std::fs::remove_dir_all(&dir).expect("removed");
     }
 
     #[test]

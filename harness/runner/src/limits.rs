@@ -8,8 +8,9 @@
 
 /// How long one case may take on an adapter (`dshc check --timeout-ms`).
 pub const CASE_TIMEOUT_MS: u64 = 10_000;
-/// How long an adapter's first `start` may take, installs included
-/// (`--handshake-timeout-ms`); restarts shake hands within the case timeout.
+/// How long an adapter's first `start` may stay silent, installs included
+/// (`--handshake-timeout-ms`): stderr output restarts the wait; restarts
+/// shake hands within the case timeout.
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 300_000;
 /// The longest reply line an adapter may write (`--max-reply-bytes`).
 pub const MAX_REPLY_BYTES: usize = 8 << 20;
@@ -25,11 +26,18 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// The most `--jobs` a command takes: each is a thread (and for `check` and
+/// `diff` an adapter process), and more than the system can spawn would
+/// fail the run; above it `--jobs` is refused as bad input.
+pub const MAX_JOBS: usize = 256;
+/// The longest report file stem an implementation's name becomes: well
+/// under the 255 bytes a file name may have, with room for `.junit.xml`.
+pub const MAX_FILE_STEM_CHARS: usize = 80;
 /// The loop's bounds on one run: provider attempts per step (retries) and
 /// steps in all (tool rounds).
 pub use dshc_reference::LOOP_LIMITS;
-/// The most copies one bench fixture's `repeat`s expand to.
-pub use dshc_reference::bench::fixture::MAX_FIXTURE_COPIES;
+/// The most bytes one bench fixture's `repeat`s expand to.
+pub use dshc_reference::bench::fixture::MAX_FIXTURE_BYTES;
 /// `dshc serve` and every mock provider: connections served at once, the
 /// request log's length and bytes, the largest body (see
 /// `mock_provider::ServerLimits`).

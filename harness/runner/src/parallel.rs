@@ -13,10 +13,13 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, mpsc};
 
+pub use crate::limits::MAX_JOBS;
+
 /// How many threads to use when `--jobs` is not given: one per core the
 /// process may use (nextest's default).
 pub fn default_jobs() -> NonZeroUsize {
-    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+    let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+    NonZeroUsize::new(cores.get().min(MAX_JOBS)).unwrap_or(NonZeroUsize::MIN)
 }
 
 /// Work `items` on `jobs` threads with `work`, and hand each result to
@@ -77,11 +80,12 @@ pub fn for_each_ordered_on<I, T, M, R>(
     let source = Mutex::new(items.enumerate());
     let stopped = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, R)>();
+    let mut spawned = 0;
     std::thread::scope(|scope| {
         for member in members.iter_mut().take(threads) {
             let sender = sender.clone();
             let (source, stopped, work) = (&source, &stopped, &work);
-            scope.spawn(move || {
+            let thread = std::thread::Builder::new().spawn_scoped(scope, move || {
                 while !stopped.load(Ordering::Relaxed) {
                     let next = source.lock().unwrap_or_else(PoisonError::into_inner).next();
                     let Some((index, item)) = next else {
@@ -92,6 +96,11 @@ pub fn for_each_ordered_on<I, T, M, R>(
                     }
                 }
             });
+            // The system gave no more threads: the ones running draw every item.
+            if thread.is_err() {
+                break;
+            }
+            spawned += 1;
         }
         drop(sender);
         // Results arrive in completion order; hand them on in item order.
@@ -108,6 +117,29 @@ pub fn for_each_ordered_on<I, T, M, R>(
             }
         }
     });
+    // Not one thread could be spawned: work on this one.
+    if spawned == 0 && !stopped.load(Ordering::Relaxed) {
+        let Some(member) = members.first_mut() else {
+            return;
+        };
+        let items = source.into_inner().unwrap_or_else(PoisonError::into_inner);
+        for (_, item) in items {
+            if consume(work(member, item)).is_break() {
+                return;
+            }
+        }
+    }
+}
+
+/// `--jobs N` read from the command line: 1 to [`MAX_JOBS`].
+pub fn parse_jobs(text: &str) -> Result<NonZeroUsize, String> {
+    let jobs: NonZeroUsize = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a positive whole number"))?;
+    if jobs.get() > MAX_JOBS {
+        return Err(format!("at most {MAX_JOBS} jobs, not {jobs}"));
+    }
+    Ok(jobs)
 }
 
 #[cfg(test)]
@@ -116,6 +148,17 @@ mod tests {
 
     fn jobs(n: usize) -> NonZeroUsize {
         NonZeroUsize::new(n).unwrap()
+    }
+
+    #[test]
+    fn jobs_beyond_the_cap_are_refused_not_spawned() {
+        assert_eq!(parse_jobs("3"), Ok(jobs(3)));
+        assert_eq!(parse_jobs("256"), Ok(jobs(MAX_JOBS)));
+        let refused = parse_jobs("100000").expect_err("over the cap");
+        assert_eq!(refused, "at most 256 jobs, not 100000");
+        assert!(parse_jobs("0").is_err());
+        assert!(parse_jobs("-1").is_err());
+        assert!(default_jobs().get() <= MAX_JOBS);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 /// One partition of `count`: items whose position modulo `count` is
 /// `index - 1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// 1-based.
     pub index: u64,

@@ -14,6 +14,8 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
 use crate::check::{CaseReport, OutcomeKind, Summary, Verdict};
 use crate::coverage::Clause;
+use crate::limits::MAX_FILE_STEM_CHARS;
+use crate::partition::Partition;
 
 /// One implementation's results over a run.
 #[derive(Clone, Debug, Serialize)]
@@ -22,6 +24,10 @@ pub struct Report {
     pub implementation: ImplementationInfo,
     /// The adapter command line.
     pub command: String,
+    /// Which partition of the run this report is (`1/1`: the whole run).
+    pub partition: Partition,
+    /// Scenario files in the whole run, every partition's included.
+    pub total: usize,
     /// Totals.
     pub summary: Summary,
     /// Every case, in scenario order.
@@ -163,9 +169,12 @@ pub enum ReportError {
 }
 
 /// A file name for an implementation name: ASCII letters, digits, `-` and
-/// `.` kept, everything else `_`.
+/// `.` kept, everything else `_`. A name longer than
+/// [`MAX_FILE_STEM_CHARS`] keeps its first 63 characters and gains a
+/// 16-digit hash of the whole name, so long names stay distinct.
 pub fn file_stem_for(name: &str) -> String {
-    name.chars()
+    let stem: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
                 c
@@ -173,12 +182,22 @@ pub fn file_stem_for(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if stem.len() <= MAX_FILE_STEM_CHARS {
+        return stem;
+    }
+    // FNV-1a: stable across runs and platforms.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{}-{hash:016x}", &stem[..63])
 }
 
 /// Write `<stem>.json`, `<stem>.junit.xml`, `<stem>.md` and `index.html`
 /// (the page, rendered from the JSON just written) into `dir`; returns the
-/// files written.
+/// files written. The JSON and JUnit reports do not need the clause catalog
+/// and are written first: without a catalog, they are there and the error
+/// names the catalog the table and the page needed.
 pub fn write_reports(
     dir: &std::path::Path,
     report: &Report,
@@ -190,28 +209,32 @@ pub fn write_reports(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let stem = file_stem_for(&report.implementation.name);
-    let catalog = crate::coverage::load_catalog(catalog_path)?;
     let json = report
         .to_json()
         .map_err(|e| ReportError::Serialize(e.to_string()))?;
     let junit = report
         .to_junit()
         .map_err(|e| ReportError::Serialize(e.to_string()))?;
-    let markdown = markdown_matrix(&catalog, &[report.digest()]);
     let page_report: html::PageReport =
         serde_json::from_str(&json).map_err(|e| ReportError::Serialize(e.to_string()))?;
-    let page = html::html_page(&catalog, &[page_report], &html::read_scenario_source);
     let mut written = Vec::new();
-    for (name, text) in [
-        (format!("{stem}.json"), json),
-        (format!("{stem}.junit.xml"), junit),
-        (format!("{stem}.md"), markdown),
-        ("index.html".to_owned(), page),
-    ] {
+    let mut write = |name: String, text: String| {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(io(&path))?;
         written.push(path);
-    }
+        Ok::<(), ReportError>(())
+    };
+    write(format!("{stem}.json"), json)?;
+    write(format!("{stem}.junit.xml"), junit)?;
+    let catalog = crate::coverage::load_catalog(catalog_path)?;
+    write(
+        format!("{stem}.md"),
+        markdown_matrix(&catalog, &[report.digest()]),
+    )?;
+    write(
+        "index.html".to_owned(),
+        html::html_page(&catalog, &[page_report], &html::read_scenario_source),
+    )?;
     Ok(written)
 }
 
@@ -249,6 +272,23 @@ pub enum MergeError {
     /// Two reports hold one case.
     #[error("two reports hold the case at position {0}: merge each partition once")]
     Duplicate(u64),
+    /// A report without its partition (written before reports carried it).
+    #[error("report {0} does not say which partition it is (`partition`, `total`)")]
+    NoPartition(usize),
+    /// Two reports of one partition.
+    #[error("two reports are partition {0}: merge each partition once")]
+    PartitionTwice(String),
+    /// Partitions left out.
+    #[error("partitions {missing} of {count} are missing: the merge needs every partition")]
+    Incomplete {
+        /// The missing partitions' indices, comma-separated.
+        missing: String,
+        /// How many partitions the run has.
+        count: u64,
+    },
+    /// A case that does not read as a case.
+    #[error("a case does not read as a report's case: {0}")]
+    BadCase(serde_json::Error),
     /// The merged report could not be written.
     #[error("cannot write the merged report: {0}")]
     Write(#[from] serde_json::Error),
@@ -256,15 +296,26 @@ pub enum MergeError {
 
 /// Join the JSON reports of one implementation's partitions (`dshc check
 /// --partition k/n`) into the whole run's report: the cases in their
-/// unpartitioned order (`position`), the summaries added up. The result is
-/// byte for byte the report an unpartitioned run writes.
+/// unpartitioned order (`position`), the summary counted again from them.
+/// The reports must be one run's (same implementation, command, partition
+/// count and total) and every one of its partitions, each once. The result
+/// is byte for byte the report an unpartitioned run writes.
 pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, MergeError> {
     let first = reports.first().ok_or(MergeError::Empty)?;
+    let partition_of = |index: usize, report: &serde_json::Value| {
+        serde_json::from_value::<Partition>(report["partition"].clone())
+            .ok()
+            .filter(|_| report["total"].is_u64())
+            .ok_or(MergeError::NoPartition(index))
+    };
+    let count = partition_of(1, first)?.count;
+    let mut seen = std::collections::BTreeSet::new();
     let mut cases: Vec<serde_json::Value> = Vec::new();
-    let mut summary = serde_json::Map::new();
+    let mut invalid = 0;
     for (index, report) in reports.iter().enumerate() {
         let index = index + 1;
-        for key in ["implementation", "command"] {
+        let partition = partition_of(index, report)?;
+        for key in ["implementation", "command", "total"] {
             if report[key] != first[key] {
                 return Err(MergeError::OtherRun {
                     index,
@@ -273,6 +324,17 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
                     first: first[key].to_string(),
                 });
             }
+        }
+        if partition.count != count {
+            return Err(MergeError::OtherRun {
+                index,
+                key: "partition",
+                theirs: partition.to_string(),
+                first: format!("of {count}"),
+            });
+        }
+        if !seen.insert(partition.index) {
+            return Err(MergeError::PartitionTwice(partition.to_string()));
         }
         let listed = report["cases"].as_array().ok_or(MergeError::Missing {
             index,
@@ -283,13 +345,20 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
             index,
             field: "summary",
         })?;
-        for (key, count) in counts {
-            let total = summary
-                .get(key)
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0);
-            summary.insert(key.clone(), (total + count.as_u64().unwrap_or(0)).into());
-        }
+        invalid += counts
+            .get("invalid")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !seen.contains(k))
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Incomplete {
+            missing: missing.join(", "),
+            count,
+        });
     }
     let position = |case: &serde_json::Value| case["position"].as_u64();
     if cases.iter().any(|case| position(case).is_none()) {
@@ -302,8 +371,17 @@ pub fn merge_partition_reports(reports: &[serde_json::Value]) -> Result<String, 
     {
         return Err(MergeError::Duplicate(position(&pair[0]).unwrap_or(0)));
     }
+    // Counted again from the cases: a summary as written is not trusted.
+    let mut summary = Summary::default();
+    for case in &cases {
+        let digest: CaseDigest =
+            serde_json::from_value(case.clone()).map_err(MergeError::BadCase)?;
+        summary.add(digest.verdict());
+    }
+    summary.invalid = usize::try_from(invalid).unwrap_or(usize::MAX);
     let mut merged = first.clone();
-    merged["summary"] = serde_json::Value::Object(summary);
+    merged["partition"] = serde_json::to_value(Partition::WHOLE)?;
+    merged["summary"] = serde_json::to_value(summary)?;
     merged["cases"] = serde_json::Value::Array(cases);
     Ok(serde_json::to_string_pretty(&merged)? + "\n")
 }
@@ -427,6 +505,8 @@ mod tests {
                 homepage: None,
             },
             command: "x".into(),
+            partition: Partition::WHOLE,
+            total: 1,
             summary: Summary::default(),
             cases: vec![CaseReport {
                 position: 0,
@@ -438,6 +518,29 @@ mod tests {
                 cache_breaks: Vec::new(),
             }],
         }
+    }
+
+    #[test]
+    fn reports_are_written_without_a_catalog_and_for_a_long_name() {
+        let dir = std::env::temp_dir().join(format!("dshc-reports-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let missing = dir.join("no-such-clauses.toml");
+        let error = write_reports(&dir, &report("impl", Outcome::Pass), &missing).unwrap_err();
+        assert!(
+            error.to_string().contains("no-such-clauses.toml"),
+            "{error}"
+        );
+        assert!(dir.join("impl.json").is_file() && dir.join("impl.junit.xml").is_file());
+        let catalog = dir.join("clauses.toml");
+        std::fs::write(&catalog, "[[clause]]\nid = \"03:R4\"\ntext = \"t\"\n").unwrap();
+        let long = "x".repeat(300);
+        let written = write_reports(&dir, &report(&long, Outcome::Pass), &catalog).unwrap();
+        assert_eq!(written.len(), 4, "json, junit, markdown and the page");
+        let stem = file_stem_for(&long);
+        assert_eq!(stem.len(), MAX_FILE_STEM_CHARS);
+        assert_ne!(stem, file_stem_for(&"x".repeat(301)));
+        assert!(written.iter().all(|path| path.is_file()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -81,7 +81,9 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, source: &str) -> Result<T, D
 /// Replace the file at `path` with `text`, or leave it as it was: the text is
 /// written to a temporary file beside it, synced, then renamed over it, so a
 /// full disk or a killed process never leaves a truncated original. A
-/// symlink at `path` is replaced by the file, never written through.
+/// symlink at `path` is replaced by the file, never written through; the
+/// temporary file is created new (`O_EXCL`), so a link planted at its name
+/// is not followed either.
 pub fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let name = path
@@ -91,10 +93,15 @@ pub fn replace_file(path: &Path, text: &str) -> std::io::Result<()> {
     temporary_name.push(name);
     temporary_name.push(format!(".dshc-{}.tmp", std::process::id()));
     let temporary = path.with_file_name(temporary_name);
-    let written = std::fs::File::create(&temporary).and_then(|mut file| {
-        file.write_all(text.as_bytes())?;
-        file.sync_all()
-    });
+    // Something already at the temporary's name is not ours to remove.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all());
+    drop(file);
     let replaced = written.and_then(|()| std::fs::rename(&temporary, path));
     if replaced.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -119,6 +126,33 @@ mod tests {
             .map(|entry| entry.expect("an entry").file_name())
             .collect();
         assert_eq!(names, ["scenario.toml"]);
+        std::fs::remove_dir_all(&dir).expect("removed");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_replaced_never_written_through() {
+        let dir = std::env::temp_dir().join(format!("dshc-replace-link-{}", std::process::id()));
+        let outside = dir.join("outside");
+        let folder = dir.join("folder");
+        std::fs::create_dir_all(&outside).expect("a scratch folder");
+        std::fs::create_dir_all(&folder).expect("a scratch folder");
+        let target = outside.join("target.toml");
+        std::fs::write(&target, "outside").expect("written");
+        let link = folder.join("scenario.toml");
+        std::os::unix::fs::symlink(&target, &link).expect("linked");
+        replace_file(&link, "new").expect("replaced");
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "outside");
+        assert_eq!(std::fs::read_to_string(&link).expect("read"), "new");
+        assert!(!std::fs::symlink_metadata(&link).expect("stat").is_symlink());
+        // A link planted at the temporary file's name is not followed.
+        let plain = folder.join("plain.toml");
+        std::fs::write(&plain, "old").expect("written");
+        let planted = folder.join(format!(".plain.toml.dshc-{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&target, &planted).expect("linked");
+        assert!(replace_file(&plain, "new").is_err());
+        assert_eq!(std::fs::read_to_string(&target).expect("read"), "outside");
+        assert_eq!(std::fs::read_to_string(&plain).expect("read"), "old");
         std::fs::remove_dir_all(&dir).expect("removed");
     }
 

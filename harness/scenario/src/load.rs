@@ -259,17 +259,71 @@ fn check_format(path: &Path, source: &str) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// The first line with the most nesting (dots of a dotted key, brackets and
+/// braces), and its column 1: where a nesting limit was reached.
+fn deepest_line(source: &str) -> (usize, usize) {
+    let depth = |line: &str| {
+        line.chars()
+            .filter(|c| matches!(c, '.' | '[' | '{'))
+            .count()
+    };
+    let mut deepest = (1, 0);
+    for (index, line) in source.lines().enumerate() {
+        let here = depth(line);
+        if here > deepest.1 {
+            deepest = (index + 1, here);
+        }
+    }
+    (deepest.0, 1)
+}
+
+/// For TOML that does not parse in a file whose `format = 1` line says it
+/// is format 1: what to do once it parses (`dshc migrate` reads TOML too).
+fn format_one_advice(path: &Path, source: &str) -> String {
+    let format_one = source.lines().any(|line| {
+        let line = line.trim_start();
+        line.strip_prefix("format")
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix('='))
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix('1'))
+            .is_some_and(|rest| rest.trim_start().is_empty() || rest.trim_start().starts_with('#'))
+    });
+    match format_one {
+        true => format!(
+            " (this is a format 1 file: once the TOML is fixed, `dshc migrate {}` upgrades it)",
+            path.display()
+        ),
+        false => String::new(),
+    }
+}
+
 /// Parse and compile scenario text.
 pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadError> {
     check_format(path, source)?;
     let scenario: Scenario = toml::from_str(source).map_err(|error| {
+        let advice = format_one_advice(path, source);
         let message = error.message().trim_end();
         let Some(span) = error.span() else {
+            // The parser's nesting limit comes without a place: the most
+            // deeply nested line is where it was reached.
+            if message.contains("recursion limit") {
+                let (line, column) = deepest_line(source);
+                return LoadError {
+                    path: path.to_path_buf(),
+                    line: Some(line),
+                    column: Some(column),
+                    message: format!(
+                        "nested deeper than the TOML reader allows ({message}): a dotted key, \
+                         table or array this deep is not a scenario{advice}"
+                    ),
+                };
+            }
             return LoadError {
                 path: path.to_path_buf(),
                 line: None,
                 column: None,
-                message: message.to_string(),
+                message: format!("{message}{advice}"),
             };
         };
         let (start, message) = match step_field_error(source, &span, message) {
@@ -281,7 +335,7 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
             path: path.to_path_buf(),
             line: Some(line),
             column: Some(column),
-            message,
+            message: format!("{message}{advice}"),
         }
     })?;
     let id = scenario_id(path);
@@ -552,6 +606,20 @@ mod tests {
         let source = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \n";
         let error = parse_scenario(Path::new("x.toml"), source).unwrap_err();
         assert_eq!((error.line, error.column), (Some(8), Some(8)), "{error}");
+    }
+
+    #[test]
+    fn a_key_nested_past_the_parsers_limit_gets_a_position() {
+        let deep = format!("{}b = 1", "a.".repeat(20_000));
+        let source = format!("format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n{deep}\n");
+        let error = parse_scenario(Path::new("x.toml"), &source).unwrap_err();
+        assert_eq!((error.line, error.column), (Some(4), Some(1)), "{error}");
+        assert!(
+            error
+                .message
+                .starts_with("nested deeper than the TOML reader allows"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -19,9 +19,14 @@ use toml_edit::{DocumentMut, InlineTable, Item, Value};
 /// Why a file cannot be migrated.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
-    /// Not TOML.
-    #[error("not valid TOML: {0}")]
-    Toml(#[from] toml_edit::TomlError),
+    /// Not TOML: where (1-based line and column, when known) and why.
+    #[error("not valid TOML: {message}")]
+    Toml {
+        /// Line and column of the error.
+        position: Option<(usize, usize)>,
+        /// The parser's message, one line.
+        message: String,
+    },
     /// Not a format 1 scenario.
     #[error("not a format 1 scenario (format = {0})")]
     NotFormatOne(String),
@@ -216,7 +221,15 @@ fn rename(table: &mut dyn toml_edit::TableLike, from: &str, to: &str) {
 
 /// Rewrite format 1 text as format 2.
 pub fn migrate(source: &str) -> Result<String, MigrateError> {
-    let mut document: DocumentMut = source.parse()?;
+    let mut document: DocumentMut =
+        source
+            .parse()
+            .map_err(|error: toml_edit::TomlError| MigrateError::Toml {
+                position: error
+                    .span()
+                    .map(|span| crate::load::line_column(source, span.start)),
+                message: error.message().trim_end().to_string(),
+            })?;
     match document.get("format").and_then(Item::as_integer) {
         Some(1) => {}
         other => {

@@ -109,6 +109,11 @@ const REFUSALS: &[Refusal] = &[
         " listener receives no `",
         "loop_listener_records_a_field_it_does_not_receive",
     ),
+    fixture(
+        WORLD,
+        "this backward jump could take the clock ",
+        "clock_jump_before_the_epoch",
+    ),
     // The expectations.
     Refusal {
         file: EXPECT,
@@ -124,6 +129,11 @@ const REFUSALS: &[Refusal] = &[
         EXPECT,
         "`agents` has no agent with id ",
         "expected_agent_is_not_in_agents",
+    ),
+    fixture(
+        EXPECT,
+        " names a capture nothing binds (",
+        "ref_names_a_capture_nothing_binds",
     ),
     // The scenario as a whole, and its level.
     Refusal {

@@ -66,7 +66,7 @@ impl MockProviderBuilder {
                     served: 0,
                     served_calls: ServedCalls::new(),
                     observer,
-                    cache: PromptCache::new(),
+                    cache: PromptCache::with_max_bytes(limits.max_cached_prompt_bytes),
                     log: std::collections::VecDeque::new(),
                     requests_seen: 0,
                     logged_body_bytes: 0,

@@ -26,6 +26,9 @@ pub struct ServerLimits {
     /// Most body bytes kept in the request log, over all logged requests;
     /// the oldest requests are dropped first. Default 64 MiB.
     pub max_logged_body_bytes: usize,
+    /// Most token-id bytes the prefix cache keeps (4 a token), over all
+    /// models; the prompts recorded first are evicted first. Default 256 MiB.
+    pub max_cached_prompt_bytes: usize,
 }
 
 impl Default for ServerLimits {
@@ -38,6 +41,7 @@ impl Default for ServerLimits {
             max_connections: 256,
             max_logged_requests: 10_000,
             max_logged_body_bytes: 64 * 1024 * 1024,
+            max_cached_prompt_bytes: crate::prompt_cache::DEFAULT_MAX_CACHED_PROMPT_BYTES,
         }
     }
 }

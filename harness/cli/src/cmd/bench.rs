@@ -128,6 +128,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.instructions {
         return count_instructions(&args, &fixtures);
     }
+    // Read before anything is written: `--json F --baseline F` compares
+    // with F as it was.
+    let baseline: Option<BenchReport> = match &args.baseline {
+        Some(path) => Some(parse_json(path, &read_text(path)?)?),
+        None => None,
+    };
     let commands = if args.adapter.is_empty() {
         vec!["reference".to_owned()]
     } else {
@@ -165,10 +171,6 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let baseline: Option<BenchReport> = match &args.baseline {
-        Some(path) => Some(parse_json(path, &read_text(path)?)?),
-        None => None,
-    };
     if let Some(dir) = &args.report_dir {
         write_bench_report_dir(dir, &report, baseline.as_ref())?;
     }

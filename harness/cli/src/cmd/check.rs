@@ -58,7 +58,7 @@ pub struct Args {
     catalog: Option<PathBuf>,
     /// Adapter processes run at once, one case each [default: the cores
     /// available]. The output and the reports are the same for every value.
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
     /// Fail the run when a case of this level (assembly or loop) is
     /// skipped: the implementation must run the whole level. Repeatable.
@@ -77,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let catalog_path = args
         .catalog
         .unwrap_or_else(|| super::catalog_for(&paths[0]));
-    let (scenarios, positions, bad) = load_partition(&paths, args.partition);
+    let (scenarios, positions, bad, total) = load_partition(&paths, args.partition);
     // Another partition may hold the listed case.
     for listed in expected
         .iter()
@@ -140,13 +140,17 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let report = Report {
         implementation: implementation_info,
         command: args.adapter,
+        partition: args.partition,
+        total,
         summary,
         cases,
     };
+    // The closing line first: a report that cannot be written is an error
+    // after it, never instead of it.
+    crate::out!("{}", summary.line());
     if let Some(dir) = &args.report_dir {
         write_reports(dir, &report, &catalog_path)?;
     }
-    crate::out!("{}", summary.line());
     let shortfall = gate_shortfall(&scenarios, &report.cases, &args.require_level);
     if let Some(shortfall) = &shortfall {
         crate::out!("error: {shortfall}");

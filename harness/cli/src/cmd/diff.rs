@@ -64,7 +64,7 @@ pub struct Args {
     /// Adapter processes run at once, one case each [default: the cores
     /// available]. The output, the disagreement found and its shrunk form
     /// are the same for every value.
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
 }
 

@@ -63,17 +63,17 @@ pub fn default_paths(paths: Vec<PathBuf>) -> anyhow::Result<Vec<PathBuf>> {
 /// in file order before any result, as part of the run's output (`error:
 /// file:line:column: message`). Returns the good ones and how many were bad.
 pub fn load_all(paths: &[PathBuf]) -> (Vec<LoadedScenario>, usize) {
-    let (scenarios, _, bad) = load_partition(paths, Partition::WHOLE);
+    let (scenarios, _, bad, _) = load_partition(paths, Partition::WHOLE);
     (scenarios, bad)
 }
 
 /// [`load_all`] for one partition: the files at the positions it holds (in
-/// discovery order), each scenario's position, and the bad inputs among them
-/// (discovery errors count in partition 1).
+/// discovery order), each scenario's position, the bad inputs among them
+/// (discovery errors count in partition 1), and the files of the whole run.
 pub fn load_partition(
     paths: &[PathBuf],
     partition: Partition,
-) -> (Vec<LoadedScenario>, Vec<usize>, usize) {
+) -> (Vec<LoadedScenario>, Vec<usize>, usize, usize) {
     let mut found = discover(paths);
     if partition.index != 1 {
         found.errors.clear();
@@ -87,6 +87,7 @@ pub fn load_partition(
         crate::out!("error: {error}");
     }
     let files = found.files;
+    let total = files.len();
     if files.is_empty() && found.errors.is_empty() && partition.index == 1 {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         crate::out!(
@@ -112,7 +113,7 @@ pub fn load_partition(
             }
         }
     }
-    (scenarios, positions, bad)
+    (scenarios, positions, bad, total)
 }
 
 /// The clause catalog for scenarios under `path`: `clauses.toml` in the

@@ -38,7 +38,7 @@ fn bless(scenario: &LoadedScenario) -> anyhow::Result<Outcome> {
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let bless_failures = bless_requested()?;
-    let (scenarios, _, bad) = load_partition(&default_paths(args.paths)?, args.partition);
+    let (scenarios, _, bad, _) = load_partition(&default_paths(args.paths)?, args.partition);
     let (_, mut summary) = run_suite(
         &scenarios,
         &mut Reference,

@@ -45,6 +45,26 @@ enum DialectArg {
     Openai,
 }
 
+/// The `--log` file, created: refused when it is the script itself (it
+/// would destroy it) or exists as anything but a regular file (a FIFO
+/// would block the server, a device such as `/dev/full` swallow the log).
+fn open_log(log: &std::path::Path, script: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    if let Ok(metadata) = std::fs::metadata(log) {
+        let same = std::fs::canonicalize(log).ok() == std::fs::canonicalize(script).ok();
+        anyhow::ensure!(
+            !same,
+            "--log {} is the script: it would be overwritten",
+            log.display()
+        );
+        anyhow::ensure!(
+            metadata.is_file(),
+            "--log {} is not a regular file (a FIFO or a device would block or lose the log)",
+            log.display()
+        );
+    }
+    std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))
+}
+
 /// Run it (until killed).
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let path = &args.script;
@@ -64,12 +84,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         script.validation = Validation::off();
     }
     let log_file = match &args.log {
-        Some(log_path) => Some(Mutex::new(std::io::BufWriter::new(
-            std::fs::File::create(log_path)
-                .with_context(|| format!("cannot create {}", log_path.display()))?,
-        ))),
+        Some(log_path) => Some(Mutex::new(Some(std::io::BufWriter::new(open_log(
+            log_path, path,
+        )?)))),
         None => None,
     };
+    let log_name = args.log.as_ref().map(|p| p.display().to_string());
     let quiet = args.quiet;
     let observer = RequestObserver::new(move |request: &LoggedRequest| {
         if !quiet {
@@ -77,11 +97,22 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             let _ = writeln!(std::io::stderr(), "{}", request.summary_line());
         }
         if let Some(file) = &log_file {
-            let mut file = file
+            let mut guard = file
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Each line is flushed whole, so a killed server leaves a valid log.
-            let _ = writeln!(file, "{}", request.to_json()).and_then(|()| file.flush());
+            // Each line is flushed whole, so a killed server leaves a valid
+            // log; a failed write is reported once, and the log stops there.
+            if let Some(writer) = guard.as_mut()
+                && let Err(error) =
+                    writeln!(writer, "{}", request.to_json()).and_then(|()| writer.flush())
+            {
+                let name = log_name.as_deref().unwrap_or("the log");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: cannot write {name} ({error}); no more requests are logged"
+                );
+                *guard = None;
+            }
         }
     });
     // A real server on a real clock: idle and slow connections are closed.

@@ -38,7 +38,7 @@ pub struct Args {
     regressions_dir: PathBuf,
     /// Sessions run at once, each on its own thread [default: the cores
     /// available]. The output is the same for every value.
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
 }
 

@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn dshc() -> Command {
+pub(crate) fn dshc() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dshc"));
     command.env_remove("DSHC_BLESS").stdin(Stdio::null());
     command
 }
 
-fn run(args: &[&str], dir: &Path) -> Output {
+pub(crate) fn run(args: &[&str], dir: &Path) -> Output {
     dshc()
         .args(args)
         .current_dir(dir)
@@ -20,26 +20,26 @@ fn run(args: &[&str], dir: &Path) -> Output {
         .expect("dshc runs")
 }
 
-fn code(output: &Output) -> i32 {
+pub(crate) fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// A scratch folder with a `scenarios/` tree: a passing and a failing
 /// scenario, the clause catalog, and nothing else.
-struct Scratch {
-    root: PathBuf,
+pub(crate) struct Scratch {
+    pub(crate) root: PathBuf,
 }
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
+    pub(crate) fn new(name: &str) -> Scratch {
         let root = std::env::temp_dir().join(format!("dshc-cli-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("scenarios/assembly")).expect("scratch folder");
@@ -51,7 +51,7 @@ impl Scratch {
         Scratch { root }
     }
 
-    fn write(&self, relative: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, relative: &str, text: &str) -> PathBuf {
         let path = self.root.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).expect("folder");
@@ -60,7 +60,7 @@ impl Scratch {
         path
     }
 
-    fn with_scenarios(name: &str) -> Scratch {
+    pub(crate) fn with_scenarios(name: &str) -> Scratch {
         let scratch = Scratch::new(name);
         scratch.write("scenarios/assembly/pass.toml", &prompt_scenario("A\n\nB"));
         scratch
@@ -73,14 +73,14 @@ impl Drop for Scratch {
     }
 }
 
-fn prompt_scenario(expected: &str) -> String {
+pub(crate) fn prompt_scenario(expected: &str) -> String {
     format!(
         "format = 2\ntitle = \"two sections join with a blank line\"\ncovers = [\"03:R4\"]\n[config]\ninclude_harness_identity = false\n\n[[steps]]\ndo = \"section\"\nname = \"a\"\norder = 1\ntext = \"A\"\n\n[[steps]]\ndo = \"section\"\nname = \"b\"\norder = 2\ntext = \"B\"\n\n[[steps]]\ndo = \"assemble\"\nexpect.prompt = {}\n",
         serde_json::to_string(expected).expect("a string")
     )
 }
 
-fn reference_adapter() -> String {
+pub(crate) fn reference_adapter() -> String {
     format!("exec '{}' adapter", env!("CARGO_BIN_EXE_dshc"))
 }
 
@@ -260,6 +260,15 @@ fn every_subcommand_maps_bad_input_to_2() {
         vec!["migrate", "missing"],
         vec!["diff", "--adapter", "true"],
         vec!["sim"],
+        vec!["sim", "--seed", "1", "--jobs", "100000"],
+        vec![
+            "check",
+            "--adapter",
+            "true",
+            "--jobs",
+            "100000",
+            "scenarios",
+        ],
     ] {
         let output = run(&args, &scratch.root);
         assert_eq!(
@@ -620,7 +629,7 @@ fn over_the_protocol_every_loop_scenario_observes_exactly_what_the_reference_doe
 }
 
 /// The bundled scenario of a changing middle section (`clock`), and a stable one.
-fn bundled(relative: &str) -> PathBuf {
+pub(crate) fn bundled(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
         .join(relative)
@@ -748,6 +757,56 @@ fn partitions_merge_into_the_whole_runs_report() {
         "{}",
         stderr(&twice)
     );
+    an_incomplete_or_mixed_set_does_not_merge(&scratch, &parts);
+}
+
+/// `report --merge` refuses one partition of three and a mixed set, and
+/// counts the summary from the cases, whatever a report says.
+fn an_incomplete_or_mixed_set_does_not_merge(scratch: &Scratch, parts: &[String]) {
+    let read = |path: &str| std::fs::read_to_string(scratch.root.join(path)).expect("a report");
+    // One partition of three is not the whole run, nor a set with one
+    // partition of another split.
+    let partial = run(&["report", "--merge", "x.json", &parts[0]], &scratch.root);
+    assert_eq!(code(&partial), 2);
+    assert!(
+        stderr(&partial).contains("partitions 2, 3 of 3 are missing"),
+        "{}",
+        stderr(&partial)
+    );
+    let mixed = run(
+        &[
+            "report",
+            "--merge",
+            "x.json",
+            &parts[0],
+            &parts[1],
+            "whole/dshc-reference.json",
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&mixed), 2);
+    assert!(
+        stderr(&mixed).contains("is of another run"),
+        "{}",
+        stderr(&mixed)
+    );
+    // A summary written by hand is not taken: the merge counts the cases.
+    let mut doctored: serde_json::Value = serde_json::from_str(&read(&parts[0])).expect("json");
+    doctored["summary"]["passed"] = serde_json::json!(1000);
+    scratch.write("doctored.json", &doctored.to_string());
+    let recounted = run(
+        &[
+            "report",
+            "--merge",
+            "recounted.json",
+            "doctored.json",
+            &parts[1],
+            &parts[2],
+        ],
+        &scratch.root,
+    );
+    assert_eq!(code(&recounted), 0, "{}", stderr(&recounted));
+    assert_eq!(read("recounted.json"), read("whole/dshc-reference.json"));
 }
 
 #[test]
@@ -852,65 +911,42 @@ fn bench_compares_implementations_and_fails_on_a_regression() {
         "{}",
         stderr(&regressed)
     );
-}
-
-#[test]
-fn migrate_keeps_a_file_it_cannot_rewrite_equivalently_and_says_which() {
-    let scratch = Scratch::new("migrate");
-    let head = "format = 1\ntitle = \"t\"\ncovers = [\"03:R4\"]\n\n[[steps]]\ndo = \"assemble\"\n";
-    let good = scratch.write(
-        "old/good.toml",
-        &format!("{head}expect.sections = [{{ name = \"a\" }}]\n"),
-    );
-    let typo_text = format!("{head}expect.promt = \"p\"\n");
-    let typo = scratch.write("old/typo.toml", &typo_text);
-    let operator_text = format!("{head}expect.prompt = {{ \"$contains\" = \"x\" }}\n");
-    let operator = scratch.write("old/operator.toml", &operator_text);
-    let output = run(&["migrate", "old"], &scratch.root);
-    assert_eq!(code(&output), 2, "{}{}", stdout(&output), stderr(&output));
-    assert!(
-        stdout(&output).ends_with("1 migrated, 0 already current, 2 left as they were\n"),
-        "{}",
-        stdout(&output)
-    );
-    let errors = stderr(&output);
-    assert!(
-        errors.contains("old/typo.toml: the rewritten file would not load (")
-            && errors.contains("promt"),
-        "{errors}"
-    );
-    assert!(
-        errors.contains("old/operator.toml: cannot be kept equivalent: `steps[0].expect.prompt` has the key \"$contains\""),
-        "{errors}"
-    );
-    let read = |path: &Path| std::fs::read_to_string(path).expect("readable");
-    assert_eq!(read(&typo), typo_text, "left as it was");
-    assert_eq!(read(&operator), operator_text, "left as it was");
-    assert!(read(&good).starts_with("format = 2"), "{}", read(&good));
-    let check = run(&["run", "old/good.toml"], &scratch.root);
-    assert_ne!(
-        code(&check),
-        2,
-        "the migrated file loads: {}",
-        stdout(&check)
-    );
-}
-
-#[test]
-fn show_prints_every_part_of_a_loop_run_an_expectation_can_assert() {
-    let scratch = Scratch::new("show-loop");
-    let scenario = bundled("loop/listeners/session_observer_sees_each_appended_event.toml");
-    let output = run(&["show", scenario.to_str().unwrap()], &scratch.root);
-    assert_eq!(code(&output), 0, "{}", stderr(&output));
-    let text = stdout(&output);
-    for heading in [
-        "# observations, one per command\n",
-        "# session log\n",
-        "# agent agent: {\"status\":\"idle\",\"status_transitions\":[\"running\",\"idle\"],\"pending\":[0,0],\"agent_errors\":[]}\n",
-        "# live events, which the log does not hold\n",
-        "# journal: what `record` ops recorded\n{\"listener\":\"watch\",\"call\":1,",
-        "# llm_requests: what scripted routes' stream() received\n{\"provider\":\"mock\",",
-    ] {
-        assert!(text.contains(heading), "missing {heading:?} in:\n{text}");
+    // The same file as baseline and output: compared as it was, then written.
+    scratch.write("same.json", &fast.to_string());
+    let same = [
+        "bench",
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--iterations",
+        "5",
+        "--batches",
+        "3",
+        "--json",
+        "same.json",
+        "--baseline",
+        "same.json",
+    ];
+    let compared = run(&same, &scratch.root);
+    assert_eq!(code(&compared), 1, "{}", stderr(&compared));
+    assert!(stderr(&compared).contains("regression: standard on dshc-reference"));
+    // A baseline of another version matches no row: that is no silent pass.
+    let mut other = report.clone();
+    for result in other["fixtures"][0]["results"].as_array_mut().unwrap() {
+        result["implementation"] = serde_json::json!("dshc-reference 0.0.1");
     }
+    scratch.write("other.json", &other.to_string());
+    let unmatched = run(
+        &same[..7]
+            .iter()
+            .copied()
+            .chain(["--baseline", "other.json"])
+            .collect::<Vec<_>>(),
+        &scratch.root,
+    );
+    assert_eq!(code(&unmatched), 1, "{}", stderr(&unmatched));
+    assert!(
+        stderr(&unmatched).contains("the baseline has no row"),
+        "{}",
+        stderr(&unmatched)
+    );
 }

@@ -7,6 +7,7 @@
     reason = "a test fails by panicking, with the value shown"
 )]
 
+mod authoring;
 mod bench_fixtures;
 mod cli;
 mod gate;

@@ -247,6 +247,27 @@ fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
 }
 
 #[test]
+fn a_log_that_is_the_script_or_not_a_regular_file_is_refused() {
+    let dir = scratch_dir().join("log-refused");
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    let script = "[[responses]]\ncontent = \"hi\"\n";
+    std::fs::write(dir.join("s.toml"), script).expect("written");
+    for log in ["s.toml", "/dev/full"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_dshc"))
+            .args(["serve", "--script", "s.toml", "--port", "0", "--log", log])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("dshc runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{log}: {stderr}");
+        assert!(stderr.contains(&format!("--log {log}")), "{stderr}");
+    }
+    let kept = std::fs::read_to_string(dir.join("s.toml")).expect("read");
+    assert_eq!(kept, script, "the script is intact");
+}
+
+#[test]
 fn an_http2_preface_gets_505_not_silence() {
     let served = serve("http2", "responses = []");
     let response = raw_exchange(served.address, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");

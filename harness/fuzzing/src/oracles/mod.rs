@@ -1,7 +1,9 @@
 //! The fuzz oracles: each takes arbitrary bytes and panics only on a bug.
 //!
 //! The [`render`] and [`tool_order`] oracles check the model against
-//! independent implementations and properties. The trust-boundary oracles
+//! independent implementations and properties; [`matcher`] checks the
+//! judge's matching over arbitrary expectations and observations (its cost
+//! bounded, `$contains` against an independent search). The trust-boundary oracles
 //! take whatever bytes arrive there: [`scenario_load`] (a scenario file),
 //! [`adapter_reply`] (an adapter's stdout line), [`sse_decode`] (a
 //! provider's response body) and [`mock_http`] (a client's connection to the
@@ -10,6 +12,7 @@
 //! drivers below feed them between fuzz runs.
 
 pub mod adapter_reply;
+pub mod matcher;
 pub mod mock_http;
 pub mod render;
 pub mod scenario_load;

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use dshc_fuzzing::oracles::adapter_reply::check_reply_bytes;
+use dshc_fuzzing::oracles::matcher::check_matcher_bytes;
 use dshc_fuzzing::oracles::mock_http::check_http_bytes;
 use dshc_fuzzing::oracles::render::check_render_bytes;
 use dshc_fuzzing::oracles::scenario_load::check_scenario_bytes;
@@ -57,6 +58,62 @@ fn tool_order_corpus_replays() {
     assert!(
         replay("tool_order", check_tool_order_bytes) > 0,
         "the tool_order corpus is empty"
+    );
+}
+
+#[test]
+fn matcher_corpus_replays() {
+    assert!(
+        replay("matcher", check_matcher_bytes) > 0,
+        "the matcher corpus is empty"
+    );
+}
+
+#[test]
+fn matcher_oracle_holds_on_seeded_and_mutated_inputs() {
+    run_seeded(0x5EED_0007, 5_000, check_matcher_bytes);
+    run_mutated(0x5EED_0008, &corpus("matcher"), 2_000, check_matcher_bytes);
+}
+
+/// The seeded matcher inputs reach matches, misses, broken expectations and
+/// the `$contains` search, or the test above would pass vacuously.
+#[test]
+fn seeded_matcher_inputs_reach_every_outcome() {
+    use arbitrary::{Arbitrary, Unstructured};
+    use dshc_fuzzing::oracles::matcher::MatcherInput;
+    use dshc_oracle::matching::Matcher;
+    use dshc_scenario::pattern::Pattern;
+    let mut rng = dshc_fuzzing::generate::rng::SplitMix64::new(0x5EED_0007);
+    // [matched, missed, broken, a top-level `$contains` over an array]
+    let mut counts = [0usize; 4];
+    for _ in 0..5_000 {
+        let len = rng.below(256) as usize;
+        let bytes = rng.bytes(len);
+        let Ok(input) = MatcherInput::arbitrary_take_rest(Unstructured::new(&bytes)) else {
+            continue;
+        };
+        let mut matcher = Matcher::new();
+        for (name, value) in &input.captured {
+            matcher.bind(name, value.clone(), "").expect("bound once");
+        }
+        let pattern = Pattern::new(input.pattern.clone());
+        let slot = match matcher.check(&pattern, input.actual.as_ref()) {
+            Ok(()) => 0,
+            Err(miss) if miss.broken => 2,
+            Err(_) => 1,
+        };
+        counts[slot] += 1;
+        let contains = input.pattern.get("$contains").is_some_and(|a| a.is_array());
+        if contains && input.actual.as_ref().is_some_and(|v| v.is_array()) {
+            counts[3] += 1;
+        }
+    }
+    // A broken expectation needs a captured argument its operator cannot
+    // take: rarer by construction.
+    let at_least = [200, 200, 10, 200];
+    assert!(
+        counts.iter().zip(at_least).all(|(&n, least)| n >= least),
+        "outcome counts [matched, missed, broken, contains] = {counts:?}"
     );
 }
 

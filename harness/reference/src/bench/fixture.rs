@@ -19,9 +19,15 @@ use dshc_scenario::protocol::{AssemblyCommand, Case, Command};
 
 use dshc_scenario::data_file::{DataFileError, parse_toml, read_text};
 
-/// Most copies one fixture may expand to, over all its `repeat`s: a typo
-/// (`repeat = 1e9`) gets an error, not an exhausted memory.
-pub const MAX_FIXTURE_COPIES: u64 = 100_000;
+/// Most bytes one fixture's steps may expand to, over all its `repeat`s
+/// (each value counted as its text, strings, keys and numbers, plus the
+/// size of a JSON value in memory): a typo (`repeat = 1e9`) or a large
+/// template repeated gets an error before the memory is spent, whatever
+/// the copy count.
+pub const MAX_FIXTURE_BYTES: u64 = 16 << 20;
+
+/// What one value made by a fixture costs beyond its text.
+const VALUE_BYTES: u64 = std::mem::size_of::<Value>() as u64;
 
 /// A loaded fixture: a case whose last command is the measured `assemble`.
 #[derive(Debug, Clone)]
@@ -58,11 +64,11 @@ fn fixture_from_value(path: &Path, document: Value) -> Result<Fixture, DataFileE
     let Value::Object(mut object) = document else {
         return Err(bad("a fixture is a table".into()));
     };
-    let mut copies = 0u64;
+    let mut bytes = 0u64;
     let steps = expand(
         object.remove("steps").unwrap_or(Value::Array(Vec::new())),
         &mut Vec::new(),
-        &mut copies,
+        &mut bytes,
     )
     .map_err(bad)?;
     let title = object
@@ -107,13 +113,14 @@ fn fixture_from_value(path: &Path, document: Value) -> Result<Fixture, DataFileE
 }
 
 /// Expand `repeat` objects in every list, outermost first, substituting the
-/// indices in scope into every string.
+/// indices in scope into every string; `bytes` counts what is made, and the
+/// expansion stops with an error once it passes [`MAX_FIXTURE_BYTES`].
 fn expand(
     value: Value,
     indices: &mut Vec<(String, u64)>,
-    copies: &mut u64,
+    bytes: &mut u64,
 ) -> Result<Value, String> {
-    match value {
+    let made = match value {
         Value::Array(items) => {
             let mut expanded = Vec::with_capacity(items.len());
             for item in items {
@@ -128,32 +135,42 @@ fn expand(
                             Some(Value::String(name)) if !name.is_empty() => name,
                             Some(_) => return Err("`as` must be a non-empty string".into()),
                         };
-                        *copies = copies.saturating_add(count);
-                        if *copies > MAX_FIXTURE_COPIES {
-                            return Err(format!(
-                                "the fixture expands to more than {MAX_FIXTURE_COPIES} copies"
-                            ));
-                        }
                         for index in 0..count {
                             indices.push((name.clone(), index));
-                            let copy = expand(Value::Object(object.clone()), indices, copies);
+                            let copy = expand(Value::Object(object.clone()), indices, bytes);
                             indices.pop();
                             expanded.push(copy?);
                         }
                     }
-                    other => expanded.push(expand(other, indices, copies)?),
+                    other => expanded.push(expand(other, indices, bytes)?),
                 }
             }
-            Ok(Value::Array(expanded))
+            Value::Array(expanded)
         }
         Value::Object(object) => object
             .into_iter()
-            .map(|(key, value)| Ok((key, expand(value, indices, copies)?)))
+            .map(|(key, value)| {
+                *bytes = bytes.saturating_add(key.len() as u64);
+                Ok((key, expand(value, indices, bytes)?))
+            })
             .collect::<Result<Map<_, _>, String>>()
-            .map(Value::Object),
-        Value::String(text) => Ok(substitute(&text, indices)),
-        other => Ok(other),
+            .map(Value::Object)?,
+        Value::String(text) => substitute(&text, indices),
+        other => other,
+    };
+    let own = VALUE_BYTES
+        + match &made {
+            Value::String(text) => text.len() as u64,
+            Value::Array(_) | Value::Object(_) => 0,
+            other => other.to_string().len() as u64,
+        };
+    *bytes = bytes.saturating_add(own);
+    if *bytes > MAX_FIXTURE_BYTES {
+        return Err(format!(
+            "the fixture expands to more than {MAX_FIXTURE_BYTES} bytes"
+        ));
     }
+    Ok(made)
 }
 
 /// `{name}` and `{name%K}` of the indices in scope (the innermost wins);
@@ -209,6 +226,17 @@ mod tests {
 
     use super::*;
 
+    /// What [`expand`] counts for `value`, computed here on the result.
+    fn weight(value: &Value) -> u64 {
+        VALUE_BYTES
+            + match value {
+                Value::Array(items) => items.iter().map(weight).sum(),
+                Value::Object(map) => map.iter().map(|(k, v)| k.len() as u64 + weight(v)).sum(),
+                Value::String(text) => text.len() as u64,
+                other => other.to_string().len() as u64,
+            }
+    }
+
     #[test]
     fn repeats_expand_with_their_indices_and_keep_templates() {
         let steps = json!([
@@ -218,9 +246,9 @@ mod tests {
                 {"repeat": 2, "as": "t", "name": "tool_{i}_{t}"}
             ]}}}
         ]);
-        let mut copies = 0;
-        let expanded = expand(steps, &mut Vec::new(), &mut copies).unwrap();
-        assert_eq!(copies, 3 + 2 + 4);
+        let mut bytes = 0;
+        let expanded = expand(steps, &mut Vec::new(), &mut bytes).unwrap();
+        assert_eq!(bytes, weight(&expanded));
         assert_eq!(expanded[1]["name"], "s1");
         assert_eq!(expanded[1]["order"], 1);
         assert_eq!(expanded[2]["order"], 0);
@@ -239,12 +267,22 @@ mod tests {
 
     #[test]
     fn oversized_and_malformed_repeats_are_refused() {
-        let huge = json!([{"repeat": MAX_FIXTURE_COPIES + 1}]);
+        let huge = json!([{"repeat": 1_000_000_000_u64}]);
         assert!(
             expand(huge, &mut Vec::new(), &mut 0)
                 .unwrap_err()
                 .contains("more than")
         );
+        // Few copies of a large template: the bytes, not the copies, count.
+        let template = "x".repeat(1 << 20);
+        let large = json!([{"repeat": 17, "text": template}]);
+        let error = expand(large, &mut Vec::new(), &mut 0).unwrap_err();
+        assert_eq!(
+            error,
+            format!("the fixture expands to more than {MAX_FIXTURE_BYTES} bytes")
+        );
+        let fits = json!([{"repeat": 15, "text": "x".repeat(1 << 20)}]);
+        assert!(expand(fits, &mut Vec::new(), &mut 0).is_ok());
         let negative = json!([{"repeat": -1}]);
         assert!(expand(negative, &mut Vec::new(), &mut 0).is_err());
     }

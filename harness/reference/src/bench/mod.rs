@@ -236,24 +236,36 @@ pub struct ImplementationResult {
 }
 
 /// Every (fixture, implementation) whose median is more than `limit_percent`
-/// above the baseline's.
+/// above the baseline's, and every row of either side the other lacks: a
+/// fixture renamed or an implementation's version bumped would otherwise
+/// compare nothing and pass in silence.
 pub fn regressions(
     report: &BenchReport,
     baseline: &BenchReport,
     limit_percent: f64,
 ) -> Vec<String> {
+    let row = |report: &BenchReport, fixture: &str, implementation: &str| {
+        report
+            .fixtures
+            .iter()
+            .find(|f| f.id == fixture)
+            .and_then(|f| {
+                f.results
+                    .iter()
+                    .find(|r| r.implementation == implementation)
+            })
+            .and_then(|r| r.stats.clone())
+    };
     let mut found = Vec::new();
     for fixture in &report.fixtures {
-        let Some(before) = baseline.fixtures.iter().find(|f| f.id == fixture.id) else {
-            continue;
-        };
         for result in &fixture.results {
-            let earlier = before
-                .results
-                .iter()
-                .find(|r| r.implementation == result.implementation)
-                .and_then(|r| r.stats.as_ref());
-            let (Some(now), Some(earlier)) = (&result.stats, earlier) else {
+            let Some(now) = &result.stats else { continue };
+            let Some(earlier) = row(baseline, &fixture.id, &result.implementation) else {
+                found.push(format!(
+                    "{} on {}: the baseline has no row for it (a renamed fixture or a new \
+                     version? write a new baseline with --json)",
+                    fixture.id, result.implementation
+                ));
                 continue;
             };
             let slower_percent = (now.median_ns / earlier.median_ns - 1.0) * 100.0;
@@ -264,6 +276,16 @@ pub fn regressions(
                     result.implementation,
                     format_ns(now.median_ns),
                     format_ns(earlier.median_ns)
+                ));
+            }
+        }
+    }
+    for fixture in &baseline.fixtures {
+        for result in fixture.results.iter().filter(|r| r.stats.is_some()) {
+            if row(report, &fixture.id, &result.implementation).is_none() {
+                found.push(format!(
+                    "{} on {}: a baseline row this run did not measure",
+                    fixture.id, result.implementation
                 ));
             }
         }
@@ -285,6 +307,70 @@ pub fn format_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn report_of(rows: &[(&str, &str, f64)]) -> BenchReport {
+        let mut report = BenchReport {
+            iterations: 1,
+            batches: 1,
+            fixtures: Vec::new(),
+        };
+        for (fixture, implementation, median_ns) in rows {
+            let result = ImplementationResult {
+                implementation: (*implementation).into(),
+                stats: Some(StepStats {
+                    median_ns: *median_ns,
+                    p10_ns: *median_ns,
+                    p90_ns: *median_ns,
+                    steps: 1,
+                    output_bytes: 1,
+                }),
+                error: None,
+                ratio: None,
+            };
+            match report.fixtures.iter_mut().find(|f| f.id == *fixture) {
+                Some(found) => found.results.push(result),
+                None => report.fixtures.push(FixtureResult {
+                    id: (*fixture).into(),
+                    results: vec![result],
+                }),
+            }
+        }
+        report
+    }
+
+    #[test]
+    fn an_unmatched_baseline_row_is_a_regression_not_a_silent_pass() {
+        let baseline = report_of(&[
+            ("standard", "dshc 0.1.0", 100.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
+        let same = report_of(&[
+            ("standard", "dshc 0.1.0", 110.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
+        assert_eq!(regressions(&same, &baseline, 25.0), Vec::<String>::new());
+        let slower = report_of(&[
+            ("standard", "dshc 0.1.0", 200.0),
+            ("old-name", "dshc 0.1.0", 50.0),
+        ]);
+        assert_eq!(regressions(&slower, &baseline, 25.0).len(), 1);
+        // A version bump and a renamed fixture: nothing compares, and each
+        // row without its partner is named.
+        let bumped = report_of(&[
+            ("standard", "dshc 0.2.0", 100.0),
+            ("new-name", "dshc 0.2.0", 50.0),
+        ]);
+        let found = regressions(&bumped, &baseline, 25.0);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(
+            found[0].starts_with("standard on dshc 0.2.0: the baseline has no row"),
+            "{found:#?}"
+        );
+        assert!(
+            found[3].starts_with("old-name on dshc 0.1.0: a baseline row this run did not measure"),
+            "{found:#?}"
+        );
+    }
 
     #[test]
     fn percentiles_are_nearest_rank_over_per_step_times() {

@@ -650,6 +650,7 @@ async fn drive(
         limits,
         limit_reached: Rc::new(RefCell::new(None)),
         steps_opened: Rc::new(std::cell::Cell::new(0)),
+        turns_started: Rc::new(std::cell::Cell::new(0)),
     };
     let routes = scripted_routes(&world);
     let setup = context
@@ -701,8 +702,8 @@ impl CaseClock {
         let jumped_ms = Rc::new(std::cell::Cell::new(0i64));
         let (skipped, jumped) = (skipped_ms.clone(), jumped_ms.clone());
         // Saturating: a clock that would pass the end of JavaScript's `Date`
-        // range stops there (the loader refuses worlds that could get near
-        // it), and one jumped back past the epoch stops at 0.
+        // range stops there, and one jumped back past the epoch stops at 0;
+        // the loader refuses worlds that could do either.
         let clock: Clock = Rc::new(move || {
             let elapsed = tokio::time::Instant::now()
                 .duration_since(start)

@@ -116,7 +116,13 @@ impl External {
             batches,
         };
         match self.process.exchange_within(request, timeout_ms) {
-            Ok(ReplyBody::Benched(reply)) => Ok(reply),
+            Ok(ReplyBody::Benched(reply)) => match checked_bench_reply(reply, batches) {
+                Ok(reply) => Ok(reply),
+                Err(context) => {
+                    let _ = self.process.kill();
+                    Err(BenchError::Protocol(context))
+                }
+            },
             Ok(ReplyBody::Errored { context }) => Err(BenchError::Errored(context)),
             Ok(other) => {
                 let _ = self.process.kill();
@@ -127,6 +133,24 @@ impl External {
             Err(fault) => Err(BenchError::Fault(fault)),
         }
     }
+}
+
+/// A `bench` reply that measured what was asked: one time per batch asked
+/// for, none of them zero (a batch runs at least one step, and a zero time
+/// would make every ratio to it infinite); else what is wrong with it.
+fn checked_bench_reply(reply: BenchReply, batches: u32) -> Result<BenchReply, String> {
+    if reply.batch_ns.len() != batches as usize {
+        return Err(format!(
+            "`bench` asked for {batches} batches and the reply times {}",
+            reply.batch_ns.len()
+        ));
+    }
+    if let Some(index) = reply.batch_ns.iter().position(|&ns| ns == 0) {
+        return Err(format!(
+            "`bench` reply: batch {index} took 0 ns, which no batch of steps can"
+        ));
+    }
+    Ok(reply)
 }
 
 /// Why an adapter's `bench` measurement did not come back.
@@ -263,5 +287,35 @@ impl External {
             }
             Err(error) => fault(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(batch_ns: Vec<u64>) -> BenchReply {
+        BenchReply {
+            batch_ns,
+            output_bytes: 10,
+        }
+    }
+
+    #[test]
+    fn a_bench_reply_must_time_every_batch_asked_for_and_none_in_zero() {
+        assert_eq!(
+            checked_bench_reply(reply(vec![5, 7]), 2),
+            Ok(reply(vec![5, 7]))
+        );
+        let empty = checked_bench_reply(reply(Vec::new()), 3).unwrap_err();
+        assert_eq!(empty, "`bench` asked for 3 batches and the reply times 0");
+        let short = checked_bench_reply(reply(vec![1, 2]), 3).unwrap_err();
+        assert!(short.contains("reply times 2"), "{short}");
+        let zeros = checked_bench_reply(reply(vec![0, 0, 0]), 3).unwrap_err();
+        assert_eq!(
+            zeros,
+            "`bench` reply: batch 0 took 0 ns, which no batch of steps can"
+        );
+        assert!(checked_bench_reply(reply(vec![4, 0]), 2).is_err());
     }
 }

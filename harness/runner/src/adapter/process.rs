@@ -8,7 +8,8 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -78,7 +79,8 @@ impl std::fmt::Display for AdapterFault {
 }
 
 enum ReaderEvent {
-    Line(String),
+    /// A line, and how many requests had been sent when it was read.
+    Line(String, u64),
     Oversized(usize),
     Closed,
     Failed(String),
@@ -92,46 +94,131 @@ struct Running {
     /// that stopped reading) blocks that thread, never the supervisor.
     requests: mpsc::Sender<String>,
     lines: Receiver<ReaderEvent>,
+    /// Requests sent so far, counted before each is written, so a line read
+    /// before a request went out is known not to answer it.
+    sent: Arc<AtomicU64>,
+    /// Bytes the adapter has written to stderr so far.
+    stderr_bytes: Arc<AtomicU64>,
+    /// Set while the first `start` is pending: its wait is on silence.
+    starting: Option<Starting>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_reader: thread::JoinHandle<()>,
     next_seq: u64,
 }
 
+/// The first handshake, which may install dependencies: it times out only
+/// after `handshake_timeout_ms` with nothing on stdout or stderr, and says
+/// every [`PROGRESS_EVERY_MS`] that it is still waiting.
+struct Starting {
+    command_line: String,
+    stderr_bytes: u64,
+    waited_ms: u64,
+}
+
+/// How often a pending first handshake prints that it is still waiting.
+const PROGRESS_EVERY_MS: u64 = 10_000;
+
 impl Running {
+    /// The threads around a started child: the writer of requests, the
+    /// reader of reply lines, and the keeper of stderr's tail.
+    fn around(
+        child: Child,
+        (stdin, stdout, stderr): (ChildStdin, ChildStdout, ChildStderr),
+        max_bytes: usize,
+        starting: Option<Starting>,
+    ) -> Running {
+        let (requests, pending) = mpsc::channel();
+        thread::spawn(move || write_requests(stdin, pending));
+        let (sender, lines) = mpsc::channel();
+        let sent = Arc::new(AtomicU64::new(0));
+        let counted = sent.clone();
+        thread::spawn(move || read_lines(stdout, max_bytes, counted, sender));
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr_tail.clone();
+        let stderr_bytes = Arc::new(AtomicU64::new(0));
+        let written = stderr_bytes.clone();
+        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail, written));
+        Running {
+            child,
+            requests,
+            lines,
+            sent,
+            stderr_bytes,
+            starting,
+            stderr_tail,
+            stderr_reader,
+            next_seq: 0,
+        }
+    }
+
     /// Write one request line.
     fn send(&mut self, request: &Request) -> Result<(), AdapterFault> {
         let mut line = serde_json::to_string(request)
             .map_err(|e| AdapterFault::Protocol(format!("cannot encode request: {e}")))?;
         line.push('\n');
+        self.sent.fetch_add(1, Ordering::SeqCst);
         self.requests
             .send(line)
             .map_err(|_| AdapterFault::Crashed("the adapter's stdin is closed".into()))
     }
 
-    /// The next reply line, by `deadline`; the process's end, a line over
+    /// The next reply line, by `deadline`, with how many requests had been
+    /// sent when it was read; the process's end, a line over
     /// `max_reply_bytes` and a failed read are faults.
     fn next_line(
         &mut self,
         deadline: std::time::Instant,
         timeout_ms: u64,
         max_reply_bytes: usize,
-    ) -> Result<String, AdapterFault> {
+    ) -> Result<(String, u64), AdapterFault> {
         #[expect(
             clippy::disallowed_methods,
             reason = "the supervisor bounds a foreign process in real time"
         )]
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let event = match self.lines.recv_timeout(left) {
-            Ok(event) => event,
-            Err(RecvTimeoutError::Timeout) => return Err(AdapterFault::TimedOut(timeout_ms)),
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(AdapterFault::Crashed(
-                    "the adapter's stdout reader stopped".into(),
-                ));
+        let now = std::time::Instant::now;
+        let mut deadline = deadline;
+        let event = loop {
+            let left = deadline.saturating_duration_since(now());
+            let wait = match &self.starting {
+                Some(_) => left.min(Duration::from_millis(PROGRESS_EVERY_MS)),
+                None => left,
+            };
+            match self.lines.recv_timeout(wait) {
+                Ok(event) => break event,
+                Err(RecvTimeoutError::Timeout) => {
+                    let Some(starting) = &mut self.starting else {
+                        return Err(AdapterFault::TimedOut(timeout_ms));
+                    };
+                    starting.waited_ms += u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                    let written = self.stderr_bytes.load(Ordering::SeqCst);
+                    let busy = written != starting.stderr_bytes;
+                    if busy {
+                        // Still installing: the silence starts again.
+                        starting.stderr_bytes = written;
+                        deadline = now() + Duration::from_millis(timeout_ms);
+                    } else if now() >= deadline {
+                        return Err(AdapterFault::TimedOut(timeout_ms));
+                    }
+                    eprintln!(
+                        "waiting for adapter `{}` to start: {} s so far{}",
+                        starting.command_line,
+                        starting.waited_ms / 1_000,
+                        if busy {
+                            ", it is writing to stderr"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(AdapterFault::Crashed(
+                        "the adapter's stdout reader stopped".into(),
+                    ));
+                }
             }
         };
         match event {
-            ReaderEvent::Line(line) => Ok(line),
+            ReaderEvent::Line(line, sent) => Ok((line, sent)),
             ReaderEvent::Oversized(bytes) => Err(AdapterFault::Protocol(format!(
                 "reply exceeds the {max_reply_bytes} byte limit (at least {bytes} bytes)"
             ))),
@@ -153,6 +240,67 @@ impl Running {
             }
         }
     }
+}
+
+/// What a line read while request `seq` is pending turned out to be.
+enum LineRead {
+    /// That request's reply.
+    Reply(Reply),
+    /// Not its reply: skipped with `warning`. `restart`: the adapter is
+    /// restarted after the case; `unsent`: the protocol error the case gets
+    /// if no reply of its own follows.
+    Skip {
+        warning: String,
+        restart: bool,
+        unsent: Option<String>,
+    },
+}
+
+/// Read `line` as the reply to request `seq`; `before_request`: it was read
+/// before that request went out.
+fn classify(line: &str, before_request: bool, seq: u64) -> Result<LineRead, AdapterFault> {
+    let shown: String = line.chars().take(200).collect();
+    let parsed = parse_reply(line);
+    // Read before this request went out, and no second answer to an
+    // earlier one: the adapter wrote it between requests. It is not this
+    // case's fault; the adapter is restarted after the case.
+    if before_request && parsed.as_ref().ok().is_none_or(|reply| reply.seq >= seq) {
+        return Ok(LineRead::Skip {
+            warning: format!(
+                "wrote {shown:?} while no request was pending; it is restarted after this case"
+            ),
+            restart: true,
+            unsent: None,
+        });
+    }
+    let reply = parsed.map_err(|error| {
+        AdapterFault::Protocol(format!(
+            "reply does not match the protocol ({error}): {shown}"
+        ))
+    })?;
+    Ok(if reply.seq < seq {
+        // A second answer to a request already answered: the earlier
+        // case's doing, not this one's.
+        LineRead::Skip {
+            warning: format!("answered request {} again; ignored", reply.seq),
+            restart: false,
+            unsent: None,
+        }
+    } else if reply.seq != seq {
+        LineRead::Skip {
+            warning: format!(
+                "answered request {}, which was never sent; it is restarted after this case",
+                reply.seq
+            ),
+            restart: true,
+            unsent: Some(format!(
+                "reply answers seq {} but request {seq} is pending",
+                reply.seq
+            )),
+        }
+    } else {
+        LineRead::Reply(reply)
+    })
 }
 
 /// One adapter command line, with its current process (if any).
@@ -183,11 +331,20 @@ fn write_requests(mut stdin: ChildStdin, requests: Receiver<String>) {
     }
 }
 
-fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEvent>) {
+fn read_lines(
+    stdout: impl Read,
+    max_bytes: usize,
+    sent: Arc<AtomicU64>,
+    events: mpsc::Sender<ReaderEvent>,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    // Requests sent when the bytes of the current line were read from the
+    // pipe (taken after the read returns, so never before they arrived).
+    let mut sent_when_read = 0;
     loop {
         let mut line: Vec<u8> = Vec::new();
         loop {
+            let reads = reader.buffer().is_empty();
             let buffer = match reader.fill_buf() {
                 Ok(buffer) => buffer,
                 Err(error) => {
@@ -198,6 +355,9 @@ fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEv
             if buffer.is_empty() {
                 let _ = events.send(ReaderEvent::Closed);
                 return;
+            }
+            if reads {
+                sent_when_read = sent.load(Ordering::SeqCst);
             }
             let (chunk, found_newline) = match buffer.iter().position(|&b| b == b'\n') {
                 Some(end) => (&buffer[..end], true),
@@ -216,10 +376,9 @@ fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEv
                 break;
             }
         }
+        let line = String::from_utf8_lossy(&line).into_owned();
         if events
-            .send(ReaderEvent::Line(
-                String::from_utf8_lossy(&line).into_owned(),
-            ))
+            .send(ReaderEvent::Line(line, sent_when_read))
             .is_err()
         {
             return;
@@ -227,13 +386,14 @@ fn read_lines(stdout: impl Read, max_bytes: usize, events: mpsc::Sender<ReaderEv
     }
 }
 
-fn keep_tail(stderr: impl Read, tail: Arc<Mutex<VecDeque<u8>>>) {
+fn keep_tail(stderr: impl Read, tail: Arc<Mutex<VecDeque<u8>>>, written: Arc<AtomicU64>) {
     let mut reader = BufReader::new(stderr);
     let mut buffer = [0u8; 4096];
     while let Ok(n) = reader.read(&mut buffer) {
         if n == 0 {
             return;
         }
+        written.fetch_add(n as u64, Ordering::SeqCst);
         if let Ok(mut tail) = tail.lock() {
             tail.extend(&buffer[..n]);
             let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
@@ -291,23 +451,18 @@ impl AdapterProcess {
                 "the adapter's pipes are missing".into(),
             ));
         };
-        let (requests, pending) = mpsc::channel();
-        thread::spawn(move || write_requests(stdin, pending));
-        let (sender, lines) = mpsc::channel();
-        let max_bytes = self.limits.max_reply_bytes;
-        thread::spawn(move || read_lines(stdout, max_bytes, sender));
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        let stderr_reader = thread::spawn(move || keep_tail(stderr, tail));
         let first_start = self.starts == 1;
-        self.running = Some(Running {
-            child,
-            requests,
-            lines,
-            stderr_tail,
-            stderr_reader,
-            next_seq: 0,
+        let starting = first_start.then(|| Starting {
+            command_line: self.command_line.clone(),
+            stderr_bytes: 0,
+            waited_ms: 0,
         });
+        self.running = Some(Running::around(
+            child,
+            (stdin, stdout, stderr),
+            self.limits.max_reply_bytes,
+            starting,
+        ));
         let timeout_ms = if first_start {
             self.limits.handshake_timeout_ms
         } else {
@@ -319,6 +474,9 @@ impl AdapterProcess {
             },
             timeout_ms,
         );
+        if let Some(running) = self.running.as_mut() {
+            running.starting = None;
+        }
         match reply {
             Ok(ReplyBody::Started {
                 version,
@@ -430,29 +588,36 @@ impl AdapterProcess {
         )]
         let deadline = std::time::Instant::now() + Duration::from_millis(timeout_ms);
         running.send(&Request { seq, body })?;
-        loop {
-            let line = running.next_line(deadline, timeout_ms, self.limits.max_reply_bytes)?;
-            let reply: Reply = parse_reply(&line).map_err(|error| {
-                let shown: String = line.chars().take(200).collect();
-                AdapterFault::Protocol(format!(
-                    "reply does not match the protocol ({error}): {shown}"
-                ))
-            })?;
-            if reply.seq < seq {
-                // A second answer to a request already answered: the earlier
-                // case's doing, not this one's. Skip it.
-                eprintln!(
-                    "warning: adapter `{}` answered request {} again; ignored",
-                    self.command_line, reply.seq
-                );
-                continue;
-            }
-            if reply.seq != seq {
-                return Err(AdapterFault::Protocol(format!(
-                    "reply answers seq {} but request {seq} is pending",
-                    reply.seq
-                )));
-            }
+        let sent_with_it = running.sent.load(Ordering::SeqCst);
+        let mut stray_seen = false;
+        // A reply to a request never sent: the adapter's stray, which the
+        // case's own reply may still follow; if none does, the stray is why.
+        let mut unsent_seq: Option<String> = None;
+        let body = loop {
+            let next = running.next_line(deadline, timeout_ms, self.limits.max_reply_bytes);
+            let (line, sent) = match (next, unsent_seq.take()) {
+                (Ok(read), unsent) => {
+                    unsent_seq = unsent;
+                    read
+                }
+                (Err(AdapterFault::TimedOut(_)), Some(unsent)) => {
+                    return Err(AdapterFault::Protocol(unsent));
+                }
+                (Err(fault), _) => return Err(fault),
+            };
+            let reply = match classify(&line, sent < sent_with_it, seq)? {
+                LineRead::Reply(reply) => reply,
+                LineRead::Skip {
+                    warning,
+                    restart,
+                    unsent,
+                } => {
+                    eprintln!("warning: adapter `{}` {warning}", self.command_line);
+                    stray_seen |= restart;
+                    unsent_seq = unsent.or(unsent_seq);
+                    continue;
+                }
+            };
             let response = match (reply.body, bridge.as_deref_mut()) {
                 (ReplyBody::ProviderRequest(request), Some(bridge)) => bridge.request(request),
                 (ReplyBody::ProviderAbort(abort), Some(bridge)) => {
@@ -464,13 +629,17 @@ impl AdapterProcess {
                         "a provider message outside a `virtual_time` case".into(),
                     ));
                 }
-                (body, _) => return Ok(body),
+                (body, _) => break body,
             };
             running.send(&Request {
                 seq,
                 body: RequestBody::ProviderResponse { response },
             })?;
+        };
+        if stray_seen {
+            let _ = self.kill();
         }
+        Ok(body)
     }
 
     /// Kill the process group and forget the process. Returns the last few

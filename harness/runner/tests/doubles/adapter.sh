@@ -12,9 +12,11 @@
 #   close_stdout  close stdout and keep running
 #   twice     answer twice (the second answer is stale by the next case)
 #   provider  send a provider request, as if the case ran on virtual time
+#   stray     answer, then write a line with a seq never sent (between cases)
 # and these, which misbehave outside "boom" cases:
 #   stop_reading  after the first case, never read stdin again
 #   no_start  never answer the handshake
+#   slow_start  write to stderr for 3 s (an install), then answer the handshake
 mode="$1"
 cases=0
 while IFS= read -r line; do
@@ -22,6 +24,9 @@ while IFS= read -r line; do
   case "$line" in
     *'"cmd":"start"'*)
       if [ "$mode" = no_start ]; then sleep 600; fi
+      if [ "$mode" = slow_start ]; then
+        for step in 1 2 3 4 5 6; do echo "installing, step $step" >&2; sleep 0.5; done
+      fi
       printf '{"seq":%s,"started":{"version":1,"implementation":{"name":"double-%s","version":"0","language":"bash"},"capabilities":{"levels":["assembly"]}}}\n' "$seq" "$mode"
       ;;
     *'"cmd":"stop"'*)
@@ -39,6 +44,7 @@ while IFS= read -r line; do
         close_stdout) exec 1>&-; sleep 15 ;;
         twice) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$seq" ;;
         provider) printf '{"seq":%s,"provider_request":{"method":"POST","path":"/chat/completions"}}\n' "$seq" ;;
+        stray) printf '{"seq":%s,"result":{"observations":[]}}\n{"seq":%s,"result":{"observations":[]}}\n' "$seq" "$((seq + 50))" ;;
         *) printf '{"seq":%s,"result":{"observations":[]}}\n' "$seq" ;;
       esac
       ;;

@@ -234,6 +234,26 @@ fn a_second_answer_is_not_blamed_on_the_next_case() {
 }
 
 #[test]
+fn a_stray_line_between_cases_restarts_the_adapter_not_fails_the_next_case() {
+    let cases = ["ok-1", "boom", "ok-2", "ok-3"].map(empty_scenario);
+    let (outcomes, starts, _) = run_cases("stray", &cases);
+    assert_eq!(outcomes, vec![Outcome::Pass; 4]);
+    assert_eq!(
+        starts, 2,
+        "the adapter that wrote it is restarted after the case"
+    );
+}
+
+#[test]
+fn a_first_start_times_out_on_silence_not_while_the_adapter_installs() {
+    // Three seconds of install output against a 1.5 s handshake timeout:
+    // the adapter is never silent that long, so it starts.
+    let (outcomes, starts, _) = run("slow_start");
+    assert_eq!(outcomes, vec![Outcome::Pass; 3]);
+    assert_eq!(starts, 1);
+}
+
+#[test]
 fn an_adapter_that_never_shakes_hands_costs_one_handshake_timeout_in_all() {
     #[expect(
         clippy::disallowed_methods,

@@ -379,12 +379,23 @@ fn captures_bind_values_for_later_expectations() {
     passes(&looped(
         "[[expect.query]]\nselect = \"assistant/message\"\nfirst = { data = { message = { id = { \"$capture\" = \"reply\" } } } }\n\n[[expect.query]]\nselect = { data = { message = { id = { \"$ref\" = \"reply\" } } } }\ncount = 1",
     ));
-    fails(
-        &looped(
-            "[[expect.query]]\nselect = \"tool/call\"\nfirst = { data = { callId = { \"$ref\" = \"never\" } } }",
-        ),
-        &["nothing is captured"],
-    );
+    // A `$ref` to a name nothing binds is a load error, under `$not` too,
+    // where a misspelt name would otherwise pass.
+    for first in [
+        "{ data = { callId = { \"$ref\" = \"never\" } } }",
+        "{ data = { callId = { \"$not\" = { \"$ref\" = \"never\" } } } }",
+    ] {
+        let source = looped(&format!(
+            "[[expect.query]]\nselect = \"tool/call\"\nfirst = {first}"
+        ));
+        let error = parse_scenario(Path::new("bad.toml"), &source).expect_err("refused");
+        assert!(
+            error
+                .message
+                .contains("`$ref` \"never\" names a capture nothing binds"),
+            "{error}"
+        );
+    }
     // A capture whose own expectation fails binds nothing: the `$ref` says
     // why it may be unbound, beside that expectation's own mismatch.
     fails(
@@ -493,6 +504,33 @@ fn limits_give_clear_outcomes_instead_of_endless_runs() {
 }
 
 #[test]
+fn a_listener_that_follows_up_on_every_turn_ends_the_run_at_the_turn_limit() {
+    // A pre-step listener that cancels and follows up: every turn ends
+    // before a step opens, at one virtual instant (scripted routes take no
+    // time), so neither the step limit nor the time budget could end it.
+    let source = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n[agent]\nprovider = \"mock\"\nmodel = \"m1\"\n[[routes]]\nprovider = \"mock\"\nresponses = [{ text = [\"ok\"] }]\n[[steps]]\ndo = \"on_pre_step\"\nid = \"again\"\nops = [{ cancel = {} }, { followup = \"again\" }]\n[[steps]]\ndo = \"followup\"\ntext = \"go\"\n[[steps]]\ndo = \"wait_idle\"\n[[steps]]\ndo = \"followup\"\ntext = \"after the limit\"\n[[steps]]\ndo = \"wait_idle\"\n";
+    let loaded = parse_scenario(Path::new("turns.toml"), source).expect("loads");
+    let limits = dshc_reference::LoopLimits {
+        max_attempts_per_step: 100,
+        max_steps: 1_000,
+        max_turns: 20,
+    };
+    let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
+    let run = result.run.expect("a loop run");
+    assert_eq!(
+        run.failure.as_deref(),
+        Some("limit reached: max_turns = 20")
+    );
+    let turn_start = dshc_model::session::event_kind::TURN_START;
+    let turns = run.log.iter().filter(|e| e["type"] == turn_start).count();
+    // The run ended at the limit: the followup sent after it starts no turn.
+    assert_eq!(turns, 20, "{} events", run.log.len());
+    passes(&format!(
+        "{source}[expect]\nfailure = \"limit reached: max_turns = 1000\"\n"
+    ));
+}
+
+#[test]
 fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
     // Five tool rounds against a limit of three steps: the fourth step is
     // refused, the run fails naming the limit, and no request is sent for it.
@@ -512,6 +550,7 @@ fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
     let limits = dshc_reference::LoopLimits {
         max_attempts_per_step: 100,
         max_steps: 3,
+        max_turns: 1_000,
     };
     let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
     let run = result.run.expect("a loop run");

@@ -34,7 +34,8 @@ pub(super) fn check_world(
     check_agent_options(&agents)?;
     check_messages_and_agents(commands, &agents, path_of)?;
     check_route_commands(commands, &world.routes, path_of)?;
-    check_clock(&world.simulation, commands)
+    check_clock(&world.simulation, commands)?;
+    check_clock_stays_after_the_epoch(&world.simulation, commands, path_of)
 }
 
 /// `AgentOptions.provider` and `model` are strings or `undefined`: any other
@@ -129,6 +130,39 @@ fn check_clock(simulation: &SimulationSpec, commands: &[Command]) -> Result<(), 
                  start_ms + budget_ms + every wait must stay below it"
             ),
         );
+    }
+    Ok(())
+}
+
+/// No backward `clock_jump` takes the clock before the epoch: the clock is
+/// at least the start plus every wait and jump so far (time only adds to
+/// it), and a jump that could take it below 0 is refused instead of the
+/// clock stopping at 0.
+fn check_clock_stays_after_the_epoch(
+    simulation: &SimulationSpec,
+    commands: &[Command],
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), CompileError> {
+    let mut earliest = i128::from(simulation.start_ms);
+    for (index, command) in commands.iter().enumerate() {
+        match command {
+            Command::Loop(LoopCommand::Wait(wait)) => earliest += i128::from(wait.ms),
+            Command::Loop(LoopCommand::ClockJump(jump)) => {
+                earliest += i128::from(jump.ms);
+                if earliest < 0 {
+                    return fail(
+                        &format!("{}.ms", path_of(index)),
+                        format!(
+                            "this backward jump could take the clock {} ms before the epoch \
+                             (start_ms plus the waits and jumps before it); JavaScript's Date \
+                             starts at 0",
+                            -earliest
+                        ),
+                    );
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

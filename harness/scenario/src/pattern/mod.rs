@@ -25,7 +25,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-pub use tree::{Comparison, Contains, JsonType, Operator, OperatorName, PatternNode};
+pub use tree::{Comparison, Contains, JsonType, NameUse, Operator, OperatorName, PatternNode};
 
 /// An expectation about a value: a literal or a matcher (see the module doc).
 ///

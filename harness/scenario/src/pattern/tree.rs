@@ -320,6 +320,63 @@ fn nodes_value(nodes: &[PatternNode]) -> Value {
     Value::Array(nodes.iter().map(PatternNode::to_value).collect())
 }
 
+/// How a pattern uses a capture name ([`PatternNode::visit_names`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameUse {
+    /// `$capture`: binds it.
+    Capture,
+    /// `$ref`, or a captured value standing as an operator's argument:
+    /// reads it.
+    Ref,
+}
+
+impl PatternNode {
+    /// Every capture name the pattern binds or reads, in the order written.
+    pub fn visit_names(&self, visit: &mut impl FnMut(NameUse, &str)) {
+        match self {
+            PatternNode::Literal(_) => {}
+            PatternNode::Array(items) => items.iter().for_each(|n| n.visit_names(visit)),
+            PatternNode::Object(fields) => fields.iter().for_each(|(_, n)| n.visit_names(visit)),
+            PatternNode::Matcher(operators) => {
+                for operator in operators {
+                    operator.visit_names(visit);
+                }
+            }
+        }
+    }
+}
+
+impl Operator {
+    fn visit_names(&self, visit: &mut impl FnMut(NameUse, &str)) {
+        match self {
+            Operator::Capture(name) => visit(NameUse::Capture, name),
+            Operator::Ref(name) | Operator::ArgumentRef { name, .. } => visit(NameUse::Ref, name),
+            Operator::Keys(node)
+            | Operator::Match(node)
+            | Operator::Length(node)
+            | Operator::SomeElement(node)
+            | Operator::Each(node)
+            | Operator::Not(node) => node.visit_names(visit),
+            Operator::Contains(Contains::Elements(nodes))
+            | Operator::InOrder(nodes)
+            | Operator::Prefix(nodes)
+            | Operator::AnyOf(nodes) => nodes.iter().for_each(|n| n.visit_names(visit)),
+            Operator::Exact(_)
+            | Operator::Equal(_)
+            | Operator::Absent
+            | Operator::Any
+            | Operator::Type(_)
+            | Operator::Contains(Contains::Text(_))
+            | Operator::StartsWith(_)
+            | Operator::EndsWith(_)
+            | Operator::Regex(_)
+            | Operator::Compare(..)
+            | Operator::Between(..)
+            | Operator::MultipleOf(_) => {}
+        }
+    }
+}
+
 impl PatternNode {
     /// The JSON this node was parsed from.
     pub fn to_value(&self) -> Value {

@@ -15,12 +15,23 @@
 //! (`{ "$gt" = { "$ref" = "first" } }`), since only then is it known.
 //!
 //! A failure is a [`Miss`]: where (a path from the value's root), what the
-//! matcher wanted (named: `$contains "x"`) and what was there.
+//! matcher wanted (named: `$contains "x"`) and what was there. A miss that
+//! is *broken* (an operator given a captured argument it cannot take, such
+//! as a regex that does not compile) is an error of the expectation, not an
+//! answer about the value: `$not` and the other operators that try
+//! alternatives pass it on instead of inverting or skipping it.
+//!
+//! Matching costs polynomial time in the pattern and the value: captures
+//! are undone through a trail of the names bound (never by copying the
+//! bindings), and `$contains` over an array assigns its entries to distinct
+//! elements as a bipartite matching, each entry tried once against each
+//! element, instead of searching every partial assignment.
 
 use std::collections::BTreeMap;
 
 use dshc_model::js::{number_to_string, utf16_len};
 use dshc_scenario::pattern::{Contains, JsonType, Operator, OperatorName, Pattern, PatternNode};
+use regex::Regex;
 use serde_json::{Map, Number, Value};
 
 /// Why a value does not match.
@@ -32,12 +43,24 @@ pub struct Miss {
     pub expected: String,
     /// What was there.
     pub actual: String,
+    /// Whether the expectation itself is at fault (a captured argument its
+    /// operator cannot take): no `$not` turns it into a pass.
+    pub broken: bool,
 }
 
 /// Matching with captures: one per compared case.
+///
+/// Bindings are only ever added; `trail` lists the names in the order they
+/// were bound, so undoing a failed attempt removes the names bound after a
+/// mark instead of restoring a copy of every captured value.
 #[derive(Clone, Debug, Default)]
 pub struct Matcher {
     bindings: BTreeMap<String, Value>,
+    trail: Vec<String>,
+    /// Captured values compiled as `$regex` arguments, by source.
+    regexes: BTreeMap<String, Regex>,
+    /// Pattern nodes checked so far ([`Matcher::steps`]).
+    steps: u64,
 }
 
 /// Why a `$ref` has no value: captures are all collected before any
@@ -69,6 +92,7 @@ fn miss(path: &str, expected: impl Into<String>, actual: Option<&Value>) -> Miss
         path: path.to_string(),
         expected: expected.into(),
         actual: show(actual),
+        broken: false,
     }
 }
 
@@ -146,6 +170,7 @@ fn literal(literal: &Value, actual: Option<&Value>, path: &str) -> Result<(), Mi
             path: path.to_string(),
             expected: wanted.clone(),
             actual: got.clone(),
+            broken: false,
         }),
         _ => Err(miss(path, show(Some(literal)), actual)),
     }
@@ -172,9 +197,23 @@ fn numeric(
 }
 
 /// The miss of an operator whose captured argument it cannot take (a
-/// `$gt` given a string): it holds for nothing, and the miss reads as
-/// for any argument, that value in place of the `$ref`.
+/// `$gt` given a string, a `$regex` given one that does not compile): it
+/// holds for nothing, and the miss reads as for any argument, that value
+/// in place of the `$ref`. It is broken: the expectation is wrong, so no
+/// `$not` may invert it.
 fn malformed(operator: OperatorName, argument: &Value, actual: Option<&Value>, path: &str) -> Miss {
+    Miss {
+        broken: true,
+        ..malformed_text(operator, argument, actual, path)
+    }
+}
+
+fn malformed_text(
+    operator: OperatorName,
+    argument: &Value,
+    actual: Option<&Value>,
+    path: &str,
+) -> Miss {
     use OperatorName as Name;
     let wanted = format!("{} {}", operator.as_str(), show(Some(argument)));
     let length = actual.and_then(length_of);
@@ -189,6 +228,7 @@ fn malformed(operator: OperatorName, argument: &Value, actual: Option<&Value>, p
             path: format!("{path}.length"),
             expected: format!("$length {}", show(Some(argument))),
             actual: show(Some(&Value::from(length))),
+            broken: false,
         },
         _ => miss(path, wanted, actual),
     }
@@ -198,6 +238,15 @@ impl Matcher {
     /// A matcher with nothing captured.
     pub fn new() -> Self {
         Matcher::default()
+    }
+
+    /// How many pattern nodes this matcher has checked against a value:
+    /// the cost of matching. Each node of a pattern meets each value at its
+    /// place at most once per check (`$contains` included), so this stays
+    /// polynomial in the sizes of the patterns and the values; the matcher
+    /// fuzz oracle bounds it.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// The value captured under `name`, if any.
@@ -216,9 +265,31 @@ impl Matcher {
             Some(_) => Ok(()),
             None => {
                 self.bindings.insert(name.to_string(), value);
+                self.trail.push(name.to_string());
                 Ok(())
             }
         }
+    }
+
+    /// A point to undo bindings back to ([`Matcher::rollback`]).
+    fn mark(&self) -> usize {
+        self.trail.len()
+    }
+
+    /// Undo every binding made since `mark`.
+    fn rollback(&mut self, mark: usize) {
+        for name in self.trail.drain(mark..) {
+            self.bindings.remove(&name);
+        }
+    }
+
+    /// Check `pattern` against `actual` and keep no capture either way: a
+    /// query's selection tries one pattern on every event this way.
+    pub fn probe(&mut self, pattern: &Pattern, actual: Option<&Value>) -> Result<(), Miss> {
+        let mark = self.mark();
+        let result = self.check(pattern, actual);
+        self.rollback(mark);
+        result
     }
 
     /// Check `actual` (`None` = absent) against `pattern`. On a miss, no
@@ -254,11 +325,40 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
-        let saved = self.bindings.clone();
+        let mark = self.mark();
         let result = self.matches(node, actual, path);
         if result.is_err() {
-            self.bindings = saved;
+            self.rollback(mark);
         }
+        result
+    }
+
+    /// One alternative tried inside an operator: whether it matched
+    /// (keeping its captures only then), or the broken miss that stops the
+    /// operator whatever it would have made of a plain one.
+    fn attempt(
+        &mut self,
+        node: &PatternNode,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<bool, Miss> {
+        match self.check_node(node, actual, path) {
+            Ok(()) => Ok(true),
+            Err(miss) if miss.broken => Err(miss),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// [`Matcher::attempt`] that keeps no capture even when it matches.
+    fn attempt_unbound(
+        &mut self,
+        node: &PatternNode,
+        actual: Option<&Value>,
+        path: &str,
+    ) -> Result<bool, Miss> {
+        let mark = self.mark();
+        let result = self.attempt(node, actual, path);
+        self.rollback(mark);
         result
     }
 
@@ -268,6 +368,7 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<(), Miss> {
+        self.steps += 1;
         match node {
             PatternNode::Literal(value) => literal(value, actual, path),
             PatternNode::Array(patterns) => {
@@ -341,9 +442,17 @@ impl Matcher {
                 Some(length) => self.length(pattern, length, path),
                 None => Err(fail()),
             },
-            Operator::Not(pattern) => holds(!self.clone().test_node(pattern, actual)),
+            Operator::Not(pattern) => {
+                let matched = self.attempt_unbound(pattern, actual, path)?;
+                holds(!matched)
+            }
             Operator::AnyOf(options) => {
-                holds(options.iter().any(|option| self.test_node(option, actual)))
+                for option in options {
+                    if self.attempt(option, actual, path)? {
+                        return Ok(());
+                    }
+                }
+                Err(fail())
             }
             Operator::Contains(Contains::Text(part)) => {
                 holds(text()?.is_some_and(|text| text.contains(part.as_str())))
@@ -357,8 +466,8 @@ impl Matcher {
             Operator::Regex(regex) => holds(text()?.is_some_and(|text| regex.is_match(text))),
             Operator::Contains(Contains::Elements(patterns)) => {
                 let items = items()?;
-                let mut used = vec![false; items.len()];
-                holds(self.assign(patterns, items, &mut used))
+                let found = self.contains(patterns, items, path)?;
+                holds(found)
             }
             Operator::InOrder(patterns) => self.in_order(patterns, items()?, path, actual),
             Operator::Prefix(patterns) => {
@@ -369,8 +478,12 @@ impl Matcher {
                 self.each_at(patterns.iter().zip(items), path)
             }
             Operator::SomeElement(pattern) => {
-                let items = items()?;
-                holds(items.iter().any(|item| self.test_node(pattern, Some(item))))
+                for item in items()? {
+                    if self.attempt(pattern, Some(item), path)? {
+                        return Ok(());
+                    }
+                }
+                Err(fail())
             }
             Operator::Each(pattern) => {
                 self.each_at(std::iter::repeat(&**pattern).zip(items()?), path)
@@ -402,10 +515,21 @@ impl Matcher {
             let wanted = format!("{} $ref {name:?} ({UNBOUND})", operator.as_str());
             return Err(miss(path, wanted, actual));
         };
-        let resolved = match operator {
+        let resolved = match (operator, argument) {
             // They do not read their argument.
-            OperatorName::Absent => Operator::Absent,
-            OperatorName::Any => Operator::Any,
+            (OperatorName::Absent, _) => Operator::Absent,
+            (OperatorName::Any, _) => Operator::Any,
+            // A captured regex is compiled once per matcher, not per check.
+            (OperatorName::Regex, Value::String(source)) => match self.regexes.get(source) {
+                Some(regex) => Operator::Regex(regex.clone()),
+                None => match Regex::new(source) {
+                    Ok(regex) => {
+                        self.regexes.insert(source.clone(), regex.clone());
+                        Operator::Regex(regex)
+                    }
+                    Err(_) => return Err(malformed(operator, argument, actual, path)),
+                },
+            },
             _ => match Operator::parse(operator, argument, "") {
                 Ok(resolved) => resolved,
                 Err(_) => return Err(malformed(operator, argument, actual, path)),
@@ -463,7 +587,13 @@ impl Matcher {
     ) -> Result<(), Miss> {
         let mut next = 0;
         for pattern in patterns {
-            let found = (next..items.len()).find(|&i| self.test_node(pattern, Some(&items[i])));
+            let mut found = None;
+            for (index, item) in items.iter().enumerate().skip(next) {
+                if self.attempt(pattern, Some(item), path)? {
+                    found = Some(index);
+                    break;
+                }
+            }
             match found {
                 Some(index) => next = index + 1,
                 None => {
@@ -492,318 +622,115 @@ impl Matcher {
         }
     }
 
-    /// Match each pattern to a distinct item, any order (backtracking).
-    fn assign(&mut self, patterns: &[PatternNode], items: &[Value], used: &mut [bool]) -> bool {
-        let Some((first, rest)) = patterns.split_first() else {
-            return true;
-        };
-        for index in 0..items.len() {
-            if used[index] {
-                continue;
-            }
-            let saved = self.bindings.clone();
-            if self.test_node(first, Some(&items[index])) {
-                used[index] = true;
-                if self.assign(rest, items, used) {
-                    return true;
-                }
-                used[index] = false;
-            }
-            self.bindings = saved;
+    /// `$contains` over an array: each pattern matched by a distinct
+    /// item, any order. Each pattern is tried once against each item, with
+    /// the captures bound before the `$contains` (an entry does not see
+    /// what its siblings capture); the entries are then assigned to items
+    /// as a bipartite matching, and the assignment found binds the captures
+    /// its entries made when they were tried (a capture two entries bind to
+    /// different values fails the `$contains`). Polynomial: `patterns ×
+    /// items` attempts, then augmenting paths over the pairs that fit.
+    fn contains(
+        &mut self,
+        patterns: &[PatternNode],
+        items: &[Value],
+        path: &str,
+    ) -> Result<bool, Miss> {
+        if patterns.len() > items.len() {
+            return Ok(false);
         }
-        false
+        // `fits[p]`: the items pattern `p` matches, each with what that
+        // match would bind (taken back out of the bindings, not copied).
+        let mut fits = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let mut row = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                let mark = self.mark();
+                if self.attempt(pattern, Some(item), path)? {
+                    row.push((index, self.take_since(mark)));
+                }
+            }
+            if row.is_empty() {
+                return Ok(false);
+            }
+            fits.push(row);
+        }
+        let edges: Vec<Vec<usize>> = fits
+            .iter()
+            .map(|row| row.iter().map(|(index, _)| *index).collect())
+            .collect();
+        let Some(assignment) = perfect_matching(&edges, items.len()) else {
+            return Ok(false);
+        };
+        for (row, index) in fits.iter_mut().zip(assignment) {
+            let Some((_, bound)) = row.iter_mut().find(|(item, _)| *item == index) else {
+                return Ok(false);
+            };
+            for (name, value) in std::mem::take(bound) {
+                if self.bind(&name, value, path).is_err() {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
+
+    /// The bindings made since `mark`, removed and handed back in the
+    /// order they were made.
+    fn take_since(&mut self, mark: usize) -> Vec<(String, Value)> {
+        let names: Vec<String> = self.trail.drain(mark..).collect();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let value = self.bindings.remove(&name)?;
+                Some((name, value))
+            })
+            .collect()
+    }
+}
+
+/// A distinct item for every pattern, where `fits[p]` lists the items
+/// pattern `p` may take: the item of each pattern, or `None` when no such
+/// assignment exists. Kuhn's augmenting paths, each found breadth first
+/// (no recursion, so no depth limit): `O(patterns × edges)`.
+fn perfect_matching(fits: &[Vec<usize>], items: usize) -> Option<Vec<usize>> {
+    let mut owner: Vec<Option<usize>> = vec![None; items];
+    let mut taken: Vec<Option<usize>> = vec![None; fits.len()];
+    for start in 0..fits.len() {
+        // `came_from[item]`: the pattern whose edge reached it on this search.
+        let mut came_from: Vec<Option<usize>> = vec![None; items];
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut free = None;
+        'search: while let Some(pattern) = queue.pop_front() {
+            for &item in &fits[pattern] {
+                if came_from[item].is_some() {
+                    continue;
+                }
+                came_from[item] = Some(pattern);
+                match owner[item] {
+                    None => {
+                        free = Some(item);
+                        break 'search;
+                    }
+                    Some(next) => queue.push_back(next),
+                }
+            }
+        }
+        // Flip the path back from the free item to `start`.
+        let mut item = free?;
+        loop {
+            let pattern = came_from[item].expect("every item on the path was reached");
+            let previous = taken[pattern];
+            owner[item] = Some(pattern);
+            taken[pattern] = Some(item);
+            match previous {
+                Some(previous) if pattern != start => item = previous,
+                _ => break,
+            }
+        }
+    }
+    taken.into_iter().collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn check(pattern: Value, actual: Value) -> Result<(), Miss> {
-        Matcher::new().check(&Pattern::new(pattern), Some(&actual))
-    }
-
-    fn holds(pattern: Value, actual: Value) {
-        if let Err(miss) = check(pattern.clone(), actual.clone()) {
-            panic!("{pattern} should match {actual}: {miss:?}");
-        }
-    }
-
-    fn fails(pattern: Value, actual: Value) -> Miss {
-        match check(pattern.clone(), actual.clone()) {
-            Ok(()) => panic!("{pattern} should not match {actual}"),
-            Err(miss) => miss,
-        }
-    }
-
-    #[test]
-    fn literals_are_equal_and_numbers_compare_by_value() {
-        holds(json!("a"), json!("a"));
-        holds(json!(1), json!(1.0));
-        holds(json!(null), json!(null));
-        let miss = fails(json!("a"), json!("b"));
-        assert_eq!((miss.expected.as_str(), miss.actual.as_str()), ("a", "b"));
-        let miss = fails(json!("a"), json!(1));
-        assert_eq!(
-            (miss.expected.as_str(), miss.actual.as_str()),
-            ("\"a\"", "1")
-        );
-        fails(json!(1), json!("1"));
-        fails(json!(true), json!(null));
-    }
-
-    #[test]
-    fn objects_are_partial_and_name_the_differing_key() {
-        holds(json!({"a": 1}), json!({"a": 1, "b": 2}));
-        holds(json!({}), json!({"a": 1}));
-        let miss = fails(json!({"a": {"b": 1}}), json!({"a": {"b": 2, "c": 3}}));
-        assert_eq!(miss.path, ".a.b");
-        let miss = fails(json!({"x": 1}), json!({"a": 1}));
-        assert_eq!(
-            (miss.path.as_str(), miss.actual.as_str()),
-            (".x", "(absent)")
-        );
-        fails(json!({"a": 1}), json!([1]));
-    }
-
-    #[test]
-    fn arrays_are_exact_in_length_and_order() {
-        holds(json!([1, {"a": 1}]), json!([1, {"a": 1, "b": 0}]));
-        let miss = fails(json!([1, 2]), json!([1, 2, 3]));
-        assert!(miss.expected.starts_with("2 elements"), "{miss:?}");
-        let miss = fails(json!([1, 2]), json!([2, 1]));
-        assert_eq!(miss.path, "[0]");
-    }
-
-    #[test]
-    fn exact_compares_every_key_and_key_order_and_equal_ignores_order() {
-        holds(json!({"$exact": {"a": 1, "b": 2}}), json!({"a": 1, "b": 2}));
-        let miss = fails(json!({"$exact": {"a": 1, "b": 2}}), json!({"b": 2, "a": 1}));
-        assert!(miss.expected.starts_with("$exact"), "{miss:?}");
-        fails(json!({"$exact": {"a": 1}}), json!({"a": 1, "b": 2}));
-        holds(json!({"$equal": {"a": 1, "b": 2}}), json!({"b": 2, "a": 1}));
-        fails(json!({"$equal": {"a": 1}}), json!({"a": 1, "b": 2}));
-    }
-
-    #[test]
-    fn absent_any_and_type() {
-        assert!(
-            Matcher::new()
-                .check(&Pattern::new(json!({"$absent": true})), None)
-                .is_ok()
-        );
-        holds(json!({"a": {"$absent": true}}), json!({"b": 1}));
-        let miss = fails(json!({"a": {"$absent": true}}), json!({"a": null}));
-        assert_eq!(miss.expected, "$absent");
-        holds(json!({"a": {"$any": true}}), json!({"a": null}));
-        fails(json!({"a": {"$any": true}}), json!({}));
-        holds(json!({"$type": "array"}), json!([]));
-        fails(json!({"$type": "string"}), json!(1));
-    }
-
-    #[test]
-    fn keys_state_key_order_or_membership_without_values() {
-        holds(json!({"$keys": ["b", "a"]}), json!({"b": 1, "a": 2}));
-        let miss = fails(json!({"$keys": ["a", "b"]}), json!({"b": 1, "a": 2}));
-        assert!(miss.expected.starts_with("$keys"), "{miss:?}");
-        holds(
-            json!({"$keys": {"$contains": ["a"]}}),
-            json!({"b": 1, "a": 2}),
-        );
-        holds(
-            json!({"$keys": {"$not": {"$contains": ["c"]}}}),
-            json!({"b": 1, "a": 2}),
-        );
-        fails(json!({"$keys": ["a"]}), json!({"a": 1, "b": 2}));
-    }
-
-    #[test]
-    fn string_matchers() {
-        holds(json!({"$contains": "lo W"}), json!("Hello World"));
-        holds(
-            json!({"$starts_with": "He", "$ends_with": "ld"}),
-            json!("Hello World"),
-        );
-        holds(json!({"$regex": "^msg-[0-9]+$"}), json!("msg-12"));
-        let miss = fails(json!({"$contains": "xyz"}), json!("Hello"));
-        assert_eq!(miss.expected, "$contains \"xyz\"");
-        fails(json!({"$starts_with": "lo"}), json!("Hello"));
-        fails(json!({"$ends_with": "He"}), json!("Hello"));
-        fails(json!({"$regex": "^x"}), json!("Hello"));
-        fails(json!({"$contains": "1"}), json!(1));
-        holds(json!({"$length": 2}), json!("😀"));
-    }
-
-    #[test]
-    fn array_matchers() {
-        let list = json!([{"t": "a", "n": 1}, {"t": "b"}, {"t": "c"}]);
-        holds(json!({"$contains": [{"t": "c"}, {"t": "a"}]}), list.clone());
-        fails(json!({"$contains": [{"t": "a"}, {"t": "a"}]}), list.clone());
-        holds(json!({"$in_order": [{"t": "a"}, {"t": "c"}]}), list.clone());
-        let miss = fails(json!({"$in_order": [{"t": "c"}, {"t": "a"}]}), list.clone());
-        assert!(miss.expected.starts_with("$in_order"), "{miss:?}");
-        holds(json!({"$prefix": [{"t": "a"}]}), list.clone());
-        fails(json!({"$prefix": [{"t": "b"}]}), list.clone());
-        holds(json!({"$length": 3}), list.clone());
-        holds(json!({"$length": {"$ge": 2}}), list.clone());
-        let miss = fails(json!({"$length": 2}), list.clone());
-        assert!(miss.expected.starts_with("$length"), "{miss:?}");
-        holds(json!({"$some": {"n": 1}}), list.clone());
-        fails(json!({"$some": {"n": 2}}), list.clone());
-        holds(json!({"$each": {"t": {"$type": "string"}}}), list.clone());
-        let miss = fails(json!({"$each": {"n": 1}}), list);
-        assert_eq!(miss.path, "[1].n");
-    }
-
-    #[test]
-    fn number_matchers() {
-        holds(json!({"$gt": 1, "$lt": 3}), json!(2));
-        holds(json!({"$ge": 2, "$le": 2, "$eq": 2}), json!(2));
-        holds(json!({"$between": [1, 2]}), json!(2));
-        holds(json!({"$multiple_of": 64}), json!(128));
-        fails(json!({"$gt": 2}), json!(2));
-        fails(json!({"$lt": 2}), json!(2));
-        fails(json!({"$ge": 3}), json!(2));
-        fails(json!({"$le": 1}), json!(2));
-        fails(json!({"$eq": 1}), json!(2));
-        fails(json!({"$between": [3, 4]}), json!(2));
-        let miss = fails(json!({"$multiple_of": 64}), json!(100));
-        assert_eq!(miss.expected, "$multiple_of 64");
-        fails(json!({"$gt": 0}), json!("1"));
-    }
-
-    #[test]
-    fn not_and_any_of() {
-        holds(json!({"$not": {"$contains": "x"}}), json!("abc"));
-        fails(json!({"$not": {"$contains": "a"}}), json!("abc"));
-        holds(json!({"$any_of": ["a", "b"]}), json!("b"));
-        fails(json!({"$any_of": ["a", "b"]}), json!("c"));
-    }
-
-    #[test]
-    fn combinators_see_a_missing_key_as_missing() {
-        // Over a missing key, each combinator asks its patterns about the
-        // missing value: a pattern that wants a value misses it.
-        holds(json!({"a": {"$not": {"$contains": "x"}}}), json!({}));
-        fails(json!({"a": {"$not": {"$absent": true}}}), json!({}));
-        holds(json!({"a": {"$not": {"$absent": true}}}), json!({"a": 1}));
-        holds(
-            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
-            json!({}),
-        );
-        holds(
-            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
-            json!({"a": "x"}),
-        );
-        fails(
-            json!({"a": {"$any_of": [{"$absent": true}, "x"]}}),
-            json!({"a": "y"}),
-        );
-        fails(json!({"a": {"$any_of": ["x", "y"]}}), json!({}));
-        holds(json!({"a": {"$match": {"$absent": true}}}), json!({}));
-        fails(json!({"a": {"$match": {"b": 1}}}), json!({}));
-        // Every other operator still wants the key.
-        fails(json!({"a": {"$contains": "x"}}), json!({}));
-        fails(json!({"a": {"$gt": 0}}), json!({}));
-    }
-
-    #[test]
-    fn captures_bind_once_and_refs_compare_later() {
-        let mut matcher = Matcher::new();
-        let event = json!({"data": {"message": {"id": "msg-3"}}});
-        let capture = Pattern::new(json!({"data": {"message": {"id": {"$capture": "id"}}}}));
-        assert!(matcher.check(&capture, Some(&event)).is_ok());
-        assert_eq!(matcher.captured("id"), Some(&json!("msg-3")));
-        let reference = Pattern::new(json!({"callId": {"$ref": "id"}}));
-        assert!(
-            matcher
-                .check(&reference, Some(&json!({"callId": "msg-3"})))
-                .is_ok()
-        );
-        let miss = matcher
-            .check(&reference, Some(&json!({"callId": "msg-4"})))
-            .unwrap_err();
-        assert!(miss.expected.contains("$ref \"id\""), "{miss:?}");
-        let unbound = Pattern::new(json!({"$ref": "nope"}));
-        let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
-        assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
-    }
-
-    #[test]
-    fn a_captured_value_can_be_any_operator_s_argument() {
-        let mut matcher = Matcher::new();
-        let first =
-            Pattern::new(json!({"seq": {"$capture": "first"}, "data": {"$match": {"turn": 1}}}));
-        assert!(
-            matcher
-                .check(
-                    &first,
-                    Some(&json!({"seq": 4, "data": {"turn": 1, "x": 0}}))
-                )
-                .is_ok()
-        );
-        let later = Pattern::new(json!({"$gt": {"$ref": "first"}}));
-        assert!(matcher.check(&later, Some(&json!(5))).is_ok());
-        assert!(matcher.check(&later, Some(&json!(3))).is_err());
-        let prefix = Pattern::new(json!({"$prefix": {"$ref": "list"}}));
-        matcher.bind("list", json!([1, 2]), "").expect("bound");
-        assert!(matcher.check(&prefix, Some(&json!([1, 2, 3]))).is_ok());
-        assert!(matcher.check(&prefix, Some(&json!([2, 1, 3]))).is_err());
-        let unbound = Pattern::new(json!({"$lt": {"$ref": "nope"}}));
-        let miss = matcher.check(&unbound, Some(&json!(1))).unwrap_err();
-        assert!(miss.expected.contains("nothing is captured"), "{miss:?}");
-        let both = Pattern::new(json!({"$match": {"a": 1}}));
-        assert!(matcher.check(&both, Some(&json!({"a": 2}))).is_err());
-    }
-
-    #[test]
-    fn a_failed_check_keeps_no_capture() {
-        let mut matcher = Matcher::new();
-        let pattern = Pattern::new(json!({"a": {"$capture": "x"}, "b": 2}));
-        assert!(
-            matcher
-                .check(&pattern, Some(&json!({"a": 1, "b": 3})))
-                .is_err()
-        );
-        assert_eq!(matcher.captured("x"), None);
-    }
-
-    #[test]
-    fn a_captured_argument_its_operator_cannot_take_fails_it() {
-        let mut matcher = Matcher::new();
-        matcher.bind("text", json!("x"), "").expect("bound");
-        let gt = Pattern::new(json!({"$gt": {"$ref": "text"}}));
-        let miss = matcher.check(&gt, Some(&json!(2))).unwrap_err();
-        assert_eq!(
-            (miss.expected.as_str(), miss.actual.as_str()),
-            ("$gt \"x\"", "\"2\"")
-        );
-        let length = Pattern::new(json!({"$length": {"$ref": "text"}}));
-        let miss = matcher.check(&length, Some(&json!([1]))).unwrap_err();
-        assert_eq!(
-            (miss.path.as_str(), miss.expected.as_str()),
-            (".length", "$length \"x\"")
-        );
-        matcher
-            .bind("list", json!([{"$foo": 1}]), "")
-            .expect("bound");
-        let contains = Pattern::new(json!({"$contains": {"$ref": "list"}}));
-        let miss = matcher.check(&contains, Some(&json!([1]))).unwrap_err();
-        assert_eq!(miss.expected, "$contains [{\"$foo\":1}]");
-        // `$absent` and `$any` do not read their argument, bound or not.
-        let absent = Pattern::new(json!({"$absent": {"$ref": "text"}}));
-        assert!(matcher.check(&absent, None).is_ok());
-    }
-
-    #[test]
-    fn a_pattern_that_does_not_parse_matches_nothing() {
-        let pattern = Pattern::new(json!({"a": {"$regex": "("}}));
-        let miss = Matcher::new()
-            .check(&pattern, Some(&json!({"a": "("})))
-            .unwrap_err();
-        assert!(miss.expected.starts_with("a valid pattern"), "{miss:?}");
-        assert!(miss.expected.contains("invalid regex"), "{miss:?}");
-    }
-}
+mod tests;
