@@ -22,6 +22,8 @@ mod info;
 mod limits;
 mod log;
 mod messages;
+#[cfg(test)]
+mod messages_tests;
 mod request;
 mod route;
 #[cfg(test)]

@@ -225,3 +225,189 @@ pub(crate) fn error_type_for_status(status: u16) -> &'static str {
 pub(crate) fn error_body(error_type: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": error_type, "message": message}}).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::render::test_support::{context, full_entry};
+    use crate::render::{RenderContext, WireFormat, render_response};
+    use crate::script::{FaultKind, ScriptEntry};
+
+    fn anthropic(stream: bool) -> RenderContext {
+        RenderContext {
+            format: WireFormat::Anthropic,
+            stream,
+            ..context()
+        }
+    }
+
+    /// Each frame as (its `event:` name, its `data:` JSON); every frame must be
+    /// exactly `event: <name>\ndata: <json>\n\n`, the name the payload's `type`.
+    fn events(frames: &[&bytes::Bytes]) -> Vec<(String, Value)> {
+        frames
+            .iter()
+            .map(|frame| {
+                let text = std::str::from_utf8(frame).unwrap();
+                let body = text
+                    .strip_suffix("\n\n")
+                    .expect("an event ends with a blank line");
+                let (event, data) = body.split_once('\n').expect("two lines");
+                let name = event.strip_prefix("event: ").expect("event line first");
+                let payload: Value =
+                    serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+                assert_eq!(payload["type"], name, "{text}");
+                (name.to_owned(), payload)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_has_anthropics_event_order_blocks_and_usage() {
+        let plan = render_response(&full_entry(), &anthropic(true));
+        assert_eq!(plan.status, 200);
+        assert_eq!(
+            plan.header("content-type"),
+            Some("text/event-stream; charset=utf-8")
+        );
+        let events = events(&plan.frames());
+        let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                // thinking: two fragments, then the signature
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                // text: two fragments
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                // tool call `read`: two argument fragments; `ls`: one empty one
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+        );
+        let start = &events[0].1["message"];
+        assert_eq!(start["id"], "msg_3");
+        assert_eq!(
+            (&start["role"], &start["content"]),
+            (&json!("assistant"), &json!([]))
+        );
+        assert!(start["stop_reason"].is_null());
+        // The prompt's 100 tokens: 64 read from the cache, 36 not.
+        assert_eq!(
+            start["usage"],
+            json!({"input_tokens": 36, "cache_creation_input_tokens": 0,
+                   "cache_read_input_tokens": 64, "output_tokens": 0})
+        );
+        assert_eq!(
+            events[1].1["content_block"],
+            json!({"type": "thinking", "thinking": "", "signature": ""})
+        );
+        assert_eq!(
+            events[2].1,
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "thinking_delta", "thinking": "Thin"}})
+        );
+        assert_eq!(events[4].1["delta"]["type"], "signature_delta");
+        assert_eq!(
+            events[7].1["delta"],
+            json!({"type": "text_delta", "text": "Hel"})
+        );
+        assert_eq!(events[7].1["index"], 1);
+        assert_eq!(
+            events[10].1["content_block"],
+            json!({"type": "tool_use", "id": "call_a", "name": "read", "input": {}})
+        );
+        assert_eq!(
+            events[12].1["delta"],
+            json!({"type": "input_json_delta", "partial_json": "th\":\"a\"}"})
+        );
+        assert_eq!(events[14].1["content_block"]["id"], "call_3_1");
+        assert_eq!(events[14].1["index"], 3);
+        assert_eq!(
+            events[16].1,
+            json!({"type": "content_block_stop", "index": 3})
+        );
+        assert_eq!(
+            events[17].1,
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+                   "usage": {"input_tokens": 36, "cache_creation_input_tokens": 0,
+                             "cache_read_input_tokens": 64, "output_tokens": 7}})
+        );
+        assert_eq!(events[18].1, json!({"type": "message_stop"}));
+    }
+
+    #[test]
+    fn a_whole_message_has_one_block_per_part() {
+        let plan = render_response(&full_entry(), &anthropic(false));
+        assert_eq!(plan.header("content-type"), Some("application/json"));
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "id": "msg_3", "type": "message", "role": "assistant",
+                "model": "deepseek-v4-flash",
+                "content": [
+                    {"type": "thinking", "thinking": "Thinking",
+                     "signature": "dshc-mock-signature-3"},
+                    {"type": "text", "text": "Hello"},
+                    {"type": "tool_use", "id": "call_a", "name": "read", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "call_3_1", "name": "ls", "input": {}},
+                ],
+                "stop_reason": "tool_use", "stop_sequence": null,
+                "usage": {"input_tokens": 36, "cache_creation_input_tokens": 0,
+                          "cache_read_input_tokens": 64, "output_tokens": 7},
+            })
+        );
+        // An empty entry still has a (empty) text block; `stop` is `end_turn`,
+        // `length` is `max_tokens`.
+        let plan = render_response(&ScriptEntry::stream(), &anthropic(false));
+        let body: Value = serde_json::from_slice(&plan.body_bytes()).unwrap();
+        assert_eq!(body["content"], json!([{"type": "text", "text": ""}]));
+        assert_eq!(body["stop_reason"], "end_turn");
+        let cut = ScriptEntry {
+            finish_reason: Some("length".into()),
+            ..ScriptEntry::content(["x"])
+        };
+        let body: Value =
+            serde_json::from_slice(&render_response(&cut, &anthropic(false)).body_bytes()).unwrap();
+        assert_eq!(body["stop_reason"], "max_tokens");
+    }
+
+    #[test]
+    fn stream_faults_strike_anthropic_events() {
+        let missing_stop = ScriptEntry {
+            fault: Some(FaultKind::MissingDone),
+            ..ScriptEntry::content(["a"])
+        };
+        let frames = render_response(&missing_stop, &anthropic(true)).body_bytes();
+        let text = std::str::from_utf8(&frames).unwrap();
+        assert!(text.ends_with("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":36,\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":64,\"output_tokens\":7}}\n\n"), "{text}");
+        let malformed = ScriptEntry {
+            fault: Some(FaultKind::MalformedJson),
+            after_events: Some(1),
+            ..ScriptEntry::content(["a"])
+        };
+        let plan = render_response(&malformed, &anthropic(true));
+        let frames = plan.frames();
+        assert_eq!(
+            frames[1].as_ref(),
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"\n\n"
+        );
+        assert_eq!(frames.len(), 7, "six events and the malformed one");
+    }
+}
