@@ -526,6 +526,13 @@ fn assert_anthropic_session(language: &str) {
     assert!(whole.get("events").is_none());
     assert_eq!(log[4]["outcome"]["streamed"], false, "{}", log[4]);
 
+    assert_anthropic_faults(language, &cases, &log);
+}
+
+/// The Anthropic session's faults: the 429 waited out, and each 400 in
+/// Anthropic's envelope with DeepSeek's text; nothing retried after them.
+fn assert_anthropic_faults(language: &str, cases: &BTreeMap<String, Value>, log: &[Value]) {
+    let case = |name: &str| &cases[name];
     let limited = case("rate_limit");
     assert_eq!(limited["text"], "After the wait.");
     assert!(limited["elapsed_ms"].as_u64().unwrap() >= 1000, "{limited}");
