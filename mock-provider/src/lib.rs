@@ -51,7 +51,7 @@ pub use prompt_cache::{
 };
 pub use provider::{
     Checkpoint, IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,
-    RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits,
+    RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits, anthropic_chat_body,
 };
 pub use render::{
     BodyAction, RenderContext, ResponsePlan, WireFormat, render_response, stream_events,

@@ -86,9 +86,10 @@ pub(super) fn reshape_error(plan: &mut ResponsePlan) {
     plan.body = vec![BodyAction::Send(Bytes::from(reshaped))];
 }
 
-/// The chat body an Anthropic Messages body means, or the message of the 400
-/// a body of the wrong shape gets.
-pub(crate) fn to_chat_body(body: &Value) -> Result<Value, String> {
+/// The chat body an Anthropic Messages body means (the module docs give the
+/// translation), or the message of the 400 a body of the wrong shape gets.
+/// Its canonical prompt is the one the request is accounted by.
+pub fn to_chat_body(body: &Value) -> Result<Value, String> {
     let Some(object) = body.as_object() else {
         return Err("The request body must be a JSON object".into());
     };

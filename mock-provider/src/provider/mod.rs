@@ -46,6 +46,7 @@ pub use limits::ServerLimits;
 pub use log::{
     LoggedRequest, LoggedRequests, RequestObserver, RequestOutcome, SCRIPT_EXHAUSTED_STATUS,
 };
+pub use messages::to_chat_body as anthropic_chat_body;
 pub use request::IncomingRequest;
 pub use route::Route;
 
