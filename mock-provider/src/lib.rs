@@ -51,9 +51,11 @@ pub use prompt_cache::{
 };
 pub use provider::{
     Checkpoint, IncomingRequest, LoggedRequest, MockProvider, MockProviderBuilder, RequestObserver,
-    RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits,
+    RequestOutcome, Route, SCRIPT_EXHAUSTED_STATUS, ServerLimits, anthropic_chat_body,
 };
-pub use render::{BodyAction, RenderContext, ResponsePlan, render_response, stream_events};
+pub use render::{
+    BodyAction, RenderContext, ResponsePlan, WireFormat, render_response, stream_events,
+};
 pub use request_rules::RuleViolation;
 pub use script::{
     Balance, CompletionCounts, Dialect, Endpoint, FaultKind, Fragments, MatchInput, RequestMatch,

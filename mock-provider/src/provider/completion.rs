@@ -9,7 +9,7 @@ use super::request::ParsedRequest;
 use super::{Handled, IncomingRequest, RequestOutcome, State};
 use crate::catalog::DEFAULT_CONTEXT_WINDOW_TOKENS;
 use crate::prompt_cache::{PromptAccounting, canonical_fim_prompt, canonical_prompt, token_ids};
-use crate::render::{RenderContext, ResponsePlan, render_response};
+use crate::render::{RenderContext, ResponsePlan, WireFormat, render_response};
 use crate::request_rules::{self, RuleInput, RuleViolation, ServedCall};
 use crate::script::{Endpoint, FaultKind, MatchInput, ScriptEntry};
 use crate::wire::{ErrorBody, Usage};
@@ -17,6 +17,8 @@ use crate::wire::{ErrorBody, Usage};
 /// A chat or FIM request whose body has the right shape, with its prompt accounted.
 struct Accepted {
     endpoint: Endpoint,
+    /// The API it arrived on (the shape of the answer and of a rule's message).
+    format: WireFormat,
     /// Sent to the `/beta` base (FIM always is).
     beta: bool,
     body_json: Value,
@@ -36,13 +38,14 @@ impl State {
         request: &IncomingRequest,
         endpoint: Endpoint,
         beta: bool,
+        format: WireFormat,
     ) -> Handled {
-        let accepted = match self.accept(request, endpoint, beta) {
+        let accepted = match self.accept(request, endpoint, beta, format) {
             Ok(accepted) => accepted,
             Err(rejected) => return *rejected,
         };
         if let Err(violation) = self.check_rules(&accepted) {
-            return violation_answer(violation, accepted.body_json);
+            return violation_answer(violation, accepted.format, accepted.body_json);
         }
         let match_input = MatchInput {
             model: &accepted.parsed.model,
@@ -63,6 +66,7 @@ impl State {
         request: &IncomingRequest,
         endpoint: Endpoint,
         beta: bool,
+        format: WireFormat,
     ) -> Result<Accepted, Box<Handled>> {
         let body_json: Value = match serde_json::from_slice(&request.body) {
             Ok(value) => value,
@@ -97,6 +101,7 @@ impl State {
         let max_output_tokens = known.and_then(|model| model.max_output_tokens);
         Ok(Accepted {
             endpoint,
+            format,
             beta,
             body_json,
             parsed,
@@ -184,6 +189,7 @@ impl State {
             dialect: self.script.dialect,
             system_fingerprint: self.script.system_fingerprint.clone(),
             endpoint: accepted.endpoint,
+            format: accepted.format,
         }
     }
 
@@ -204,13 +210,17 @@ impl State {
 }
 
 /// DeepSeek's 400 for a broken rule; the log keeps what exactly was wrong.
-fn violation_answer(violation: RuleViolation, body_json: Value) -> Handled {
+fn violation_answer(violation: RuleViolation, format: WireFormat, body_json: Value) -> Handled {
     let RuleViolation {
+        rule,
         param,
-        message,
+        mut message,
         detail,
-        ..
     } = violation;
+    if format == WireFormat::Anthropic && rule == "reasoning_passback" {
+        // The Anthropic endpoint names the block the client dropped.
+        message = super::messages::THINKING_NOT_PASSED_BACK.to_owned();
+    }
     let mut error = ErrorBody::new(
         &message,
         "invalid_request_error",

@@ -225,8 +225,11 @@ impl State {
     pub(super) fn log_request(
         &mut self,
         request: IncomingRequest,
-        handled: Handled,
+        mut handled: Handled,
     ) -> ResponsePlan {
+        if super::route::is_anthropic(&request.path) {
+            super::messages::reshape_error(&mut handled.plan);
+        }
         self.requests_seen += 1;
         self.logged_body_bytes += request.body.len();
         self.log.push_back(LoggedRequest {

@@ -10,7 +10,9 @@
 //! One request goes through the submodules in this order: `route` (path, method,
 //! size), then either `info` (`/models`, `/user/balance`) or `completion` (chat
 //! and FIM: the body's fields from `request`, accounting, rules, an entry from
-//! `choice`), and finally `log`. This file holds the state they share and the
+//! `choice`; `messages` first translates an Anthropic request into a chat
+//! body), and finally `log` (which also gives every answer under
+//! `/anthropic` Anthropic's error shape). This file holds the state they share and the
 //! provider's public handle on it; `builder` makes one, `limits` bounds it.
 
 mod builder;
@@ -19,6 +21,9 @@ mod completion;
 mod info;
 mod limits;
 mod log;
+mod messages;
+#[cfg(test)]
+mod messages_tests;
 mod request;
 mod route;
 #[cfg(test)]
@@ -31,7 +36,7 @@ use serde_json::Value;
 
 use crate::catalog::CatalogModel;
 use crate::prompt_cache::{PromptAccounting, PromptCache};
-use crate::render::ResponsePlan;
+use crate::render::{ResponsePlan, WireFormat};
 use crate::request_rules::ServedCalls;
 use crate::script::{Endpoint, Script, ScriptError};
 use crate::wire::{ErrorBody, Usage};
@@ -41,6 +46,7 @@ pub use limits::ServerLimits;
 pub use log::{
     LoggedRequest, LoggedRequests, RequestObserver, RequestOutcome, SCRIPT_EXHAUSTED_STATUS,
 };
+pub use messages::to_chat_body as anthropic_chat_body;
 pub use request::IncomingRequest;
 pub use route::Route;
 
@@ -277,8 +283,11 @@ impl State {
             Route::Models => self.list_models(),
             Route::Model(id) => self.describe_model(&id),
             Route::Balance => self.report_balance(),
-            Route::Chat { beta } => self.complete(request, Endpoint::Chat, beta),
-            Route::Fim => self.complete(request, Endpoint::Fim, true),
+            Route::Chat { beta } => {
+                self.complete(request, Endpoint::Chat, beta, WireFormat::OpenAi)
+            }
+            Route::Fim => self.complete(request, Endpoint::Fim, true, WireFormat::OpenAi),
+            Route::Messages => self.complete_messages(request),
         }
     }
 }

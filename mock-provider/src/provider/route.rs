@@ -1,5 +1,7 @@
 //! Which route a request path names, and the checks every request passes before
 //! its route is answered: a known path, the route's method, a body within the limit.
+//! The chat API's paths may carry `/v1` or `/beta`; the Anthropic API has one
+//! path, `/anthropic/v1/messages` (the SDKs append `/v1/messages` to the base).
 
 use super::{Handled, IncomingRequest, ServerLimits};
 
@@ -20,6 +22,18 @@ pub enum Route {
     Model(String),
     /// `GET /user/balance`.
     Balance,
+    /// `POST /anthropic/v1/messages`: DeepSeek's Anthropic-compatible API.
+    Messages,
+}
+
+/// The base of DeepSeek's Anthropic-compatible API; every answer under it
+/// has Anthropic's shapes, errors included.
+pub(crate) const ANTHROPIC_BASE: &str = "/anthropic";
+
+/// Whether `path` is under the Anthropic base.
+pub(crate) fn is_anthropic(path: &str) -> bool {
+    path.strip_prefix(ANTHROPIC_BASE)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 impl Route {
@@ -31,6 +45,9 @@ impl Route {
     pub fn of(path: &str) -> Option<Self> {
         let merged = merge_slashes(path);
         let path = merged.as_str();
+        if let Some(rest) = path.strip_prefix(ANTHROPIC_BASE) {
+            return (rest == "/v1/messages").then_some(Self::Messages);
+        }
         let (beta, rest) = if let Some(rest) = path.strip_prefix("/beta") {
             (true, rest)
         } else {
@@ -56,7 +73,7 @@ impl Route {
 
     fn method(&self) -> &'static str {
         match self {
-            Self::Chat { .. } | Self::Fim => "POST",
+            Self::Chat { .. } | Self::Fim | Self::Messages => "POST",
             Self::Models | Self::Model(_) | Self::Balance => "GET",
         }
     }

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 
 use super::{
-    BodyAction, RenderContext, ResponsePlan, default_malformed_payload, push_request_id,
-    tool_call_id,
+    BodyAction, RenderContext, ResponsePlan, WireFormat, default_malformed_payload,
+    push_request_id, tool_call_id,
 };
 use crate::script::{Endpoint, FaultKind, ScriptEntry, UsagePlacement};
 use crate::wire::{CompletionChoiceWire, FunctionWire, MessageWire, TextChoiceWire, ToolCallWire};
@@ -17,7 +17,11 @@ pub(super) fn render_completion(entry: &ScriptEntry, context: &RenderContext) ->
         Endpoint::Chat => "chat.completion",
         Endpoint::Fim => "text_completion",
     };
-    let whole = whole_completion(entry, context, object);
+    let whole = if context.format == WireFormat::Anthropic {
+        super::anthropic::whole_message(entry, context)
+    } else {
+        whole_completion(entry, context, object)
+    };
     let mut head_delay_ms = entry.delay_ms;
     let body = match entry.fault {
         Some(FaultKind::DropConnection) => vec![BodyAction::DropConnection],

@@ -3,15 +3,22 @@
 
 use bytes::Bytes;
 
-use super::{DONE_EVENT, RenderContext, UsageField, data_event, tool_call_id};
+use super::{DONE_EVENT, RenderContext, UsageField, WireFormat, data_event, tool_call_id};
 use crate::script::{Dialect, Endpoint, ScriptEntry, UsagePlacement};
 use crate::wire::{
     ChunkChoiceWire, DeltaWire, FunctionDeltaWire, TextChoiceWire, ToolCallDeltaWire,
 };
 
 /// The `data:` events of a streamed entry, without faults, keep-alives or delays, each
-/// as the exact bytes `data: <json>\n\n`; the last one is `data: [DONE]\n\n`.
+/// as the exact bytes `data: <json>\n\n`; the last one is `data: [DONE]\n\n`. An
+/// Anthropic stream's events are `event: <type>\ndata: <json>\n\n`, ending with
+/// `message_stop`.
 pub fn stream_events(entry: &ScriptEntry, context: &RenderContext) -> Vec<Bytes> {
+    if context.format == WireFormat::Anthropic {
+        // An Anthropic stream carries its usage in `message_start` and
+        // `message_delta`, whatever the entry's placement says.
+        return super::anthropic::message_events(entry, context);
+    }
     let placement = usage_placement(entry, context);
     // Before the usage: `"usage": null` on every chunk when the request asked
     // for usage (`stream_options.include_usage`), no key at all otherwise;

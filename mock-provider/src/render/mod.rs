@@ -10,6 +10,7 @@
 //! object of `completion`, or the JSON error body of `error`. `plan` holds what they
 //! produce; this file holds what they share.
 
+mod anthropic;
 mod completion;
 mod error;
 mod events;
@@ -23,6 +24,9 @@ use bytes::Bytes;
 use crate::script::{Dialect, Endpoint, ScriptEntry};
 use crate::wire::{ResponseWire, Usage, to_json};
 
+pub(crate) use anthropic::{
+    error_body as anthropic_error_body, error_type_for_status as anthropic_error_type_for_status,
+};
 pub use error::error_type_for_status;
 pub use events::{stream_events, usage_placement};
 pub use plan::{BodyAction, ResponsePlan};
@@ -60,6 +64,19 @@ pub struct RenderContext {
     pub system_fingerprint: String,
     /// Chat completion or FIM text completion.
     pub endpoint: Endpoint,
+    /// Whose wire shapes the answer takes: the chat API's, or the Anthropic
+    /// endpoint's (`/anthropic/v1/messages`).
+    pub format: WireFormat,
+}
+
+/// The API a request arrived on, which decides the shape of its answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WireFormat {
+    /// DeepSeek's OpenAI-compatible API (chat completions, FIM).
+    #[default]
+    OpenAi,
+    /// DeepSeek's Anthropic-compatible API (`/anthropic/v1/messages`).
+    Anthropic,
 }
 
 impl RenderContext {
@@ -136,6 +153,9 @@ pub fn data_event(payload: &str) -> Bytes {
 
 /// The payload `malformed_json` sends unless the entry scripts one: a truncated chunk.
 fn default_malformed_payload(context: &RenderContext, object: &str) -> String {
+    if context.format == WireFormat::Anthropic {
+        return anthropic::default_malformed_payload();
+    }
     format!(
         "{{\"id\":\"{}\",\"object\":\"{object}\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"",
         context.response_id()

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::{
-    BodyAction, KEEP_ALIVE_COMMENT, RenderContext, ResponsePlan, data_event,
+    BodyAction, KEEP_ALIVE_COMMENT, RenderContext, ResponsePlan, WireFormat, data_event,
     default_malformed_payload, push_request_id, stream_events,
 };
 use crate::script::{FaultKind, ScriptEntry};
@@ -82,7 +82,13 @@ fn apply_stream_fault(
                 .malformed_payload
                 .clone()
                 .unwrap_or_else(|| default_malformed_payload(context, context.chunk_object()));
-            body.push(BodyAction::Send(data_event(&payload)));
+            let event = match context.format {
+                WireFormat::OpenAi => data_event(&payload),
+                WireFormat::Anthropic => {
+                    Bytes::from(format!("event: content_block_delta\ndata: {payload}\n\n"))
+                }
+            };
+            body.push(BodyAction::Send(event));
             false
         }
         _ => false,

@@ -31,6 +31,7 @@ pub(super) fn context() -> RenderContext {
         dialect: Dialect::Openai,
         system_fingerprint: "fp_test".into(),
         endpoint: Endpoint::Chat,
+        format: crate::render::WireFormat::OpenAi,
     }
 }
 

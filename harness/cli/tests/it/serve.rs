@@ -452,6 +452,148 @@ fn the_official_node_sdk_gets_the_deepseek_api() {
     assert_deepseek_session("node");
 }
 
+/// What both official Anthropic SDKs must surface from DeepSeek's
+/// Anthropic-format API (`<base>/anthropic`, the SDKs append `/v1/messages`),
+/// served from the same `session.toml`. Event order and shapes are
+/// Anthropic's streaming guide; the texts of the 400s are DeepSeek's.
+fn assert_anthropic_session(language: &str) {
+    let (cases, log) = run_real_client(language, "deepseek");
+    let case = |name: &str| &cases[name];
+    let text_events = [
+        "message_start",
+        "content_block_start",
+        "content_block_delta:text_delta",
+        "content_block_delta:text_delta",
+        "content_block_delta:text_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ];
+
+    let text = case("text");
+    assert_eq!(text["text"], "Hello!", "{language}: {text}");
+    assert_eq!(
+        (&text["type"], &text["role"]),
+        (&json!("message"), &json!("assistant"))
+    );
+    assert_eq!(text["id"], "msg_1");
+    assert_eq!(text["stop_reason"], "end_turn");
+    assert_eq!(text["events"], json!(text_events));
+    assert_eq!(text["usage"]["output_tokens"], 3);
+    assert_eq!(text["usage"]["cache_read_input_tokens"], 0);
+    assert_eq!(text["usage"]["cache_creation_input_tokens"], 0);
+    // The request is accounted as the chat request it means: `system` first,
+    // then the user's message (docs/mock-provider.md).
+    let system = log[0]["body"]["system"].clone();
+    let chat = json!({"model": "deepseek-v4-flash", "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": "Say hello."}]});
+    let prompt = mock_provider::tokenizer::count_tokens(&mock_provider::canonical_prompt(&chat));
+    assert_eq!(text["usage"]["input_tokens"], prompt, "{language}: {text}");
+
+    let thinking = case("thinking");
+    assert_eq!(thinking["blocks"], json!(["thinking", "text"]));
+    assert_eq!(thinking["thinking"], "Six sevens are 42.");
+    assert_eq!(thinking["text"], "42");
+    assert_eq!(thinking["signatures"].as_array().unwrap().len(), 1);
+    assert!(!thinking["signatures"][0].as_str().unwrap().is_empty());
+    let events = thinking["events"].as_array().unwrap();
+    assert_eq!(events[2], "content_block_delta:thinking_delta");
+    assert_eq!(events[4], "content_block_delta:signature_delta");
+    // Reasoning and answer: 9 + 1 tokens.
+    assert_eq!(thinking["usage"]["output_tokens"], 10);
+
+    let calls = case("tool_use");
+    assert_eq!(calls["stop_reason"], "tool_use");
+    assert_eq!(calls["blocks"], json!(["thinking", "tool_use", "tool_use"]));
+    assert_eq!(
+        calls["calls"],
+        json!([
+            {"id": "call_paris", "name": "get_weather", "input": {"city": "Paris"}},
+            {"id": "call_rome", "name": "get_weather", "input": {"city": "Rome"}}
+        ])
+    );
+    let json_deltas = calls["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| *event == "content_block_delta:input_json_delta")
+        .count();
+    assert_eq!(json_deltas, 5, "the scripted fragments, one delta each");
+
+    // The thinking and tool_use blocks passed back with their tool_result
+    // blocks: the answer, with the prefix the earlier request left cached.
+    let results = case("tool_result");
+    assert_eq!(results["text"], "Sunny in both.");
+    let hit = results["usage"]["cache_read_input_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(hit > 0 && hit % 64 == 0, "{language}: {results}");
+    for (index, name) in [(0, "text"), (3, "tool_result")] {
+        let usage = &case(name)["usage"];
+        let logged = &log[index]["usage"];
+        let input = usage["input_tokens"].as_u64().unwrap();
+        let read = usage["cache_read_input_tokens"].as_u64().unwrap();
+        assert_eq!(input + read, logged["prompt_tokens"], "{language}: {name}");
+        assert_eq!(
+            read, logged["prompt_cache_hit_tokens"],
+            "{language}: {name}"
+        );
+    }
+
+    let whole = case("whole");
+    assert_eq!(whole["text"], "Plain answer.");
+    assert_eq!(whole["type"], "message");
+    assert_eq!(whole["stop_reason"], "end_turn");
+    assert!(whole.get("events").is_none());
+    assert_eq!(log[4]["outcome"]["streamed"], false, "{}", log[4]);
+
+    assert_anthropic_faults(language, &cases, &log);
+}
+
+/// The Anthropic session's faults: the 429 waited out, and each 400 in
+/// Anthropic's envelope with DeepSeek's text; nothing retried after them.
+fn assert_anthropic_faults(language: &str, cases: &BTreeMap<String, Value>, log: &[Value]) {
+    let case = |name: &str| &cases[name];
+    let limited = case("rate_limit");
+    assert_eq!(limited["text"], "After the wait.");
+    assert!(limited["elapsed_ms"].as_u64().unwrap() >= 1000, "{limited}");
+
+    let anthropic_error = |name: &str| {
+        let error = &case(name)["error"];
+        assert_eq!(error["status"], 400, "{language}: {name}: {error}");
+        assert_eq!(error["body_type"], "error", "{language}: {name}");
+        assert_eq!(error["type"], "invalid_request_error", "{language}: {name}");
+        error["error_message"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        anthropic_error("thinking_dropped"),
+        "The `content[].thinking` in the thinking mode must be passed back to the API."
+    );
+    assert!(anthropic_error("overflow").contains("maximum context length is 64 tokens"));
+    assert_eq!(
+        anthropic_error("max_tokens"),
+        "Invalid max_tokens value, the valid range of max_tokens is [1, 393216]"
+    );
+    assert!(anthropic_error("exhausted").contains("has no answer for request 11"));
+    let statuses: Vec<u64> = log.iter().map(|r| r["status"].as_u64().unwrap()).collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 200, 429, 200, 400, 400, 400, 400],
+        "{language}"
+    );
+    assert!(log.iter().all(|r| r["path"] == "/anthropic/v1/messages"));
+}
+
+#[test]
+fn the_official_anthropic_python_sdk_gets_deepseeks_anthropic_api() {
+    assert_anthropic_session("anthropic-python");
+}
+
+#[test]
+fn the_official_anthropic_node_sdk_gets_deepseeks_anthropic_api() {
+    assert_anthropic_session("anthropic-node");
+}
+
 #[test]
 fn the_openai_dialect_gives_usage_only_when_asked() {
     let (cases, _log) = run_real_client("python", "openai");
