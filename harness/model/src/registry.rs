@@ -312,7 +312,7 @@ impl Registry {
             },
         )?;
         if !config.include_runtime_context {
-            registry.suppress_runtime_context(None);
+            registry.suppress_runtime_context(None)?;
         }
         Ok(registry)
     }
@@ -513,22 +513,26 @@ impl Registry {
         })
     }
 
-    /// `suppressRuntimeContext()` (01 §4).
-    pub fn suppress_runtime_context(&self, scope: Option<&ScopeKey>) -> Disposer {
+    /// `suppressRuntimeContext()` (01 §4). Appending cannot fail, but a
+    /// throwing change listener fails the registration (undone) all the same.
+    pub fn suppress_runtime_context(&self, scope: Option<&ScopeKey>) -> Result<Disposer, JsError> {
         self.register(scope, TableKind::Suppressor, |layer, uid, _| {
             layer.suppressors.push(uid, None, ());
             Ok(())
         })
-        .unwrap_or_else(|_| unreachable!("appending a suppressor cannot fail"))
     }
 
-    /// `tools(provider)` (01 §4).
-    pub fn tools(&self, scope: Option<&ScopeKey>, provider: ToolProviderFn) -> Disposer {
+    /// `tools(provider)` (01 §4). Appending cannot fail, but a throwing
+    /// change listener fails the registration (undone) all the same.
+    pub fn tools(
+        &self,
+        scope: Option<&ScopeKey>,
+        provider: ToolProviderFn,
+    ) -> Result<Disposer, JsError> {
         self.register(scope, TableKind::ToolProvider, |layer, uid, _| {
             layer.tool_providers.push(uid, None, provider);
             Ok(())
         })
-        .unwrap_or_else(|_| unreachable!("appending a tool provider cannot fail"))
     }
 
     /// `variable(name, provider)` (01 §4).

@@ -178,7 +178,8 @@ fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Resul
         register(registration, world, registry)?;
     }
     if let Some(target) = &effect.dispose {
-        dispose(target, world);
+        // A change listener's throw escapes the disposer, and so the provider.
+        try_dispose(target, world)?;
     }
     Ok(())
 }
@@ -191,14 +192,16 @@ pub fn dispose(target: &str, world: &WorldRef) -> bool {
 
 /// [`dispose`], with a change listener's throw (the `dispose` command's
 /// error). Disposing an owner disposes its registrations, last first, as a
-/// plugin's effects are torn down.
+/// plugin's effects are torn down; a fiber's unload logs a throw of its
+/// effects' disposers and goes on (cordis `Fiber._unload`), so an owner's
+/// disposal never fails.
 pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
     let owned = world
         .upgrade()
         .and_then(|world| world.owners.borrow_mut().remove(target));
     if let Some(members) = owned {
         for member in members.iter().rev() {
-            try_dispose(member, world)?;
+            dispose(member, world);
         }
         return Ok(true);
     }
@@ -209,15 +212,22 @@ pub fn try_dispose(target: &str, world: &WorldRef) -> Result<bool, JsError> {
 }
 
 /// A plugin owning `command.registrations`: each is made in order and
-/// remembered, and the owner's id stands for the group.
+/// remembered, and the owner's id stands for the group. When one fails, the
+/// plugin's setup has thrown: cordis disposes the plugin, so the members made
+/// before it go again, last first (each a change), and the error stands.
 pub fn register_owner(
     command: &OwnerCommand,
     world: &WorldRef,
     registry: &Registry,
 ) -> Result<(), JsError> {
-    let mut members = Vec::new();
+    let mut members: Vec<String> = Vec::new();
     for registration in &command.registrations {
-        register(registration, world, registry)?;
+        if let Err(error) = register(registration, world, registry) {
+            for member in members.iter().rev() {
+                dispose(member, world);
+            }
+            return Err(error);
+        }
         members.push(registration_id(registration));
     }
     if let Some(world) = world.upgrade() {
@@ -382,7 +392,7 @@ pub fn register_suppressor(
     world: &WorldRef,
     registry: &Registry,
 ) -> Result<(), JsError> {
-    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref());
+    let disposer = registry.suppress_runtime_context(scope_key(&command.scope).as_ref())?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
@@ -412,7 +422,7 @@ pub fn register_tools(
                 call_provider(&spec, calls.get(), context, &world_ref, registry, |_| None)?;
             Ok(result.map(|r| tools_result(&r)))
         }),
-    );
+    )?;
     remember(world, &command.id, &command.scope, disposer);
     Ok(())
 }
@@ -589,7 +599,9 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                         }
                     }
                     ListenerOp::Dispose(target) => {
-                        dispose(target, &world);
+                        // A change listener's throw escapes the disposer,
+                        // and so the listener.
+                        try_dispose(target, &world)?;
                     }
                     ListenerOp::WaitForAbort => {
                         let Some(signal) = event.context.signal.clone() else {
