@@ -209,7 +209,8 @@ fn soak(args: &Args, minutes: f64) -> Exit {
         steps += run.steps;
         if let Some((index, scenario, violations)) = run.failing {
             found += 1;
-            let written = report_violation(seed, index, &scenario, &violations, &args.regressions_dir);
+            let written =
+                report_violation(seed, index, &scenario, &violations, &args.regressions_dir);
             if written == Exit::HarnessBug || exit == Exit::Passed {
                 exit = written;
             }

@@ -368,8 +368,9 @@ fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
     let printed = &seen[0].0;
     assert!(
         printed.starts_with("seed 13 swarm odds: listen ")
-            && printed.lines().nth(1).is_some_and(|line| line
-                .starts_with("case 8 of seed 13: the implementations disagree")),
+            && printed.lines().nth(1).is_some_and(
+                |line| line.starts_with("case 8 of seed 13: the implementations disagree")
+            ),
         "{printed}"
     );
     // The printed replay command, pasted into a shell, finds it again.

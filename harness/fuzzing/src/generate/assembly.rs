@@ -537,9 +537,9 @@ impl Generator {
     fn header_command(&mut self) -> Command {
         let a = self.header();
         if self.rng.percent(40) {
-            return Command::Assembly(AssemblyCommand::CanonicalHeader(
-                CanonicalHeaderCommand { header: JsJson(a) },
-            ));
+            return Command::Assembly(AssemblyCommand::CanonicalHeader(CanonicalHeaderCommand {
+                header: JsJson(a),
+            }));
         }
         let b = if self.rng.percent(40) {
             a.clone()

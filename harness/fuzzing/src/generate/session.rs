@@ -219,19 +219,17 @@ impl Generator {
             }
             return entry;
         }
-        {
-            let name = self.rng.pick(&self.registered_tools).clone();
-            let call = ScriptToolCall {
-                id: None,
-                name,
-                arguments: Fragments(vec!["{\"path\":".into(), "\"a.txt\"}".into()]),
-            };
-            return ScriptEntry {
-                tool_calls: vec![call],
-                finish_reason: Some("tool_calls".into()),
-                delay_ms,
-                ..ScriptEntry::stream()
-            };
+        let name = self.rng.pick(&self.registered_tools).clone();
+        let call = ScriptToolCall {
+            id: None,
+            name,
+            arguments: Fragments(vec!["{\"path\":".into(), "\"a.txt\"}".into()]),
+        };
+        ScriptEntry {
+            tool_calls: vec![call],
+            finish_reason: Some("tool_calls".into()),
+            delay_ms,
+            ..ScriptEntry::stream()
         }
     }
 
@@ -635,7 +633,9 @@ impl Generator {
     /// can observe, each kept or not: they must change nothing of the run
     /// but the journal.
     fn observers(&mut self) -> Vec<Command> {
-        use RecordField::{Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn};
+        use RecordField::{
+            Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn,
+        };
         let mut steps = Vec::new();
         let listener = |id: &str, prepend: bool| (id.to_string(), prepend);
         if self.rng.percent(60) {
@@ -687,7 +687,10 @@ impl Generator {
                 agent: None,
                 prepend: false,
                 calls: None,
-                ops: vec![RequestOp::Next, RequestOp::Act(record(&[Turn, Step, Aborted]))],
+                ops: vec![
+                    RequestOp::Next,
+                    RequestOp::Act(record(&[Turn, Step, Aborted])),
+                ],
             })));
         }
         if self.rng.percent(40) {
@@ -809,16 +812,18 @@ impl Generator {
                         parent: "agent".into(),
                     }))
                 });
-                return bind.into_iter().chain([
-                    Command::Assembly(AssemblyCommand::Section(SectionCommand {
-                        scope: Some("side".into()),
-                        ..section(self, format!("side{}", self.counter))
-                    })),
-                    Command::Assembly(AssemblyCommand::DisposeScope(ScopeCommand {
-                        scope: "side".into(),
-                    })),
-                ])
-                .collect();
+                return bind
+                    .into_iter()
+                    .chain([
+                        Command::Assembly(AssemblyCommand::Section(SectionCommand {
+                            scope: Some("side".into()),
+                            ..section(self, format!("side{}", self.counter))
+                        })),
+                        Command::Assembly(AssemblyCommand::DisposeScope(ScopeCommand {
+                            scope: "side".into(),
+                        })),
+                    ])
+                    .collect();
             }
             6 => {
                 let id = self.id("gone");
@@ -838,7 +843,8 @@ impl Generator {
     /// `canonical_header` or `header_equals` over a small header.
     fn header_helper(&mut self) -> Command {
         let header = |g: &mut Self| {
-            let mut header = json!({"config": {"provider": "p", "model": *g.rng.pick(&["m", "n"])}});
+            let mut header =
+                json!({"config": {"provider": "p", "model": *g.rng.pick(&["m", "n"])}});
             if g.rng.percent(50) {
                 header["system"] = json!(g.words(2));
             }
@@ -853,7 +859,11 @@ impl Generator {
                 header: JsJson(a),
             }))
         } else {
-            let b = if self.rng.percent(50) { a.clone() } else { header(self) };
+            let b = if self.rng.percent(50) {
+                a.clone()
+            } else {
+                header(self)
+            };
             Command::Assembly(AssemblyCommand::HeaderEquals(HeaderEqualsCommand {
                 a: JsJson(a),
                 b: JsJson(b),
