@@ -1068,7 +1068,9 @@ class LoopWorld extends CaseWorld {
     return current
   }
 
-  /** What the run produced, once every agent is idle. */
+  /** What the run produced, once every agent is idle: copies, since the
+   * teardown that follows still appends (an agent's disposal discards its
+   * inbox, which observers and status listeners record). */
   async finish() {
     await this.allIdle()
     if (this.fault !== undefined) throw this.fault
@@ -1085,8 +1087,8 @@ class LoopWorld extends CaseWorld {
       llm_requests: this.llmCalls,
       status: main.status,
       pending: main.pending,
-      live_events: this.live,
-      ...(this.recorded.length > 0 ? { journal: this.recorded } : {}),
+      live_events: [...this.live],
+      ...(this.recorded.length > 0 ? { journal: [...this.recorded] } : {}),
       ...(agents.length > 0 ? { agents } : {}),
     }
   }

@@ -201,11 +201,16 @@ fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) 
     }
 }
 
-/// Steps that may have sent a request the log does not mark: a step with no
-/// chunk in a turn that ended aborted (a cancel landed while its request was
-/// in flight, before the first chunk). Each is the range of log prefix lengths
-/// from the step's start to its end; the provider may or may not have
-/// received a request built from one of them.
+/// Attempts that may have sent a request the log does not mark, in a turn
+/// that ended aborted: a cancel landed while the request was in flight,
+/// before its first chunk, so the attempt logged nothing. That is a step's
+/// first attempt when the step has no chunk, or the retry a failed attempt's
+/// `finish` chunk led to (the `agent/request-error` waterfall said `retry`)
+/// when no chunk follows it in the step (08 C5: an abort before any chunk
+/// leaves no `assistant/message`). Each is the range of log prefix lengths
+/// from the step's start, or the failed attempt's `finish`, to the step's
+/// end; the provider may or may not have received a request built from one
+/// of them.
 fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
     let mut attempts = Vec::new();
     let mut open: Option<(usize, bool)> = None;
@@ -213,7 +218,14 @@ fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
         match event.kind.as_str() {
             event_kind::STEP_START => open = Some((index + 1, false)),
             event_kind::ASSISTANT_CHUNK => {
-                if let Some((_, chunked)) = open.as_mut() {
+                let chunk = &event.data["chunk"];
+                let failed = chunk["type"] == "finish"
+                    && matches!(chunk["reason"]["kind"].as_str(), Some("error" | "aborted"));
+                if failed && open.is_some() {
+                    // A retry may follow; until one of its chunks arrives it
+                    // is untraced.
+                    open = Some((index + 1, false));
+                } else if let Some((_, chunked)) = open.as_mut() {
                     *chunked = true;
                 }
             }

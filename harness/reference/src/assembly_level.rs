@@ -61,6 +61,8 @@ impl AssemblyCommands {
             // A scope's disposal tears its whole group down: a throwing
             // change listener neither stops it nor fails the command.
             AssemblyCommand::DisposeScope(c) => {
+                // A scope is a cordis fiber: its unload logs a change
+                // listener's throw and goes on, so the disposal never fails.
                 if let Some(world) = world.upgrade() {
                     for disposer in world.disposers_in(&c.scope) {
                         let _ = disposer.try_dispose();

@@ -178,7 +178,8 @@ fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Resul
         register(registration, world, registry)?;
     }
     if let Some(target) = &effect.dispose {
-        dispose(target, world);
+        // A change listener's throw escapes the disposer, and so the provider.
+        try_dispose(target, world)?;
     }
     Ok(())
 }
@@ -226,7 +227,7 @@ pub fn register_owner(
     world: &WorldRef,
     registry: &Registry,
 ) -> Result<(), JsError> {
-    let mut members = Vec::new();
+    let mut members: Vec<String> = Vec::new();
     for registration in &command.registrations {
         if let Err(error) = register(registration, world, registry) {
             dispose_group(members.iter().rev().map(String::as_str), world);
@@ -603,7 +604,9 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                         }
                     }
                     ListenerOp::Dispose(target) => {
-                        dispose(target, &world);
+                        // A change listener's throw escapes the disposer,
+                        // and so the listener.
+                        try_dispose(target, &world)?;
                     }
                     ListenerOp::WaitForAbort => {
                         let Some(signal) = event.context.signal.clone() else {

@@ -102,6 +102,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         handshake_timeout_ms,
         ..Limits::default()
     };
+    let swarm = match level {
+        DiffLevel::Assembly => dshc_fuzzing::generate::assembly::swarm(seed),
+        DiffLevel::Loop => dshc_fuzzing::generate::session::swarm(seed),
+    };
+    crate::out!("seed {seed} swarm odds: {}", swarm.line());
     let mut pool = adapter_pool(&adapter, &limits, case.is_some(), jobs);
     // Inclusive, so that the last case of the u64 range replays too.
     let range = match case {

@@ -1,14 +1,16 @@
 //! `dshc sim`: seeded loop sessions, each run twice and checked against the
 //! loop invariants; a violation is shrunk to a scenario file with a replay
-//! command.
+//! command. `--minutes N` soaks: seed after seed until the time is up,
+//! writing each seed's shrunk violation and going on.
 
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::exercised::Exercised;
-use dshc_fuzzing::generate::session::generate_session;
-use dshc_fuzzing::sim::{check_session, shrink, steps_of, write_session};
+use dshc_fuzzing::generate::session::{generate_session, swarm};
+use dshc_fuzzing::sim::{Violation, check_session, shrink, steps_of, write_session};
+use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::Level;
 
 use dshc_runner::parallel::{default_jobs, for_each_ordered};
@@ -20,15 +22,21 @@ use crate::progress::Progress;
 /// `dshc sim --seed S`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The seed; session k of seed s is the same on every machine.
+    /// The seed; session k of seed s is the same on every machine. With
+    /// `--minutes`, the first seed of the soak.
     #[arg(long)]
     seed: u64,
-    /// How many sessions (0..N).
+    /// How many sessions (0..N); with `--minutes`, per seed.
     #[arg(long, default_value_t = 100, conflicts_with = "session")]
     sessions: u64,
     /// Run only this session (the replay form).
     #[arg(long)]
     session: Option<u64>,
+    /// Soak: run `--sessions` sessions of seed S, then of S+1, S+2, ...
+    /// until N minutes have passed (checked between sessions; the only use
+    /// of the wall clock), writing each seed's shrunk violation and going on.
+    #[arg(long, conflicts_with = "session")]
+    minutes: Option<f64>,
     /// Run only partition k of n (`k/n`): session i belongs to partition
     /// i mod n + 1.
     #[arg(long, default_value = "1/1", conflicts_with = "session")]
@@ -42,9 +50,21 @@ pub struct Args {
     jobs: Option<NonZeroUsize>,
 }
 
+/// What one seed's sessions gave.
+struct SeedRun {
+    checked: u64,
+    steps: usize,
+    failing: Option<(u64, Scenario, Vec<Violation>)>,
+    exercised: Exercised,
+}
+
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
+    if let Some(minutes) = args.minutes {
+        return Ok(soak(&args, minutes));
+    }
     let seed = args.seed;
+    crate::out!("seed {seed} swarm odds: {}", swarm(seed).line());
     // Inclusive, so that the last session of the u64 range replays too.
     let range = match args.session {
         Some(session) => Some(session..=session),
@@ -55,83 +75,152 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         reason = "throughput for the person watching; never part of a result"
     )]
     let started = std::time::Instant::now();
-    let progress = Progress::new(if args.session.is_some() {
+    let total = if args.session.is_some() {
         1
     } else {
         args.sessions
-    });
-    let (mut checked, mut steps) = (0u64, 0usize);
-    let indices = range
-        .into_iter()
-        .flatten()
-        .filter(|&index| args.partition.contains(index));
-    let mut failing = None;
-    let mut exercised = Exercised::new(Level::Loop);
+    };
+    let indices = range.into_iter().flatten();
+    let run = run_seed(&args, seed, indices, total, &|| false);
+    if let Some((index, scenario, violations)) = run.failing {
+        return Ok(report_violation(
+            seed,
+            index,
+            &scenario,
+            &violations,
+            &args.regressions_dir,
+        ));
+    }
+    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+    crate::out!(
+        "{} sessions, {} steps, 0 violations ({:.0} sessions/s, {:.0} executed steps/s: each run twice)",
+        run.checked,
+        run.steps,
+        run.checked as f64 / elapsed,
+        2.0 * run.steps as f64 / elapsed
+    );
+    for line in run.exercised.lines() {
+        crate::out!("{line}");
+    }
+    Ok(Exit::Passed)
+}
+
+/// The sessions `indices` of `seed` (of this partition), until the first
+/// violation or until `stop` says so.
+fn run_seed(
+    args: &Args,
+    seed: u64,
+    indices: impl Iterator<Item = u64> + Send,
+    total: u64,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> SeedRun {
+    let progress = Progress::new(total);
+    let mut run = SeedRun {
+        checked: 0,
+        steps: 0,
+        failing: None,
+        exercised: Exercised::new(Level::Loop),
+    };
+    let indices = indices.filter(|&index| args.partition.contains(index));
     for_each_ordered(
         indices,
         args.jobs.unwrap_or_else(default_jobs),
         |index| {
             let scenario = generate_session(seed, index);
-            let (violations, run) = check_session(&scenario);
-            (
-                index,
-                scenario,
-                violations,
-                run.as_ref().map_or(0, steps_of),
-            )
+            let (violations, outcome) = check_session(&scenario);
+            let steps = outcome.as_ref().map_or(0, steps_of);
+            (index, scenario, violations, steps)
         },
         |(index, scenario, violations, session_steps)| {
             progress.tick(index);
-            exercised.add(&scenario);
-            checked += 1;
-            steps += session_steps;
-            if violations.is_empty() {
-                return ControlFlow::Continue(());
+            run.exercised.add(&scenario);
+            run.checked += 1;
+            run.steps += session_steps;
+            if !violations.is_empty() {
+                run.failing = Some((index, scenario, violations));
+                return ControlFlow::Break(());
             }
-            failing = Some((index, scenario, violations));
-            ControlFlow::Break(())
+            if stop() {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
         },
     );
-    if let Some((index, scenario, violations)) = failing {
-        progress.clear();
-        crate::out!(
-            "session {index} of seed {seed} violates {} invariant(s):",
-            violations.len()
-        );
-        for violation in &violations {
-            crate::out!("  [{}] {}", violation.tag, violation.detail);
-        }
-        let minimal = shrink(&scenario, &violations[0].tag, 400);
-        let remaining = check_session(&minimal).0;
-        crate::out!(
-            "the shrunk session ({} steps) violates:",
-            minimal.steps.len()
-        );
-        for violation in &remaining {
-            crate::out!("  [{}] {}", violation.tag, violation.detail);
-        }
-        let exit = match write_session(&args.regressions_dir, seed, index, &minimal, &remaining) {
-            Ok(path) => {
-                crate::out!("wrote the shrunk session to {}", path.display());
-                Exit::Failed
-            }
-            Err(error) => {
-                eprintln!("error: {error}");
-                Exit::HarnessBug
-            }
-        };
-        crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
-        return Ok(exit);
-    }
     progress.clear();
-    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
+    run
+}
+
+/// Print a violation, shrink it and write it; the exit code it earns.
+fn report_violation(
+    seed: u64,
+    index: u64,
+    scenario: &Scenario,
+    violations: &[Violation],
+    dir: &Path,
+) -> Exit {
     crate::out!(
-        "{checked} sessions, {steps} steps, 0 violations ({:.0} sessions/s, {:.0} executed steps/s: each run twice)",
-        checked as f64 / elapsed,
-        2.0 * steps as f64 / elapsed
+        "session {index} of seed {seed} violates {} invariant(s):",
+        violations.len()
     );
-    for line in exercised.lines() {
-        crate::out!("{line}");
+    for violation in violations {
+        crate::out!("  [{}] {}", violation.tag, violation.detail);
     }
-    Ok(Exit::Passed)
+    let minimal = shrink(scenario, &violations[0].tag, 400);
+    let remaining = check_session(&minimal).0;
+    crate::out!(
+        "the shrunk session ({} steps) violates:",
+        minimal.steps.len()
+    );
+    for violation in &remaining {
+        crate::out!("  [{}] {}", violation.tag, violation.detail);
+    }
+    let exit = match write_session(dir, seed, index, &minimal, &remaining) {
+        Ok(path) => {
+            crate::out!("wrote the shrunk session to {}", path.display());
+            Exit::Failed
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Exit::HarnessBug
+        }
+    };
+    crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
+    exit
+}
+
+/// `--minutes N`: seed after seed from `--seed`, each's sessions until its
+/// first violation (shrunk and written), until the time is up.
+fn soak(args: &Args, minutes: f64) -> Exit {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the soak's stop condition only: which sessions run never depends on it beyond where the soak stops, and each session is a pure function of its seed"
+    )]
+    let started = std::time::Instant::now();
+    let budget = std::time::Duration::from_secs_f64((minutes * 60.0).max(0.0));
+    let out_of_time = || started.elapsed() >= budget;
+    let (mut seeds, mut sessions, mut steps, mut found) = (0u64, 0u64, 0usize, 0u64);
+    let mut exit = Exit::Passed;
+    let mut seed = args.seed;
+    while !out_of_time() {
+        crate::out!("seed {seed} swarm odds: {}", swarm(seed).line());
+        let run = run_seed(args, seed, 0..args.sessions, args.sessions, &out_of_time);
+        seeds += 1;
+        sessions += run.checked;
+        steps += run.steps;
+        if let Some((index, scenario, violations)) = run.failing {
+            found += 1;
+            let written =
+                report_violation(seed, index, &scenario, &violations, &args.regressions_dir);
+            if written == Exit::HarnessBug || exit == Exit::Passed {
+                exit = written;
+            }
+        }
+        seed = seed.wrapping_add(1);
+    }
+    crate::out!(
+        "soak: {seeds} seeds from {} ({sessions} sessions, {steps} steps, each run twice), {found} violation(s) in {:.1} min",
+        args.seed,
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    exit
 }

@@ -5,16 +5,84 @@
 //! so any single case replays alone with `--seed s --case k`. The pools below
 //! deliberately mix shadowing across a three-level scope chain, dynamic
 //! providers with side effects, listeners, configs and texts with tricky
-//! braces and non-ASCII characters.
+//! braces and non-ASCII characters. Every command kind of the level is made:
+//! the registry's own actors (plugin owners, change listeners that throw or
+//! not, scope disposal and binding), providers that return, run through a
+//! sequence, read the assemble context, return `undefined` or throw, every
+//! listener op of the level, the session header helpers, and names and texts
+//! that need escaping (quotes, backslashes, control and format characters,
+//! astral characters, and malformed references whose 16-unit snippet cuts a
+//! surrogate pair, so a lone surrogate reaches the wire as U+FFFD).
+//!
+//! How often each optional part is made is the seed's swarm ([`FEATURES`],
+//! [`swarm`]).
 
 use indexmap::IndexMap;
+use serde_json::{Value, json};
 
 use super::case_rng;
 use super::rng::SplitMix64;
+use super::swarm::{CaseSwarm, Feature, Swarm, feature};
 use dshc_scenario::format::*;
 use dshc_scenario::protocol::*;
 
+/// The optional parts of an assembly case, with the range of odds a seed
+/// draws for each (percent per chance to make one).
+pub const FEATURES: &[Feature] = &[
+    feature("listen", 5, 40),
+    feature("dispose", 2, 25),
+    feature("owner", 2, 25),
+    feature("on_change", 2, 25),
+    feature("dispose_scope", 2, 20),
+    feature("bind", 2, 20),
+    feature("headers", 2, 20),
+    feature("effects", 5, 30),
+    feature("sequence", 5, 35),
+    feature("context_field", 5, 35),
+    feature("undefined", 2, 20),
+    feature("throws", 2, 20),
+    feature("escapes", 5, 40),
+];
+
+/// Separates the assembly generator's swarm from the loop's.
+const SALT: u64 = 0xA55E_3B1E_0000_0001;
+
+/// The swarm of seed `seed` for assembly cases.
+pub fn swarm(seed: u64) -> Swarm {
+    Swarm::of_seed(seed, SALT, FEATURES)
+}
+
 const SCOPES: &[&str] = &["leaf", "mid", "root", "other"];
+/// Fields of the assemble context a `context_field` provider reads.
+const CONTEXT_FIELDS: &[&str] = &["who", "mode", "absent"];
+/// Texts and names that need escaping somewhere: in TOML, in JSON, in the
+/// protocol, or in JavaScript's UTF-16 strings.
+const ESCAPES: &[&str] = &[
+    "\"",
+    "\\",
+    "'''",
+    "\"\"\"",
+    "\u{2028}",
+    "\u{2029}",
+    "\u{FEFF}",
+    "\u{200D}",
+    "e\u{301}",
+    "\u{1F469}\u{200D}\u{1F467}",
+    "\u{10FFFF}",
+    "\u{10000}",
+    "\r\n",
+    "\u{0}",
+    "\u{1B}[0m",
+    "\u{7F}",
+    "\u{FFFE}",
+    "</script>",
+    "${x}",
+    "$js",
+    // A malformed reference 15 units before an astral character: the
+    // 16-unit snippet of its error ends in a lone high surrogate.
+    "{{abc} }}xxxxxx\u{1F600}yz",
+    "{{a}\u{1F600}\u{1F600}\u{1F600}\u{1F600}\u{1F600}\u{1F600}\u{1F600}\u{1F600}",
+];
 const SECTION_NAMES: &[&str] = &[
     "intro",
     "rules",
@@ -78,13 +146,31 @@ const VALUE_FRAGMENTS: &[&str] = &[
 
 struct Generator {
     rng: SplitMix64,
+    swarm: CaseSwarm,
     ids: Vec<String>,
+    /// The plugin owners made so far (see [`Generator::owner`]).
+    owners: Vec<String>,
     next_id: u32,
 }
 
 impl Generator {
     fn pick(&mut self, items: &[&str]) -> String {
         self.rng.pick(items).to_string()
+    }
+
+    fn roll(&mut self, feature: &str) -> bool {
+        self.swarm.roll(feature, &mut self.rng)
+    }
+
+    /// A name from `items`, or one that needs escaping.
+    fn name(&mut self, items: &[&str]) -> String {
+        let base = self.pick(items);
+        if self.roll("escapes") {
+            let escape = self.pick(ESCAPES);
+            format!("{base}{escape}")
+        } else {
+            base
+        }
     }
 
     fn fresh_id(&mut self, prefix: &str) -> String {
@@ -104,7 +190,16 @@ impl Generator {
 
     fn text(&mut self, fragments: &[&str], max: u64) -> String {
         let count = self.rng.below(max + 1);
-        (0..count).map(|_| self.pick(fragments)).collect()
+        let mut text: String = (0..count).map(|_| self.pick(fragments)).collect();
+        if self.roll("escapes") {
+            let escape = self.pick(ESCAPES);
+            if self.rng.percent(50) {
+                text.insert_str(0, &escape);
+            } else {
+                text.push_str(&escape);
+            }
+        }
+        text
     }
 
     fn order(&mut self) -> Order {
@@ -121,24 +216,33 @@ impl Generator {
         mut value: impl FnMut(&mut Self) -> T,
         allow_effects: bool,
     ) -> ProviderSpec<T> {
-        let provided = match self.rng.below(20) {
-            0..=13 => Provided::Returns(value(self)),
-            14..=16 => Provided::Sequence(
-                (0..1 + self.rng.below(3))
-                    .map(|_| SequenceItem::Value(value(self)))
-                    .collect(),
-            ),
-            17 | 18 => Provided::Undefined,
-            _ => Provided::Throws {
-                message: self.text(&["boom", " ", "é", "{{x}}"], 3),
-                cause: self.rng.percent(50).then(|| "disk".into()),
-            },
+        let provided = if self.roll("throws") {
+            let message = self.text(&["boom", " ", "é", "{{x}}"], 3);
+            let cause = self.rng.percent(50).then(|| self.text(&["disk", "é"], 2));
+            Provided::Throws { message, cause }
+        } else if self.roll("undefined") {
+            Provided::Undefined
+        } else if self.roll("sequence") {
+            let items = (0..1 + self.rng.below(3))
+                .map(|_| {
+                    if self.swarm.has("undefined") && self.rng.percent(25) {
+                        SequenceItem::Undefined(UndefinedMarker {
+                            js: "undefined".into(),
+                        })
+                    } else {
+                        SequenceItem::Value(value(self))
+                    }
+                })
+                .collect();
+            Provided::Sequence(items)
+        } else {
+            Provided::Returns(value(self))
         };
         let mut spec = ProviderSpec {
             provided,
             effects: Vec::new(),
         };
-        if allow_effects && self.rng.percent(15) {
+        if allow_effects && self.roll("effects") {
             let effect = if !self.ids.is_empty() && self.rng.percent(30) {
                 let target = self.rng.pick(&self.ids).clone();
                 Effect {
@@ -162,7 +266,24 @@ impl Generator {
         if self.rng.percent(40) {
             TextSpec::Static(self.text(TEXT_FRAGMENTS, 4))
         } else {
-            TextSpec::Provider(self.provider(|g| g.text(TEXT_FRAGMENTS, 4), allow_effects))
+            TextSpec::Provider(self.text_provider(TEXT_FRAGMENTS, 4, allow_effects))
+        }
+    }
+
+    /// A text provider: any provider, or one that reads the assemble context.
+    fn text_provider(
+        &mut self,
+        fragments: &'static [&'static str],
+        max: u64,
+        allow_effects: bool,
+    ) -> ProviderSpec<String> {
+        if self.roll("context_field") {
+            ProviderSpec {
+                provided: Provided::ContextField(self.pick(CONTEXT_FIELDS)),
+                effects: Vec::new(),
+            }
+        } else {
+            self.provider(|g| g.text(fragments, max), allow_effects)
         }
     }
 
@@ -179,7 +300,7 @@ impl Generator {
             parameters.insert("properties".into(), properties.into());
         }
         SchemaSpec {
-            name: self.pick(TOOL_NAMES),
+            name: self.name(TOOL_NAMES),
             description: if self.rng.percent(85) {
                 Some(self.text(&["Reads a file.", " ", "é"], 2))
             } else {
@@ -229,7 +350,7 @@ impl Generator {
             0..=3 => Registration::Section(SectionCommand {
                 id: Some(self.fresh_id("s")),
                 scope,
-                name: self.pick(SECTION_NAMES),
+                name: self.name(SECTION_NAMES),
                 order: self.order(),
                 text: self.text_spec(top_level),
                 complete: self.rng.percent(8),
@@ -237,7 +358,7 @@ impl Generator {
             4..=5 => Registration::Context(ContextCommand {
                 id: Some(self.fresh_id("c")),
                 scope,
-                name: self.pick(CONTEXT_NAMES),
+                name: self.name(CONTEXT_NAMES),
                 order: self.order(),
                 text: self.text_spec(top_level),
             }),
@@ -250,7 +371,7 @@ impl Generator {
                 let value = if self.rng.percent(30) {
                     TextSpec::Static(self.text(VALUE_FRAGMENTS, 2))
                 } else {
-                    TextSpec::Provider(self.provider(|g| g.text(VALUE_FRAGMENTS, 2), top_level))
+                    TextSpec::Provider(self.text_provider(VALUE_FRAGMENTS, 2, top_level))
                 };
                 Registration::Variable(VariableCommand {
                     id: Some(self.fresh_id("v")),
@@ -272,7 +393,12 @@ impl Generator {
     }
 
     fn listener_op(&mut self) -> ListenerOp {
-        match self.rng.below(16) {
+        match self.rng.below(18) {
+            16 => ListenerOp::SetContextText(SetTextSpec {
+                name: self.pick(CONTEXT_NAMES),
+                text: self.text(TEXT_FRAGMENTS, 2),
+            }),
+            17 if !self.ids.is_empty() => ListenerOp::Dispose(self.rng.pick(&self.ids).clone()),
             0 => ListenerOp::AddSection(EntrySpec {
                 name: self.pick(SECTION_NAMES),
                 text: self.text(TEXT_FRAGMENTS, 3),
@@ -351,10 +477,125 @@ impl Generator {
     }
 
     fn assemble(&mut self) -> Command {
+        let mut context = serde_json::Map::new();
+        if self.swarm.has("context_field") {
+            for field in &CONTEXT_FIELDS[..2] {
+                if self.rng.percent(70) {
+                    context.insert((*field).into(), self.text(VALUE_FRAGMENTS, 2).into());
+                }
+            }
+        }
         Command::Assembly(AssemblyCommand::Assemble(AssembleCommand {
             scope: self.scope(),
-            context: serde_json::Map::new(),
+            context,
         }))
+    }
+
+    /// A plugin owning one to three global registrations.
+    fn owner(&mut self) -> Command {
+        // Not in `ids`: a provider's effect or a listener that disposes a
+        // plugin does not wait for its teardown, which cordis runs a
+        // microtask later (`Fiber._unload`); the reference tears it down at
+        // once. Only the `dispose` command, which waits, disposes owners.
+        self.next_id += 1;
+        let id = format!("o{}", self.next_id);
+        self.owners.push(id.clone());
+        let registrations = (0..1 + self.rng.below(3))
+            .map(|_| {
+                let mut registration = self.registration(false);
+                set_global(&mut registration);
+                registration
+            })
+            .collect();
+        Command::Assembly(AssemblyCommand::Owner(OwnerCommand { id, registrations }))
+    }
+
+    /// A `system-prompt/change` listener that throws on some calls, or never.
+    fn on_change(&mut self) -> Command {
+        let id = self.fresh_id("ch");
+        let throw_on = self
+            .rng
+            .percent(60)
+            .then(|| (1..=4).filter(|_| self.rng.percent(40)).collect());
+        let throws = self.text(&["vetoed", " ", "é", "{{x}}"], 2);
+        Command::Assembly(AssemblyCommand::OnChange(ChangeListenerCommand {
+            id,
+            throw_on,
+            throws,
+        }))
+    }
+
+    /// Bind an unbound scope (or rebind one, which is refused).
+    fn bind(&mut self) -> Command {
+        let scope = self.pick(&["other", "root", "other", "leaf"]);
+        let parent = self.pick(&["root", "mid", "top", "leaf"]);
+        Command::Assembly(AssemblyCommand::Bind(BindCommand { scope, parent }))
+    }
+
+    /// `canonical_header` or `header_equals` over headers with every part
+    /// present, empty or absent.
+    fn header_command(&mut self) -> Command {
+        let a = self.header();
+        if self.rng.percent(40) {
+            return Command::Assembly(AssemblyCommand::CanonicalHeader(CanonicalHeaderCommand {
+                header: JsJson(a),
+            }));
+        }
+        let b = if self.rng.percent(40) {
+            a.clone()
+        } else {
+            self.header()
+        };
+        Command::Assembly(AssemblyCommand::HeaderEquals(HeaderEqualsCommand {
+            a: JsJson(a),
+            b: JsJson(b),
+        }))
+    }
+
+    fn header(&mut self) -> Value {
+        let mut config = serde_json::Map::new();
+        config.insert("provider".into(), self.pick(&["p", "q"]).into());
+        config.insert("model".into(), self.pick(&["m", "n"]).into());
+        if self.rng.percent(40) {
+            config.insert("maxTokens".into(), json!(self.rng.below(3) * 500));
+        }
+        if self.rng.percent(30) {
+            config.insert("reasoningEffort".into(), self.pick(&["low", "high"]).into());
+        }
+        if self.rng.percent(20) {
+            config.insert("temperature".into(), json!(0.5));
+        }
+        if self.rng.percent(20) {
+            config.insert("stop".into(), json!(["a"]));
+        }
+        if self.rng.percent(20) {
+            config.insert("extra".into(), json!(1));
+        }
+        let mut header = serde_json::Map::new();
+        header.insert("config".into(), config.into());
+        if self.rng.percent(40) {
+            header.insert(
+                "adapterDefaults".into(),
+                json!({"maxTokens": self.rng.percent(50), "reasoningEffort": self.rng.percent(50)}),
+            );
+        }
+        if self.rng.percent(60) {
+            header.insert("system".into(), self.text(TEXT_FRAGMENTS, 2).into());
+        }
+        if self.rng.percent(50) {
+            let tools: Vec<Value> = (0..self.rng.below(3))
+                .map(|_| {
+                    let name = self.pick(TOOL_NAMES);
+                    if self.rng.percent(50) {
+                        json!({"name": name, "description": "d"})
+                    } else {
+                        json!({"description": "d", "name": name})
+                    }
+                })
+                .collect();
+            header.insert("tools".into(), tools.into());
+        }
+        Value::Object(header)
     }
 
     fn config(&mut self) -> ConfigSpec {
@@ -391,25 +632,69 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// One step: a part the case's swarm rolls, or else a registration or an
+    /// `assemble`.
+    fn step(&mut self) -> Command {
+        if self.roll("listen") {
+            return self.listener();
+        }
+        if !(self.ids.is_empty() && self.owners.is_empty()) && self.roll("dispose") {
+            let targets: Vec<String> = self.ids.iter().chain(&self.owners).cloned().collect();
+            let target = self.rng.pick(&targets).clone();
+            return Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target }));
+        }
+        if self.roll("owner") {
+            return self.owner();
+        }
+        if self.roll("on_change") {
+            return self.on_change();
+        }
+        if self.roll("dispose_scope") {
+            let scope = self.pick(SCOPES);
+            return Command::Assembly(AssemblyCommand::DisposeScope(ScopeCommand { scope }));
+        }
+        if self.roll("bind") {
+            return self.bind();
+        }
+        if self.roll("headers") {
+            return self.header_command();
+        }
+        if self.rng.percent(80) {
+            self.registration(true).into()
+        } else {
+            self.assemble()
+        }
+    }
+}
+
+/// Make a registration global (an owner's are).
+fn set_global(registration: &mut Registration) {
+    let scope = match registration {
+        Registration::Section(c) => &mut c.scope,
+        Registration::Context(c) => &mut c.scope,
+        Registration::Suppress(c) => &mut c.scope,
+        Registration::Tools(c) => &mut c.scope,
+        Registration::Variable(c) => &mut c.scope,
+    };
+    *scope = None;
+}
+
 /// Generate case `case` of seed `seed`.
 pub fn generate(seed: u64, case: u64) -> Scenario {
+    let mut rng = case_rng(seed, case);
+    let swarm = swarm(seed).for_case(&mut rng);
     let mut generator = Generator {
-        rng: case_rng(seed, case),
+        rng,
+        swarm,
         ids: Vec::new(),
+        owners: Vec::new(),
         next_id: 0,
     };
     let config = generator.config();
     let mut steps = Vec::new();
     for _ in 0..2 + generator.rng.below(10) {
-        let step = match generator.rng.below(10) {
-            0..=5 => generator.registration(true).into(),
-            6..=7 => generator.listener(),
-            8 if !generator.ids.is_empty() => {
-                let target = generator.rng.pick(&generator.ids).clone();
-                Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target }))
-            }
-            _ => generator.assemble(),
-        };
+        let step = generator.step();
         steps.push(step);
     }
     for _ in 0..1 + generator.rng.below(2) {

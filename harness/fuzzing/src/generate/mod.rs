@@ -9,6 +9,7 @@ pub mod assembly;
 pub mod rng;
 pub mod session;
 pub mod shrink;
+pub mod swarm;
 
 pub use rng::SplitMix64;
 

@@ -6,13 +6,56 @@
 //! alone with `--seed s --session k`. The generator keeps to situations
 //! whose invariants it can state (see [`SessionFacts`]).
 
+use indexmap::IndexMap;
 use mock_provider::{FaultKind, Fragments, Script, ScriptEntry, ScriptToolCall};
 use serde_json::json;
 
 use super::case_rng;
 use super::rng::SplitMix64;
+use super::swarm::{CaseSwarm, Feature, Swarm, feature};
 use dshc_scenario::format::*;
 use dshc_scenario::protocol::*;
+
+/// The optional parts of a session, with the range of odds a seed draws for
+/// each (percent per chance to make one): the faults and the actions between
+/// and inside turns.
+pub const FEATURES: &[Feature] = &[
+    feature("fault", 2, 50),
+    feature("rate_limit", 100, 100),
+    feature("server_error", 100, 100),
+    feature("malformed_json", 100, 100),
+    feature("missing_done", 100, 100),
+    feature("drop_connection", 100, 100),
+    feature("context_overflow", 100, 100),
+    feature("http_error", 100, 100),
+    feature("stall", 100, 100),
+    feature("retry", 30, 100),
+    feature("steer", 2, 40),
+    feature("inject", 2, 30),
+    feature("cancel", 2, 30),
+    feature("compact", 2, 30),
+    feature("suppress", 2, 20),
+    feature("resume", 2, 25),
+    feature("long_wait", 5, 50),
+    feature("clock_jump", 2, 30),
+    feature("observers", 2, 60),
+    feature("session_api", 2, 30),
+    feature("registry", 2, 30),
+    feature("headers", 2, 20),
+    feature("dispose_agent", 2, 30),
+    feature("second_agent", 2, 40),
+    feature("routes", 2, 40),
+    feature("time_context", 2, 40),
+    feature("tmux_context", 2, 40),
+];
+
+/// Separates the loop generator's swarm from the assembly one's.
+const SALT: u64 = 0x5E55_1011_0000_0002;
+
+/// The swarm of seed `seed` for loop sessions.
+pub fn swarm(seed: u64) -> Swarm {
+    Swarm::of_seed(seed, SALT, FEATURES)
+}
 
 /// Facts about a generated session, for invariants beyond the universal
 /// ones. Derived from the scenario itself, so they stay true while a
@@ -64,11 +107,20 @@ const WORDS: &[&str] = &[
 
 struct Generator {
     rng: SplitMix64,
+    swarm: CaseSwarm,
     registered_tools: Vec<String>,
     counter: u32,
+    /// Whether the `side` scope is bound (to the agent's).
+    side_bound: bool,
+    /// The world's optional parts, once drawn.
+    world: WorldParts,
 }
 
 impl Generator {
+    fn roll(&mut self, feature: &str) -> bool {
+        self.swarm.roll(feature, &mut self.rng)
+    }
+
     fn words(&mut self, max: u64) -> String {
         let count = 1 + self.rng.below(max);
         (0..count)
@@ -134,8 +186,26 @@ impl Generator {
 
     fn response(&mut self) -> ScriptEntry {
         let delay_ms = self.rng.below(15);
+        let faults: Vec<FaultKind> = [
+            ("rate_limit", FaultKind::RateLimit),
+            ("server_error", FaultKind::ServerError),
+            ("malformed_json", FaultKind::MalformedJson),
+            ("missing_done", FaultKind::MissingDone),
+            ("drop_connection", FaultKind::DropConnection),
+            ("context_overflow", FaultKind::ContextOverflow),
+            ("http_error", FaultKind::HttpError),
+            ("stall", FaultKind::Stall),
+        ]
+        .into_iter()
+        .filter(|(name, _)| self.swarm.has(name))
+        .map(|(_, fault)| fault)
+        .collect();
+        if !faults.is_empty() && self.roll("fault") {
+            let fault = *self.rng.pick(&faults);
+            return self.fault(fault);
+        }
         let roll = self.rng.below(100);
-        if roll < 55 || self.registered_tools.is_empty() && roll < 75 {
+        if roll < 70 || self.registered_tools.is_empty() {
             let fragments = (0..1 + self.rng.below(4))
                 .map(|_| format!("{} ", self.words(2)))
                 .collect();
@@ -149,30 +219,31 @@ impl Generator {
             }
             return entry;
         }
-        if roll < 75 {
-            let name = self.rng.pick(&self.registered_tools).clone();
-            let call = ScriptToolCall {
-                id: None,
-                name,
-                arguments: Fragments(vec!["{\"path\":".into(), "\"a.txt\"}".into()]),
-            };
-            return ScriptEntry {
-                tool_calls: vec![call],
-                finish_reason: Some("tool_calls".into()),
-                delay_ms,
-                ..ScriptEntry::stream()
-            };
+        let name = self.rng.pick(&self.registered_tools).clone();
+        let call = ScriptToolCall {
+            id: None,
+            name,
+            arguments: Fragments(vec!["{\"path\":".into(), "\"a.txt\"}".into()]),
+        };
+        ScriptEntry {
+            tool_calls: vec![call],
+            finish_reason: Some("tool_calls".into()),
+            delay_ms,
+            ..ScriptEntry::stream()
         }
-        let fault = *self.rng.pick(&[
-            FaultKind::RateLimit,
-            FaultKind::ServerError,
-            FaultKind::MalformedJson,
-            FaultKind::MissingDone,
-            FaultKind::DropConnection,
-        ]);
+    }
+
+    /// A provider fault, with what it streams before it breaks.
+    fn fault(&mut self, fault: FaultKind) -> ScriptEntry {
         let mut entry = ScriptEntry::fault(fault);
         match fault {
             FaultKind::RateLimit => entry.retry_after_s = Some(1),
+            FaultKind::HttpError => entry.status = Some(*self.rng.pick(&[400, 401, 402, 503])),
+            FaultKind::Stall => {
+                entry.content = Fragments(vec!["slow ".into(), "text".into()]);
+                entry.after_events = Some(1);
+                entry.stall_ms = Some(*self.rng.pick(&[50, 1_500]));
+            }
             FaultKind::MalformedJson | FaultKind::DropConnection | FaultKind::MissingDone => {
                 entry.content = Fragments(vec!["partial ".into(), "text".into()]);
                 if fault != FaultKind::MissingDone {
@@ -187,16 +258,32 @@ impl Generator {
 
 /// Generate session `session` of seed `seed`.
 pub fn generate_session(seed: u64, session: u64) -> Scenario {
+    let mut rng = case_rng(seed ^ 0x5151_5151, session);
+    let swarm = swarm(seed).for_case(&mut rng);
     let mut g = Generator {
-        rng: case_rng(seed ^ 0x5151_5151, session),
+        rng,
+        swarm,
         registered_tools: Vec::new(),
         counter: 0,
+        side_bound: false,
+        world: WorldParts::default(),
     };
     let mut steps = g.registry_steps();
+    if g.roll("observers") {
+        steps.extend(g.observers());
+    }
+    let world = g.world_parts();
+    g.world = world.clone();
     let mut suppressed = false;
     let turns = 1 + g.rng.below(4);
     for turn in 0..turns {
         g.turn_steps(turn, &mut suppressed, &mut steps);
+        g.between_turns(&mut steps);
+    }
+    if g.roll("dispose_agent") {
+        steps.push(Command::Loop(LoopCommand::DisposeAgent(
+            DisposeAgentCommand::default(),
+        )));
     }
     let responses = (0..turns * 4 + 4).map(|_| g.response()).collect();
     let tool_results = g.tool_results();
@@ -222,10 +309,144 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
             ..SimulationSpec::default()
         }),
         tool_results,
-        plugins: None,
-        routes: Vec::new(),
-        agents: Vec::new(),
+        plugins: world.plugins,
+        routes: world.routes,
+        agents: world.agents,
         expect: None,
+    }
+}
+
+/// The optional parts of a session's world: a second agent on a scripted
+/// route, and context plugins (time and tmux: the agent-instructions
+/// plugin's messages take other ids upstream, see `world_parts`).
+#[derive(Clone, Debug, Default)]
+struct WorldParts {
+    agents: Vec<AgentSpec>,
+    routes: Vec<RouteSpec>,
+    plugins: Option<PluginsSpec>,
+}
+
+/// The second agent's id and its route.
+const BETA: &str = "beta";
+const ROUTE: &str = "mock";
+
+impl Generator {
+    /// What the tmux query answers: a pane, or not inside tmux.
+    fn tmux_query(&mut self) -> TmuxQuery {
+        if self.rng.percent(25) {
+            return TmuxQuery::Exit(1);
+        }
+        TmuxQuery::Pane(TmuxPane {
+            session: "main".into(),
+            window_index: self.rng.below(3).to_string(),
+            window_name: self.words(1),
+            pane_index: "0".into(),
+            pane_id: format!("%{}", self.rng.below(4)),
+            window_active: "1".into(),
+            pane_active: "1".into(),
+            layout: "even-horizontal".into(),
+        })
+    }
+
+    /// The second agent and its route, and the plugins. Not the
+    /// agent-instructions plugin: its message takes id `msg-2` on the
+    /// reference and `msg-4` upstream (`dshc diff --level loop --seed
+    /// 20261129`, case 26, with it), a difference left to investigate.
+    fn world_parts(&mut self) -> WorldParts {
+        let mut world = WorldParts::default();
+        if self.roll("second_agent") {
+            world.agents.push(AgentSpec {
+                id: BETA.into(),
+                provider: JsJson(json!(ROUTE)),
+                model: JsJson(json!("m1")),
+                ..AgentSpec::default()
+            });
+            let model = match self.rng.below(3) {
+                0 => ModelResolution::default(),
+                1 => ModelResolution::Returns(serde_json::Map::from_iter([
+                    ("context".to_string(), json!({"contextWindow": 64_000})),
+                    ("defaultMaxTokens".to_string(), json!(2_048)),
+                ])),
+                _ => ModelResolution::Rejects(ScriptedError {
+                    message: "no such model".into(),
+                    code: Some("SERVER".into()),
+                    status: None,
+                    provider_retry_after_ms: None,
+                    request_id: None,
+                }),
+            };
+            let responses = (0..12)
+                .map(|_| RouteResponse {
+                    delay_ms: self.rng.below(10),
+                    text: vec![self.words(2), self.words(1)],
+                    ..RouteResponse::default()
+                })
+                .collect();
+            world.routes.push(RouteSpec {
+                provider: ROUTE.into(),
+                registered: true,
+                model,
+                models: IndexMap::new(),
+                responses,
+            });
+        }
+        let mut plugins = PluginsSpec::default();
+        if self.roll("time_context") {
+            plugins.time_context = Some(TimeContextSpec::default());
+        }
+        if self.roll("tmux_context") {
+            let query = self.rng.percent(70).then(|| self.tmux_query());
+            plugins.tmux_context = Some(TmuxContextSpec {
+                refresh_interval_ms: None,
+                shell: true,
+                query,
+            });
+        }
+        if plugins != PluginsSpec::default() {
+            world.plugins = Some(plugins);
+        }
+        world
+    }
+
+    /// Between turns, the world's parts: the second agent runs a turn, its
+    /// route is unregistered or registered again, the tmux pane changes.
+    fn world_steps(&mut self, steps: &mut Vec<Command>) {
+        // The second agent runs a turn while the first is idle: two agents
+        // acting at one virtual instant mint their message ids in an order
+        // the reference does not model as upstream's microtasks interleave.
+        if !self.world.agents.is_empty() && self.rng.percent(60) {
+            steps.push(Command::Loop(LoopCommand::Followup(MessageCommand {
+                agent: Some(BETA.into()),
+                text: Some(self.words(3)),
+                content: None,
+                source: None,
+            })));
+            steps.push(Command::Loop(LoopCommand::WaitIdle(WaitIdleCommand {
+                agent: None,
+            })));
+        }
+        if !self.world.routes.is_empty() && self.roll("routes") {
+            let route = RouteCommand {
+                provider: ROUTE.into(),
+            };
+            // A route registered twice is refused: the steps alternate.
+            let registered = &mut self.world.routes[0].registered;
+            steps.push(Command::Loop(if *registered {
+                LoopCommand::UnregisterRoute(route)
+            } else {
+                LoopCommand::RegisterRoute(route)
+            }));
+            *registered = !*registered;
+        }
+        let tmux = self
+            .world
+            .plugins
+            .as_ref()
+            .is_some_and(|p| p.tmux_context.is_some());
+        if tmux && self.rng.percent(50) {
+            let action = PluginAction::Tmux(self.tmux_query());
+            steps.push(Command::Loop(LoopCommand::Plugin(action)));
+        }
     }
 }
 
@@ -280,7 +501,7 @@ impl Generator {
             let tools = self.tools();
             steps.push(tools);
         }
-        if self.rng.percent(70) {
+        if self.roll("retry") {
             let calls: Vec<u32> = (1..=8).filter(|_| self.rng.percent(60)).collect();
             steps.push(Command::Loop(LoopCommand::OnRequestError(
                 LoopListenerCommand {
@@ -304,7 +525,8 @@ impl Generator {
             content: None,
             source: None,
         })));
-        if self.rng.percent(15) {
+
+        if self.roll("steer") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: 1 + self.rng.below(20),
             })));
@@ -315,20 +537,31 @@ impl Generator {
                 source: None,
             })));
         }
-        if self.rng.percent(10) {
+        if self.roll("inject") {
+            steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
+                ms: 1 + self.rng.below(20),
+            })));
+            steps.push(Command::Loop(LoopCommand::Inject(MessageCommand {
+                agent: None,
+                text: Some(self.words(3)),
+                content: None,
+                source: None,
+            })));
+        }
+        if self.roll("cancel") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: self.rng.below(25),
             })));
             steps.push(Command::Loop(LoopCommand::Cancel(CancelCommand {
                 agent: None,
                 reason: None,
-                keep_inbox: false,
+                keep_inbox: self.rng.percent(30),
             })));
         }
         steps.push(Command::Loop(LoopCommand::WaitIdle(
             WaitIdleCommand::default(),
         )));
-        if self.rng.percent(15) {
+        if self.roll("compact") {
             steps.push(Command::Loop(LoopCommand::Compact(CompactCommand {
                 agent: None,
                 text: format!("summary {turn}"),
@@ -336,7 +569,7 @@ impl Generator {
                 end: None,
             })));
         }
-        if self.rng.percent(10) && !*suppressed {
+        if !*suppressed && self.roll("suppress") {
             *suppressed = true;
             steps.push(Command::Assembly(AssemblyCommand::Suppress(
                 SuppressCommand {
@@ -345,10 +578,10 @@ impl Generator {
                 },
             )));
         }
-        if self.rng.percent(10) {
+        if self.roll("resume") {
             steps.push(Command::Loop(LoopCommand::Resume(ResumeCommand::default())));
         }
-        if self.rng.percent(30) {
+        if self.roll("long_wait") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
                 ms: self.rng.below(2_000),
             })));
@@ -386,6 +619,255 @@ impl Generator {
                 None
             },
             tool_order: None,
+        }
+    }
+}
+
+/// What an observing listener records of each call.
+fn record(fields: &[RecordField]) -> ActOp {
+    ActOp::Record(fields.to_vec())
+}
+
+impl Generator {
+    /// Listeners that watch and record, on every `agent/*` event a listener
+    /// can observe, each kept or not: they must change nothing of the run
+    /// but the journal.
+    fn observers(&mut self) -> Vec<Command> {
+        use RecordField::{
+            Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn,
+        };
+        let mut steps = Vec::new();
+        let listener = |id: &str, prepend: bool| (id.to_string(), prepend);
+        if self.rng.percent(60) {
+            let (id, prepend) = listener("status", false);
+            steps.push(Command::Loop(LoopCommand::OnStatus(LoopListenerCommand {
+                id,
+                agent: None,
+                prepend,
+                calls: None,
+                ops: vec![record(&[Status])],
+            })));
+        }
+        if self.rng.percent(60) {
+            steps.push(Command::Loop(LoopCommand::OnSessionEvent(
+                LoopListenerCommand {
+                    id: "events".into(),
+                    agent: None,
+                    prepend: false,
+                    calls: None,
+                    ops: vec![record(&[Event])],
+                },
+            )));
+        }
+        if self.rng.percent(60) {
+            steps.push(Command::Loop(LoopCommand::OnTurnStopping(
+                LoopListenerCommand {
+                    id: "stopping".into(),
+                    agent: None,
+                    prepend: false,
+                    calls: None,
+                    ops: vec![record(&[Turn, Aborted, LastEvent])],
+                },
+            )));
+        }
+        if self.rng.percent(60) {
+            let mut ops = vec![PreStepOp::Act(record(&[Turn, Step, Messages]))];
+            ops.insert(self.rng.below(2) as usize, PreStepOp::Next);
+            steps.push(Command::Loop(LoopCommand::OnPreStep(LoopListenerCommand {
+                id: "pre".into(),
+                agent: None,
+                prepend: self.rng.percent(50),
+                calls: None,
+                ops,
+            })));
+        }
+        if self.rng.percent(60) {
+            steps.push(Command::Loop(LoopCommand::OnRequest(LoopListenerCommand {
+                id: "request".into(),
+                agent: None,
+                prepend: false,
+                calls: None,
+                ops: vec![
+                    RequestOp::Next,
+                    RequestOp::Act(record(&[Turn, Step, Aborted])),
+                ],
+            })));
+        }
+        if self.rng.percent(40) {
+            steps.push(Command::Loop(LoopCommand::OnRequestError(
+                LoopListenerCommand {
+                    id: "seen-error".into(),
+                    agent: None,
+                    prepend: true,
+                    calls: None,
+                    ops: vec![
+                        RequestErrorOp::Act(record(&[Turn, Step, Provider, Failure])),
+                        RequestErrorOp::Next,
+                    ],
+                },
+            )));
+        }
+        steps
+    }
+
+    /// Between turns: move the wall clock, use the session API, change the
+    /// registry or call the header helpers, each as the case's swarm rolls.
+    fn between_turns(&mut self, steps: &mut Vec<Command>) {
+        if self.roll("clock_jump") {
+            let ms = *self
+                .rng
+                .pick(&[-86_400_000, -60_000, -1, 1, 1_000, 3_600_000]);
+            steps.push(Command::Loop(LoopCommand::ClockJump(ClockJumpCommand {
+                ms,
+            })));
+        }
+        if self.roll("session_api") {
+            steps.push(self.session_api());
+        }
+        if self.roll("registry") {
+            steps.extend(self.registry_change());
+        }
+        if self.roll("headers") {
+            steps.push(self.header_helper());
+        }
+        self.world_steps(steps);
+    }
+
+    /// One use of the session API while the agent is idle: read it, append
+    /// an event that is not on the surface, or fire the pre-step waterfall.
+    fn session_api(&mut self) -> Command {
+        match self.rng.below(3) {
+            0 => Command::Loop(LoopCommand::ReadSession(ReadSessionCommand::default())),
+            1 => Command::Loop(LoopCommand::Append(AppendCommand {
+                agent: None,
+                kind: "note".into(),
+                data: JsJson(json!({"text": self.words(3)})),
+                surface_op: None,
+                source_event_seqs: None,
+            })),
+            _ => Command::Loop(LoopCommand::FirePreStep(FirePreStepCommand {
+                agent: None,
+                turn: 1,
+                step: 1,
+                messages: Vec::new(),
+            })),
+        }
+    }
+
+    /// A change to the registry between turns: a section, an owner of one, a
+    /// variable, an assembly listener, a change listener, a disposal, a scope
+    /// bound and disposed, or an `assemble` of its own.
+    fn registry_change(&mut self) -> Vec<Command> {
+        let section = |g: &mut Self, id: String| SectionCommand {
+            id: Some(id),
+            scope: None,
+            name: format!("late{}", g.counter),
+            order: Order(g.rng.below(5) as f64),
+            text: TextSpec::Static(g.words(3)),
+            complete: false,
+        };
+        let command = match self.rng.below(8) {
+            0 => {
+                let id = self.id("late");
+                AssemblyCommand::Section(section(self, id))
+            }
+            1 => {
+                let id = self.id("owner");
+                let member = self.id("member");
+                AssemblyCommand::Owner(OwnerCommand {
+                    id,
+                    registrations: vec![Registration::Section(section(self, member))],
+                })
+            }
+            2 => AssemblyCommand::Variable(VariableCommand {
+                id: Some(self.id("var")),
+                scope: None,
+                name: format!("v{}", self.counter),
+                value: TextSpec::Static(self.words(1)),
+            }),
+            3 => AssemblyCommand::Listen(ListenCommand {
+                id: self.id("assemble"),
+                scope: None,
+                global: false,
+                prepend: self.rng.percent(50),
+                ops: vec![
+                    ListenerOp::Next,
+                    ListenerOp::AddSection(EntrySpec {
+                        name: "listener-note".into(),
+                        text: self.words(2),
+                        index: None,
+                    }),
+                ],
+            }),
+            4 => AssemblyCommand::OnChange(ChangeListenerCommand {
+                id: self.id("change"),
+                throw_on: None,
+                throws: "unused".into(),
+            }),
+            5 => {
+                // A scope is bound to its parent once.
+                let bind = (!std::mem::replace(&mut self.side_bound, true)).then(|| {
+                    Command::Assembly(AssemblyCommand::Bind(BindCommand {
+                        scope: "side".into(),
+                        parent: "agent".into(),
+                    }))
+                });
+                return bind
+                    .into_iter()
+                    .chain([
+                        Command::Assembly(AssemblyCommand::Section(SectionCommand {
+                            scope: Some("side".into()),
+                            ..section(self, format!("side{}", self.counter))
+                        })),
+                        Command::Assembly(AssemblyCommand::DisposeScope(ScopeCommand {
+                            scope: "side".into(),
+                        })),
+                    ])
+                    .collect();
+            }
+            6 => {
+                let id = self.id("gone");
+                return vec![
+                    Command::Assembly(AssemblyCommand::Section(section(self, id.clone()))),
+                    Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target: id })),
+                ];
+            }
+            _ => AssemblyCommand::Assemble(AssembleCommand {
+                scope: self.rng.percent(50).then(|| "agent".into()),
+                context: serde_json::Map::new(),
+            }),
+        };
+        vec![Command::Assembly(command)]
+    }
+
+    /// `canonical_header` or `header_equals` over a small header.
+    fn header_helper(&mut self) -> Command {
+        let header = |g: &mut Self| {
+            let mut header =
+                json!({"config": {"provider": "p", "model": *g.rng.pick(&["m", "n"])}});
+            if g.rng.percent(50) {
+                header["system"] = json!(g.words(2));
+            }
+            if g.rng.percent(30) {
+                header["adapterDefaults"] = json!({"maxTokens": g.rng.percent(50)});
+            }
+            header
+        };
+        let a = header(self);
+        if self.rng.percent(50) {
+            Command::Assembly(AssemblyCommand::CanonicalHeader(CanonicalHeaderCommand {
+                header: JsJson(a),
+            }))
+        } else {
+            let b = if self.rng.percent(50) {
+                a.clone()
+            } else {
+                header(self)
+            };
+            Command::Assembly(AssemblyCommand::HeaderEquals(HeaderEqualsCommand {
+                a: JsJson(a),
+                b: JsJson(b),
+            }))
         }
     }
 }

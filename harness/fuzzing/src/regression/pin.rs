@@ -54,7 +54,36 @@ pub fn pin(scenario: &Scenario, reference: &CaseResult, differences: &[FieldDiff
             None => pinned.unpinned.push(difference.path.clone()),
         }
     }
+    pin_shared_errors(&mut pinned, reference, differences);
     pinned
+}
+
+/// An error the two sides share is no difference, but a step whose error no
+/// expectation states always fails: each such error of the reference is
+/// pinned too, so that the file passes on the reference.
+fn pin_shared_errors(pinned: &mut Pinned, reference: &CaseResult, differences: &[FieldDifference]) {
+    let offset = pinned.scenario.scopes.len();
+    for (index, observation) in reference.observations.iter().enumerate() {
+        let stated = differences
+            .iter()
+            .any(|d| d.place == Place::Command(index) && d.field == "error");
+        if observation.error.is_none() || stated || index < offset {
+            continue;
+        }
+        let shared = FieldDifference {
+            place: Place::Command(index),
+            field: "error".into(),
+            path: format!("steps[{}].expect.error", index - offset),
+            class: String::new(),
+            reference: None,
+            adapter: None,
+        };
+        if let Some(line) = pin_command(&mut pinned.scenario, reference, index, &shared) {
+            pinned
+                .asserted
+                .push(format!("{line} (the same on both sides)"));
+        }
+    }
 }
 
 /// A value as a pattern that holds for it alone: `$exact` (key order
