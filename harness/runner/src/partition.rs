@@ -24,6 +24,25 @@ impl Partition {
     pub fn contains(&self, position: u64) -> bool {
         position % self.count == self.index - 1
     }
+
+    /// The positions of `range` in this partition, in order, computed
+    /// rather than filtered: a partition of a huge range costs its own
+    /// items, not a scan of the whole range.
+    pub fn items(&self, range: std::ops::RangeInclusive<u64>) -> impl Iterator<Item = u64> {
+        let (start, end) = (*range.start(), *range.end());
+        let wanted = self.index - 1;
+        // The first position at or after `start` whose remainder is `wanted`.
+        let count_wide = u128::from(self.count);
+        let offset =
+            (u128::from(wanted) + count_wide - u128::from(start % self.count)) % count_wide;
+        let first = u64::try_from(u128::from(start) + offset)
+            .ok()
+            .filter(|first| *first <= end);
+        let count = self.count;
+        std::iter::successors(first, move |previous| {
+            previous.checked_add(count).filter(|next| *next <= end)
+        })
+    }
 }
 
 impl FromStr for Partition {
@@ -72,5 +91,20 @@ mod tests {
             assert!(bad.parse::<Partition>().is_err(), "{bad}");
         }
         assert!(Partition::WHOLE.contains(7));
+        // Computed items are the filtered ones, at the ends of u64 too.
+        for (index, count) in [(1, 1), (1, 3), (2, 3), (3, 3), (5, 7)] {
+            let partition = Partition { index, count };
+            for range in [0..=20, 4..=4, 5..=17, u64::MAX - 9..=u64::MAX] {
+                let filtered: Vec<u64> = range.clone().filter(|&i| partition.contains(i)).collect();
+                let computed: Vec<u64> = partition.items(range).collect();
+                assert_eq!(computed, filtered, "{partition}");
+            }
+        }
+        let last = Partition {
+            index: u64::MAX,
+            count: u64::MAX,
+        };
+        let items: Vec<u64> = last.items(0..=u64::MAX).take(3).collect();
+        assert_eq!(items, [u64::MAX - 1], "one item, found without a scan");
     }
 }

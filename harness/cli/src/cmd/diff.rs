@@ -113,10 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         Some(case) => Some(case..=case),
         None => cases.checked_sub(1).map(|last| 0..=last),
     };
-    let indices = range
-        .into_iter()
-        .flatten()
-        .filter(|&case| partition.contains(case));
+    let indices = range.into_iter().flat_map(|range| partition.items(range));
     #[expect(
         clippy::disallowed_methods,
         reason = "throughput for the person watching; never part of a result"

@@ -80,7 +80,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else {
         args.sessions
     };
-    let indices = range.into_iter().flatten();
+    let indices = range
+        .into_iter()
+        .flat_map(|range| args.partition.items(range));
     let run = run_seed(&args, seed, indices, total, &|| false);
     if let Some((index, scenario, violations)) = run.failing {
         return Ok(report_violation(
@@ -105,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     Ok(Exit::Passed)
 }
 
-/// The sessions `indices` of `seed` (of this partition), until the first
+/// The sessions `indices` of `seed` (this partition's), until the first
 /// violation or until `stop` says so.
 fn run_seed(
     args: &Args,
@@ -121,7 +123,6 @@ fn run_seed(
         failing: None,
         exercised: Exercised::new(Level::Loop),
     };
-    let indices = indices.filter(|&index| args.partition.contains(index));
     for_each_ordered(
         indices,
         args.jobs.unwrap_or_else(default_jobs),
@@ -203,7 +204,12 @@ fn soak(args: &Args, minutes: f64) -> Exit {
     let mut seed = args.seed;
     while !out_of_time() {
         crate::out!("seed {seed} swarm odds: {}", swarm(seed).line());
-        let run = run_seed(args, seed, 0..args.sessions, args.sessions, &out_of_time);
+        let indices = args
+            .sessions
+            .checked_sub(1)
+            .into_iter()
+            .flat_map(|last| args.partition.items(0..=last));
+        let run = run_seed(args, seed, indices, args.sessions, &out_of_time);
         seeds += 1;
         sessions += run.checked;
         steps += run.steps;
