@@ -220,7 +220,7 @@ pub fn write_reports(
     let mut written = Vec::new();
     let mut write = |name: String, text: String| {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(io(&path))?;
+        dshc_scenario::data_file::replace_file(&path, &text).map_err(io(&path))?;
         written.push(path);
         Ok::<(), ReportError>(())
     };

@@ -168,8 +168,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     print_table(&report);
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        dshc_scenario::data_file::replace_file(
+            path,
+            &(serde_json::to_string_pretty(&report)? + "\n"),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(dir) = &args.report_dir {
         write_bench_report_dir(dir, &report, baseline.as_ref())?;
@@ -207,7 +210,8 @@ fn write_bench_report_dir(
     ));
     for (name, text) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        dshc_scenario::data_file::replace_file(&path, &text)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
 }
@@ -378,8 +382,11 @@ fn count_instructions(args: &Args, fixtures: &[Fixture]) -> anyhow::Result<Exit>
         );
     }
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        dshc_scenario::data_file::replace_file(
+            path,
+            &(serde_json::to_string_pretty(&report)? + "\n"),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(if broken { Exit::Failed } else { Exit::Passed })
 }

@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             reports.push(report);
         }
         let merged = merge_partition_reports(&reports)?;
-        std::fs::write(out, merged)
+        dshc_scenario::data_file::replace_file(out, &merged)
             .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
         return Ok(Exit::Passed);
     }
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     if let Some(out) = &args.html {
         let page = html_page(&catalog, &pages, &read_scenario_source);
-        std::fs::write(out, page)
+        dshc_scenario::data_file::replace_file(out, &page)
             .map_err(|error| anyhow::anyhow!("cannot write {}: {error}", out.display()))?;
     }
     crate::out_raw!("{}", markdown_matrix(&catalog, &digests));
