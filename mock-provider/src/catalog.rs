@@ -2,12 +2,15 @@
 //! context overflow quotes the requested model's own window, and a script can
 //! add or replace models without editing code.
 //!
-//! The built-in catalog holds DeepSeek's published models: the V4 pair the
-//! upstream DeepSeek adapter ships in its own catalog (1,000,000-token
-//! windows) and the two legacy ids (`deepseek-chat`, `deepseek-reasoner`,
-//! 131,072 tokens). A model the catalog does not list is still served (ports
-//! and tests use their own ids) with [`DEFAULT_CONTEXT_WINDOW_TOKENS`], unless
-//! the script turns on [`crate::script::Validation::known_model`].
+//! The built-in catalog holds the models DeepSeek serves today: the V4 pair
+//! the upstream DeepSeek adapter ships in its own catalog (1,000,000-token
+//! windows). The legacy ids `deepseek-chat` and `deepseek-reasoner` were
+//! retired on 2026-07-24 and are not listed; a script that emulates the API
+//! before that day adds them under `models`. A model the catalog does not
+//! list is still served (ports and tests use their own ids) with
+//! [`DEFAULT_CONTEXT_WINDOW_TOKENS`], unless the script turns on
+//! [`crate::script::Validation::known_model`], which answers DeepSeek's
+//! `Model Not Exist`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,14 +42,11 @@ fn default_owner() -> String {
 
 /// The built-in models, in the order `/models` lists them.
 pub fn builtin_models() -> Vec<CatalogModel> {
-    // The output limits are the ranges DeepSeek's `Invalid max_tokens value`
-    // errors quote (docs/mock-provider.md cites them): [1, 393216] for V4,
-    // [1, 8192] for deepseek-chat and [1, 65536] for deepseek-reasoner.
+    // The output limit is the range DeepSeek's `Invalid max_tokens value`
+    // error quotes for V4 (docs/mock-provider.md cites it): [1, 393216].
     [
         ("deepseek-v4-flash", 1_000_000, 393_216),
         ("deepseek-v4-pro", 1_000_000, 393_216),
-        ("deepseek-chat", 131_072, 8_192),
-        ("deepseek-reasoner", 131_072, 65_536),
     ]
     .into_iter()
     .map(|(id, context_window, max_output_tokens)| CatalogModel {
@@ -91,20 +91,24 @@ mod tests {
             context_window: window,
             owned_by: "me".into(),
         };
-        let catalog =
-            effective_catalog(&[custom("port-model", 8_192), custom("deepseek-chat", 64)]);
+        let catalog = effective_catalog(&[
+            custom("port-model", 8_192),
+            custom("deepseek-v4-pro", 64),
+            custom("deepseek-chat", 131_072),
+        ]);
         let ids: Vec<&str> = catalog.iter().map(|model| model.id.as_str()).collect();
+        // The retired legacy ids are listed only when a script adds them.
         assert_eq!(
             ids,
             [
                 "deepseek-v4-flash",
                 "deepseek-v4-pro",
-                "deepseek-chat",
-                "deepseek-reasoner",
-                "port-model"
+                "port-model",
+                "deepseek-chat"
             ]
         );
-        assert_eq!(catalog[2].context_window, 64);
+        assert_eq!(catalog[1].context_window, 64);
+        assert_eq!(catalog[1].owned_by, "me");
         assert_eq!(catalog[0].context_window, DEFAULT_CONTEXT_WINDOW_TOKENS);
     }
 }

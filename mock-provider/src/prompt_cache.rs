@@ -18,6 +18,12 @@
 //! prompt as a prefix. Other body fields (`model`, `stream`, `thinking`, `max_tokens`,
 //! …) are not part of the prompt.
 //!
+//! Reasoning is in the prompt only where DeepSeek's thinking-mode guide puts it in
+//! the context: an assistant message of a finished turn (one a later `user` message
+//! closes) in which no assistant called a tool is written without its
+//! `reasoning_content`, which DeepSeek ignores there. The reasoning of a turn with
+//! tool calls, and of the open turn, is part of the prompt.
+//!
 //! # How hits are computed
 //!
 //! The prompt is tokenized with [`crate::tokenizer`]. `prompt_cache_hit_tokens` is the
@@ -43,12 +49,71 @@ pub const CACHE_UNIT_TOKENS: u64 = 64;
 pub fn canonical_prompt(body: &Value) -> String {
     let mut prompt = Vec::new();
     for (_, _, item) in prompt_items(body) {
-        // Writing a `Value` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut prompt, item);
+        // Writing JSON into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut prompt, &item);
         prompt.push(b'\n');
     }
     // serde_json writes UTF-8.
     String::from_utf8(prompt).unwrap_or_default()
+}
+
+/// One item of a canonical prompt as it is written: the body's value, less
+/// the `reasoning_content` that DeepSeek leaves out of the context (see the
+/// module docs).
+#[derive(Clone, Copy)]
+struct PromptItem<'a> {
+    value: &'a Value,
+    reasoning_ignored: bool,
+}
+
+impl serde::Serialize for PromptItem<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.value.as_object() {
+            Some(fields) if self.reasoning_ignored && fields.contains_key(REASONING) => {
+                let mut map = serializer.serialize_map(Some(fields.len() - 1))?;
+                for (key, value) in fields.iter().filter(|(key, _)| *key != REASONING) {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+            _ => self.value.serialize(serializer),
+        }
+    }
+}
+
+const REASONING: &str = "reasoning_content";
+
+/// Which messages' reasoning DeepSeek leaves out of the context: the
+/// assistant messages of each finished turn in which no assistant called a
+/// tool. A turn is the run of messages up to a `user` message; the open turn
+/// (after the last one) keeps its reasoning.
+fn reasoning_ignored(messages: &[Value]) -> Vec<bool> {
+    fn role(message: &Value) -> Option<&str> {
+        message.get("role").and_then(Value::as_str)
+    }
+    let called_tools = |message: &Value| {
+        role(message) == Some("assistant")
+            && message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|calls| !calls.is_empty())
+    };
+    let mut ignored = vec![false; messages.len()];
+    let mut turn_start = 0;
+    for (index, message) in messages.iter().enumerate() {
+        if role(message) != Some("user") {
+            continue;
+        }
+        let turn = turn_start..index;
+        if !messages[turn.clone()].iter().any(called_tools) {
+            for position in turn {
+                ignored[position] = role(&messages[position]) == Some("assistant");
+            }
+        }
+        turn_start = index + 1;
+    }
+    ignored
 }
 
 /// What one line of a canonical prompt is.
@@ -81,14 +146,14 @@ pub fn prompt_elements(body: &Value) -> Vec<PromptElement> {
         .map(|(kind, index, item)| PromptElement {
             kind,
             index,
-            line: format!("{item}\n"),
+            line: format!("{}\n", serde_json::to_string(&item).unwrap_or_default()),
         })
         .collect()
 }
 
 /// The items of a canonical prompt in order: the leading system messages,
 /// the tools, the rest of the messages.
-fn prompt_items(body: &Value) -> impl Iterator<Item = (PromptElementKind, usize, &Value)> {
+fn prompt_items(body: &Value) -> impl Iterator<Item = (PromptElementKind, usize, PromptItem<'_>)> {
     let list = |key: &str| {
         body.get(key)
             .and_then(Value::as_array)
@@ -99,19 +164,28 @@ fn prompt_items(body: &Value) -> impl Iterator<Item = (PromptElementKind, usize,
         .iter()
         .take_while(|message| message.get("role").and_then(Value::as_str) == Some("system"))
         .count();
+    let ignored = reasoning_ignored(messages);
+    let item = move |index: usize, value| PromptItem {
+        value,
+        reasoning_ignored: ignored.get(index).copied().unwrap_or(false),
+    };
+    let as_is = |value| PromptItem {
+        value,
+        reasoning_ignored: false,
+    };
     let system = messages[..leading_system_count]
         .iter()
         .enumerate()
-        .map(|(index, item)| (PromptElementKind::System, index, item));
+        .map(move |(index, value)| (PromptElementKind::System, index, as_is(value)));
     let tools = tools
         .iter()
         .enumerate()
-        .map(|(index, item)| (PromptElementKind::Tool, index, item));
+        .map(move |(index, value)| (PromptElementKind::Tool, index, as_is(value)));
     let rest = messages
         .iter()
         .enumerate()
         .skip(leading_system_count)
-        .map(|(index, item)| (PromptElementKind::Message, index, item));
+        .map(move |(index, value)| (PromptElementKind::Message, index, item(index, value)));
     system.chain(tools).chain(rest)
 }
 
@@ -379,6 +453,53 @@ mod tests {
              {\"type\":\"function\",\"function\":{\"name\":\"read\"}}\n\
              {\"role\":\"user\",\"content\":\"u\"}\n\
              {\"role\":\"system\",\"content\":\"late\"}\n"
+        );
+    }
+
+    #[test]
+    fn reasoning_is_in_the_prompt_only_where_deepseek_keeps_it_in_the_context() {
+        let answer = |reasoning: &str| json!({"role": "assistant", "content": "A", "reasoning_content": reasoning});
+        let calling = json!({"role": "assistant", "content": "", "reasoning_content": "R2",
+            "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "f", "arguments": "{}"}}]});
+        let body = json!({"messages": [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "u1"},
+            answer("R1"),
+            {"role": "user", "content": "u2"},
+            calling,
+            {"role": "tool", "tool_call_id": "c", "content": "1"},
+            answer("R3"),
+            {"role": "user", "content": "u3"},
+            answer("R4")
+        ]});
+        let prompt = canonical_prompt(&body);
+        // A finished turn without tool calls: its reasoning is ignored.
+        assert!(
+            prompt.contains(
+                "{\"role\":\"assistant\",\"content\":\"A\"}\n{\"role\":\"user\",\"content\":\"u2\"}"
+            ),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("R1"), "{prompt}");
+        // A finished turn with a tool call keeps every assistant's reasoning;
+        // so does the open turn.
+        for kept in ["R2", "R3", "R4"] {
+            assert!(prompt.contains(kept), "{kept}: {prompt}");
+        }
+        let lines: Vec<String> = prompt_elements(&body)
+            .into_iter()
+            .map(|element| element.line)
+            .collect();
+        assert_eq!(lines.concat(), prompt);
+        // The exact text: the answer of the finished plain turn loses only its reasoning.
+        let plain = json!({"messages": [{"role": "user", "content": "u"}, answer("R"),
+            {"role": "user", "content": "v"}]});
+        assert_eq!(
+            canonical_prompt(&plain),
+            "{\"role\":\"user\",\"content\":\"u\"}\n\
+             {\"role\":\"assistant\",\"content\":\"A\"}\n\
+             {\"role\":\"user\",\"content\":\"v\"}\n"
         );
     }
 

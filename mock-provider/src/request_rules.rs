@@ -289,13 +289,14 @@ fn tool_results(messages: &[Value]) -> Result<(), RuleViolation> {
     Ok(())
 }
 
+/// DeepSeek's thinking-mode guide: the reasoning of a turn in which the model
+/// called tools "must be passed back to the API in all subsequent" turns, so
+/// every assistant message of the request is checked, not only the open
+/// turn's. Only messages whose calls this mock made with reasoning are
+/// judged: the final answer of a tool turn has no call id to tie it to a
+/// response.
 fn reasoning_passback(messages: &[Value], served: &ServedCalls) -> Result<(), RuleViolation> {
-    // The current turn: everything after the last user message.
-    let turn_start = messages
-        .iter()
-        .rposition(|message| role(message) == Some("user"))
-        .map_or(0, |position| position + 1);
-    for (offset, message) in messages[turn_start..].iter().enumerate() {
+    for (index, message) in messages.iter().enumerate() {
         if role(message) != Some("assistant") {
             continue;
         }
@@ -308,7 +309,6 @@ fn reasoning_passback(messages: &[Value], served: &ServedCalls) -> Result<(), Ru
             .and_then(Value::as_str)
             .is_some_and(|text| !text.is_empty());
         if !has_reasoning {
-            let index = turn_start + offset;
             return Err(RuleViolation {
                 rule: "reasoning_passback",
                 param: None,
@@ -438,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn reasoning_of_a_thinking_tool_call_must_come_back_within_the_turn() {
+    fn reasoning_of_a_thinking_tool_call_must_come_back_in_every_later_request() {
         let mut served = ServedCalls::new();
         served.insert(
             "a".into(),
@@ -479,16 +479,23 @@ mod tests {
             "reasoning_content": "thought", "tool_calls": [call("a")]}));
         assert_eq!(check(passed_back, &served), Ok(()));
 
-        // Thinking off, or a later turn, or a call answered without reasoning: no rule.
-        let mut disabled = dropped.clone();
-        disabled["thinking"] = json!({"type": "disabled"});
-        assert_eq!(check(disabled, &served), Ok(()));
-        let mut later = dropped;
+        // A later turn still needs it: the tool turn's reasoning stays in the context.
+        let mut later = dropped.clone();
         later["messages"]
             .as_array_mut()
             .unwrap()
             .push(json!({"role": "user", "content": "new question"}));
-        assert_eq!(check(later, &served), Ok(()));
+        let violation = check(later, &served).unwrap_err();
+        assert!(
+            violation.detail.contains("messages[1]"),
+            "{}",
+            violation.detail
+        );
+
+        // Thinking off, or a call answered without reasoning: no rule.
+        let mut disabled = dropped;
+        disabled["thinking"] = json!({"type": "disabled"});
+        assert_eq!(check(disabled, &served), Ok(()));
         let plain = json!({"messages": [
             {"role": "assistant", "content": "", "tool_calls": [call("plain")]},
             {"role": "tool", "tool_call_id": "plain", "content": "1"}
