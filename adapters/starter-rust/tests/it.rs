@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use dshc_adapter::{Case, ImplementationInfo, Level, Port, RunOutcome, serve};
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
-use dshc_runner::check::{Verdict, gate_shortfall, run_suite_pooled};
+use dshc_runner::check::{SuiteOptions, Verdict, gate_shortfall, run_suite_pooled};
 use dshc_scenario::load::{discover, load_scenario};
 use serde_json::{Value, json};
 
@@ -117,7 +117,13 @@ fn the_starter_is_gated_by_check_with_every_case_skipped_and_its_reason() {
         env!("CARGO_BIN_EXE_starter-rust"),
         Limits::default(),
     ))];
-    let (cases, summary) = run_suite_pooled(&scenarios, &mut pool, &[], false, |_, _| {});
+    let (cases, summary) = run_suite_pooled(
+        &scenarios,
+        &mut pool,
+        &[],
+        SuiteOptions::default(),
+        |_, _| {},
+    );
     assert_eq!(summary.skipped, scenarios.len());
     assert!(cases.iter().all(|case| case.verdict() == Verdict::Skipped));
     let assembly = scenarios

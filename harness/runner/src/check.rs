@@ -289,6 +289,21 @@ pub struct Summary {
     pub expected_failures: usize,
     /// Scenario files that could not be loaded.
     pub invalid: usize,
+    /// Cases left unrun because the run stopped at its first failure
+    /// ([`SuiteOptions::fail_fast`]). Not in reports: a stopped run writes none.
+    #[serde(skip)]
+    pub not_run: usize,
+}
+
+/// How a suite is run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SuiteOptions {
+    /// Run every case twice and fail a case whose two runs differ.
+    pub twice: bool,
+    /// Stop at the first failing case: the cases not yet started are not
+    /// run (counted in [`Summary::not_run`]). For callers that need only
+    /// whether the suite passes, such as a mutation-testing run.
+    pub fail_fast: bool,
 }
 
 impl Summary {
@@ -309,6 +324,7 @@ impl Summary {
             (self.skipped, "skipped"),
             (self.expected_failures, "expected failures"),
             (self.invalid, "invalid"),
+            (self.not_run, "not run (stopped at the first failure)"),
         ] {
             if count > 0 {
                 line.push_str(&format!(", {count} {label}"));
@@ -352,23 +368,44 @@ pub fn gate_shortfall(
 
 /// Run every scenario on `implementation`, in order, each with its
 /// expected-failure listing taken into account; `each` sees every case as it
-/// finishes. One failing case never stops the others.
+/// finishes. One failing case never stops the others, unless
+/// [`SuiteOptions::fail_fast`] asks for it.
 pub fn run_suite(
     scenarios: &[LoadedScenario],
     implementation: &mut dyn Implementation,
     expected: &[ExpectedFailure],
-    twice: bool,
+    options: SuiteOptions,
     mut each: impl FnMut(&LoadedScenario, &CaseReport),
 ) -> (Vec<CaseReport>, Summary) {
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
     for (position, scenario) in scenarios.iter().enumerate() {
-        let report = check_case(position, scenario, implementation, expected, twice);
-        summary.add(report.verdict());
+        let report = check_case(position, scenario, implementation, expected, options.twice);
+        let flow = tally(&mut summary, options, &report);
         each(scenario, &report);
         cases.push(report);
+        if flow.is_break() {
+            break;
+        }
     }
+    summary.not_run = scenarios.len() - cases.len();
     (cases, summary)
+}
+
+/// Count one case; break when the run stops at its first failure.
+fn tally(
+    summary: &mut Summary,
+    options: SuiteOptions,
+    report: &CaseReport,
+) -> std::ops::ControlFlow<()> {
+    let verdict = report.verdict();
+    summary.add(verdict);
+    let failed = matches!(verdict, Verdict::Failed | Verdict::UnexpectedPass);
+    if options.fail_fast && failed {
+        std::ops::ControlFlow::Break(())
+    } else {
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// [`run_suite`] over a pool of implementations (one adapter process
@@ -380,11 +417,11 @@ pub fn run_suite_pooled<I: Implementation + Send>(
     scenarios: &[LoadedScenario],
     pool: &mut [I],
     expected: &[ExpectedFailure],
-    twice: bool,
+    options: SuiteOptions,
     mut each: impl FnMut(&LoadedScenario, &CaseReport),
 ) -> (Vec<CaseReport>, Summary) {
     if let [only] = pool {
-        return run_suite(scenarios, only, expected, twice, each);
+        return run_suite(scenarios, only, expected, options, each);
     }
     let mut summary = Summary::default();
     let mut cases = Vec::with_capacity(scenarios.len());
@@ -392,16 +429,17 @@ pub fn run_suite_pooled<I: Implementation + Send>(
         scenarios.iter().enumerate(),
         pool,
         |implementation, (position, scenario)| {
-            let report = check_case(position, scenario, implementation, expected, twice);
+            let report = check_case(position, scenario, implementation, expected, options.twice);
             (scenario, report)
         },
         |(scenario, report)| {
-            summary.add(report.verdict());
+            let flow = tally(&mut summary, options, &report);
             each(scenario, &report);
             cases.push(report);
-            std::ops::ControlFlow::Continue(())
+            flow
         },
     );
+    summary.not_run = scenarios.len() - cases.len();
     (cases, summary)
 }
 
@@ -648,13 +686,63 @@ do = "assemble"
     }
 
     #[test]
+    fn fail_fast_stops_at_the_first_failure_and_counts_what_did_not_run() {
+        let scenarios = [scenario(), scenario(), scenario()];
+        let options = SuiteOptions {
+            fail_fast: true,
+            ..SuiteOptions::default()
+        };
+        let fresh = || PanicsOnce {
+            runs: 0,
+            recoveries: 0,
+        };
+        let mut implementation = fresh();
+        let (cases, summary) = run_suite(&scenarios, &mut implementation, &[], options, |_, _| {});
+        assert_eq!(cases.len(), 1);
+        assert_eq!((summary.failed, summary.not_run), (1, 2));
+        assert_eq!(implementation.runs, 1, "nothing runs after the failure");
+        assert!(
+            summary
+                .line()
+                .ends_with(", 2 not run (stopped at the first failure)"),
+            "{}",
+            summary.line()
+        );
+        // A pool stops too; the cases it reports are still a prefix, in order.
+        let mut pool = [fresh(), fresh()];
+        let (cases, summary) = run_suite_pooled(&scenarios, &mut pool, &[], options, |_, _| {});
+        assert!(
+            summary.failed >= 1 && cases.len() < scenarios.len(),
+            "{summary:?}"
+        );
+        assert_eq!(summary.not_run, scenarios.len() - cases.len());
+        let positions: Vec<usize> = cases.iter().map(|case| case.position).collect();
+        assert_eq!(positions, (0..cases.len()).collect::<Vec<_>>());
+        // Without it, the run goes on past the failure.
+        let (cases, summary) = run_suite(
+            &scenarios,
+            &mut fresh(),
+            &[],
+            SuiteOptions::default(),
+            |_, _| {},
+        );
+        assert_eq!((cases.len(), summary.not_run), (3, 0));
+    }
+
+    #[test]
     fn a_panic_in_one_case_is_its_crash_and_the_run_goes_on() {
         let scenarios = [scenario(), scenario()];
         let mut implementation = PanicsOnce {
             runs: 0,
             recoveries: 0,
         };
-        let (cases, summary) = run_suite(&scenarios, &mut implementation, &[], false, |_, _| {});
+        let (cases, summary) = run_suite(
+            &scenarios,
+            &mut implementation,
+            &[],
+            SuiteOptions::default(),
+            |_, _| {},
+        );
         let Outcome::NotRun(NotRun::Crashed { context }) = &cases[0].outcome else {
             panic!(
                 "the panicking case must be crashed, not {:?}",

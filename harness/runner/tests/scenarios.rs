@@ -25,8 +25,8 @@ use std::sync::{Arc, OnceLock};
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::adapter::{External, Implementation, Reference};
 use dshc_runner::check::{
-    CaseReport, ExpectedFailure, Outcome, Verdict, check_twice, describe, load_expected_failures,
-    run_suite_pooled,
+    CaseReport, ExpectedFailure, Outcome, SuiteOptions, Verdict, check_twice, describe,
+    load_expected_failures, run_suite_pooled,
 };
 use dshc_scenario::load::{LoadedScenario, discover, load_scenario, scenario_id};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -126,7 +126,13 @@ fn run_upstream() -> Result<Upstream, String> {
     let mut pool: Vec<External> = (0..2)
         .map(|_| External::new(AdapterProcess::new(&adapter, Limits::default())))
         .collect();
-    let (reports, _) = run_suite_pooled(&scenarios, &mut pool, &expected, false, |_, _| {});
+    let (reports, _) = run_suite_pooled(
+        &scenarios,
+        &mut pool,
+        &expected,
+        SuiteOptions::default(),
+        |_, _| {},
+    );
     let real_time = pool.iter().any(Implementation::real_time);
     pool.iter_mut().for_each(External::stop);
     Ok(Upstream { reports, real_time })

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::adapter::{External, Implementation as _};
 use dshc_runner::check::{
-    Verdict, describe, gate_shortfall, load_expected_failures, run_suite_pooled,
+    SuiteOptions, Verdict, describe, gate_shortfall, load_expected_failures, run_suite_pooled,
 };
 use dshc_runner::parallel::default_jobs;
 use dshc_runner::report::{Report, write_reports};
@@ -35,6 +35,12 @@ pub struct Args {
     /// runs are compared with message ids and event times redacted).
     #[arg(long)]
     twice: bool,
+    /// Stop at the first failing case; the cases not yet started are not
+    /// run, and the summary counts them. For a caller that needs only the
+    /// exit code, such as a mutation-testing run (mutation/README.md). A
+    /// stopped run is not a whole report, so it writes none.
+    #[arg(long, conflicts_with = "report_dir")]
+    fail_fast: bool,
     /// Cases this implementation is known to fail (TOML: [[case]] id, reason;
     /// the format is in docs/adapter-protocol.md, "Expected failures").
     #[arg(long)]
@@ -107,7 +113,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &scenarios,
         &mut pool,
         &expected,
-        args.twice,
+        SuiteOptions {
+            twice: args.twice,
+            fail_fast: args.fail_fast,
+        },
         |scenario, report| match report.verdict() {
             Verdict::Passed => crate::out!("pass     {}", scenario.id),
             Verdict::Skipped => crate::out!("skipped  {}", describe(scenario, &report.outcome)),

@@ -4,7 +4,7 @@
 
 use dshc_runner::adapter::Reference;
 use dshc_runner::bless::{bless_file, bless_requested};
-use dshc_runner::check::{Outcome, Verdict, check, describe, run_suite};
+use dshc_runner::check::{Outcome, SuiteOptions, Verdict, check, describe, run_suite};
 use dshc_scenario::load::LoadedScenario;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         &scenarios,
         &mut Reference,
         &[],
-        false,
+        SuiteOptions::default(),
         |scenario, report| {
             if report.verdict() == Verdict::Passed {
                 if args.verbose {
