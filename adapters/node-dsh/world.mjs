@@ -15,7 +15,7 @@ import {
   SystemPrompt,
   renderPrompt,
   renderContextSections,
-  joinContextSections,
+  renderContextSnapshot,
 } from '@deepseek-ai/dsh-system-prompt'
 
 import { safeString, stackOf } from './protocol.mjs'
@@ -223,12 +223,16 @@ function observeRenders(assembly, observation) {
   } catch (error) {
     observation.prompt = { error: observed(error) }
   }
+  // The snapshot through upstream's own one-call renderer, and its sections
+  // apart: each public function is what a caller of the package would use.
   try {
-    const sections = renderContextSections(assembly)
-    observation.snapshot_sections = { sections: sections.map(entryData) }
-    observation.snapshot = { text: joinContextSections(sections) }
+    observation.snapshot_sections = { sections: renderContextSections(assembly).map(entryData) }
   } catch (error) {
     observation.snapshot_sections = { error: observed(error) }
+  }
+  try {
+    observation.snapshot = { text: renderContextSnapshot(assembly) }
+  } catch (error) {
     observation.snapshot = { error: observed(error) }
   }
 }
