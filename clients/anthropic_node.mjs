@@ -2,7 +2,7 @@
 // Anthropic-compatible endpoint (base URL `<server>/anthropic`, as DeepSeek
 // documents `https://api.deepseek.com/anthropic`): one call per case, each
 // printed as one JSON line of what the client surfaced. The assertions live
-// in the Rust test that runs this (harness/cli/tests/it/serve.rs).
+// in the Rust test that runs this (harness/cli/tests/it/real_clients.rs).
 import Anthropic from "@anthropic-ai/sdk";
 
 const client = new Anthropic({ baseURL: `${process.argv[2]}/anthropic`, apiKey: "sk-dshc-test" });

@@ -2,7 +2,7 @@
 Anthropic-compatible endpoint (base URL `<server>/anthropic`, as DeepSeek
 documents `https://api.deepseek.com/anthropic`): one call per case, each
 printed as one JSON line of what the client surfaced. The assertions live in
-the Rust test that runs this (harness/cli/tests/it/serve.rs)."""
+the Rust test that runs this (harness/cli/tests/it/real_clients.rs)."""
 
 import json
 import sys

@@ -1,6 +1,6 @@
 // The official openai npm package against a dshc mock provider: one call per
 // case, each printed as one JSON line of what the client surfaced. The
-// assertions live in the Rust test that runs this (harness/cli/tests/it/serve.rs).
+// assertions live in the Rust test that runs this (harness/cli/tests/it/real_clients.rs).
 import OpenAI from "openai";
 
 const client = new OpenAI({ baseURL: process.argv[2], apiKey: "sk-dshc-test" });

@@ -1,6 +1,6 @@
 """The official openai Python SDK against a dshc mock provider: one call per
 case, each printed as one JSON line of what the client surfaced. The
-assertions live in the Rust test that runs this (harness/cli/tests/it/serve.rs)."""
+assertions live in the Rust test that runs this (harness/cli/tests/it/real_clients.rs)."""
 
 import json
 import sys

@@ -1,6 +1,7 @@
 //! The command line's integration tests, one binary (one link, not one per
-//! file): the CLI's human-facing output under insta, real clients against
-//! `dshc serve`, and planted bugs that `dshc diff` must find and reproduce.
+//! file): the CLI's human-facing output under insta, `dshc serve` and real
+//! clients against it (`serve`, `real_clients`), and planted bugs that
+//! `dshc diff` must find and reproduce.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +13,7 @@ mod bench_fixtures;
 mod cli;
 mod gate;
 mod planted_bugs;
+mod real_clients;
 mod report_page;
 mod serve;
 mod tidy;

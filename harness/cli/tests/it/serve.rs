@@ -1,8 +1,8 @@
 //! `dshc serve` is the real arm of the mock provider: a real process on a
 //! real loopback socket, answering a real HTTP client with a correct SSE
-//! stream, and answering malformed HTTP with a 4xx.
+//! stream, and answering malformed HTTP with a 4xx. Real clients' sessions
+//! against it are in `real_clients.rs`.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -12,9 +12,9 @@ use dshc_agent::transport::{ChunkStream, Connection, Endpoint};
 use dshc_deepseek::DeepSeekDefaults;
 use serde_json::{Value, json};
 
-struct Served {
+pub(super) struct Served {
     child: Child,
-    address: SocketAddr,
+    pub(super) address: SocketAddr,
 }
 
 impl Drop for Served {
@@ -30,7 +30,7 @@ fn serve(name: &str, script: &str) -> Served {
 
 /// `dshc serve` run by `sh -c`, after `prelude` (e.g. `ulimit -n 32;`), with
 /// `extra` arguments; also returns its stderr.
-fn serve_with(
+pub(super) fn serve_with(
     name: &str,
     script: &str,
     prelude: &str,
@@ -63,7 +63,7 @@ fn serve_with(
     (Served { child, address }, stderr)
 }
 
-fn scratch_dir() -> std::path::PathBuf {
+pub(super) fn scratch_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("dshc-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -298,321 +298,4 @@ fn running_out_of_file_descriptors_does_not_end_the_server() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let response = raw_exchange(served.address, POST);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-}
-
-/// Run one real-client driver (`clients/run LANGUAGE BASE_URL`) against a
-/// fresh `dshc serve` of `clients/session.toml`; its cases by name, and the
-/// server's request log.
-fn run_real_client(language: &str, dialect: &str) -> (BTreeMap<String, Value>, Vec<Value>) {
-    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients");
-    let log_path = scratch_dir().join(format!("client-{language}-{dialect}.jsonl"));
-    let script = std::fs::read_to_string(clients.join("session.toml")).unwrap();
-    let (served, _stderr) = serve_with(
-        &format!("client-{language}-{dialect}"),
-        &script,
-        "",
-        &format!("--quiet --dialect {dialect} --log '{}'", log_path.display()),
-    );
-    let output = Command::new(clients.join("run"))
-        .args([language, &format!("http://{}", served.address)])
-        .output()
-        .expect("clients/run starts");
-    assert!(
-        output.status.success(),
-        "the {language} client failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let log_text = std::fs::read_to_string(&log_path).unwrap();
-    assert!(
-        !log_text.contains("sk-dshc-test"),
-        "the {language} client's API key reached the log file"
-    );
-    assert!(log_text.contains("Bearer [redacted]"), "{log_text}");
-    let cases = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let case: Value = serde_json::from_str(line).expect("a JSON line");
-            (case["case"].as_str().unwrap().to_owned(), case)
-        })
-        .collect();
-    let log = std::fs::read_to_string(&log_path)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    (cases, log)
-}
-
-/// What both official SDKs must surface from the DeepSeek dialect. Expected
-/// numbers come from the mock's documented tokenizer: "Hello!" is `Hell`,
-/// `o`, `!`; "Six sevens are 42." is 9 tokens.
-fn assert_deepseek_session(language: &str) {
-    let (cases, log) = run_real_client(language, "deepseek");
-    let case = |name: &str| &cases[name];
-
-    let text = case("text");
-    assert_eq!(text["text"], "Hello!", "{language}: {text}");
-    assert_eq!(text["finish_reason"], "stop");
-    assert_eq!(text["fingerprints"], json!(["fp_dshc_mock"]));
-    // Usage arrives without include_usage, on the finish chunk: no empty-choices chunk.
-    assert_eq!(text["empty_choice_chunks"], 0);
-    assert_eq!(text["usage"]["completion_tokens"], 3);
-    assert_eq!(text["usage"]["prompt_cache_hit_tokens"], 0);
-
-    let reasoning = case("reasoning");
-    assert_eq!(reasoning["reasoning"], "Six sevens are 42.");
-    assert_eq!(reasoning["text"], "42");
-    assert_eq!(
-        reasoning["usage"]["completion_tokens_details"]["reasoning_tokens"],
-        9
-    );
-
-    let calls = case("tool_calls");
-    assert_eq!(calls["finish_reason"], "tool_calls");
-    assert_eq!(
-        calls["calls"],
-        json!([
-            {"id": "call_paris", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
-            {"id": "call_rome", "name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}
-        ])
-    );
-    // The follow-up passes the reasoning back (else the rules answer 400) and
-    // reuses the cached prefix: system, tools and question.
-    let results = case("tool_results");
-    assert_eq!(results["text"], "Sunny in both.");
-    let hit = results["usage"]["prompt_cache_hit_tokens"]
-        .as_u64()
-        .unwrap();
-    assert!(hit > 0 && hit % 64 == 0, "{language}: {results}");
-    assert_eq!(
-        results["usage"]["prompt_tokens_details"]["cached_tokens"],
-        hit
-    );
-
-    let whole = case("non_streaming");
-    assert_eq!(whole["text"], "Plain answer.");
-    assert_eq!(whole["object"], "chat.completion");
-    assert_eq!(whole["fingerprints"], json!(["fp_dshc_mock"]));
-    assert!(whole["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
-
-    // The client waited out Retry-After: 1 before its retry got the answer.
-    let limited = case("rate_limit");
-    assert_eq!(limited["text"], "After the wait.");
-    assert!(limited["elapsed_ms"].as_u64().unwrap() >= 1000, "{limited}");
-
-    let overflow = &case("overflow")["error"];
-    assert_eq!(overflow["status"], 400);
-    assert_eq!(overflow["code"], "invalid_request_error");
-    let message = overflow["message"].as_str().unwrap();
-    assert!(
-        message.contains("maximum context length is 64 tokens"),
-        "{message}"
-    );
-
-    // DeepSeek's own body for a max_tokens outside V4's range.
-    let too_many = &case("max_tokens")["error"];
-    assert_eq!(too_many["status"], 400);
-    assert_eq!(too_many["code"], "invalid_request_error");
-    let message = too_many["message"].as_str().unwrap();
-    assert!(
-        message.ends_with("Invalid max_tokens value, the valid range of max_tokens is [1, 393216]"),
-        "{message}"
-    );
-
-    let exhausted = &case("exhausted")["error"];
-    assert_eq!(exhausted["status"], 400);
-    assert_eq!(exhausted["code"], "script_exhausted");
-    // Named by the script file `dshc serve` was given.
-    let script_file = format!("client-{language}-deepseek.toml has no answer for request 10");
-    assert!(
-        exhausted["message"]
-            .as_str()
-            .unwrap()
-            .contains(&script_file),
-        "{exhausted}"
-    );
-    // One request per case, the 429 and its retry, and nothing retried after
-    // the three 400s.
-    let statuses: Vec<u64> = log.iter().map(|r| r["status"].as_u64().unwrap()).collect();
-    assert_eq!(
-        statuses,
-        [200, 200, 200, 200, 200, 429, 200, 400, 400, 400],
-        "{language}"
-    );
-}
-
-#[test]
-fn the_official_python_sdk_gets_the_deepseek_api() {
-    assert_deepseek_session("python");
-}
-
-#[test]
-fn the_official_node_sdk_gets_the_deepseek_api() {
-    assert_deepseek_session("node");
-}
-
-/// What both official Anthropic SDKs must surface from DeepSeek's
-/// Anthropic-format API (`<base>/anthropic`, the SDKs append `/v1/messages`),
-/// served from the same `session.toml`. Event order and shapes are
-/// Anthropic's streaming guide; the texts of the 400s are DeepSeek's.
-fn assert_anthropic_session(language: &str) {
-    let (cases, log) = run_real_client(language, "deepseek");
-    let case = |name: &str| &cases[name];
-    let text_events = [
-        "message_start",
-        "content_block_start",
-        "content_block_delta:text_delta",
-        "content_block_delta:text_delta",
-        "content_block_delta:text_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-    ];
-
-    let text = case("text");
-    assert_eq!(text["text"], "Hello!", "{language}: {text}");
-    assert_eq!(
-        (&text["type"], &text["role"]),
-        (&json!("message"), &json!("assistant"))
-    );
-    assert_eq!(text["id"], "msg_1");
-    assert_eq!(text["stop_reason"], "end_turn");
-    assert_eq!(text["events"], json!(text_events));
-    assert_eq!(text["usage"]["output_tokens"], 3);
-    assert_eq!(text["usage"]["cache_read_input_tokens"], 0);
-    assert_eq!(text["usage"]["cache_creation_input_tokens"], 0);
-    // The request is accounted as the chat request it means: `system` first,
-    // then the user's message (docs/mock-provider.md).
-    let system = log[0]["body"]["system"].clone();
-    let chat = json!({"model": "deepseek-v4-flash", "messages": [
-        {"role": "system", "content": system}, {"role": "user", "content": "Say hello."}]});
-    let prompt = mock_provider::tokenizer::count_tokens(&mock_provider::canonical_prompt(&chat));
-    assert_eq!(text["usage"]["input_tokens"], prompt, "{language}: {text}");
-
-    let thinking = case("thinking");
-    assert_eq!(thinking["blocks"], json!(["thinking", "text"]));
-    assert_eq!(thinking["thinking"], "Six sevens are 42.");
-    assert_eq!(thinking["text"], "42");
-    assert_eq!(thinking["signatures"].as_array().unwrap().len(), 1);
-    assert!(!thinking["signatures"][0].as_str().unwrap().is_empty());
-    let events = thinking["events"].as_array().unwrap();
-    assert_eq!(events[2], "content_block_delta:thinking_delta");
-    assert_eq!(events[4], "content_block_delta:signature_delta");
-    // Reasoning and answer: 9 + 1 tokens.
-    assert_eq!(thinking["usage"]["output_tokens"], 10);
-
-    let calls = case("tool_use");
-    assert_eq!(calls["stop_reason"], "tool_use");
-    assert_eq!(calls["blocks"], json!(["thinking", "tool_use", "tool_use"]));
-    assert_eq!(
-        calls["calls"],
-        json!([
-            {"id": "call_paris", "name": "get_weather", "input": {"city": "Paris"}},
-            {"id": "call_rome", "name": "get_weather", "input": {"city": "Rome"}}
-        ])
-    );
-    let json_deltas = calls["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|event| *event == "content_block_delta:input_json_delta")
-        .count();
-    assert_eq!(json_deltas, 5, "the scripted fragments, one delta each");
-
-    // The thinking and tool_use blocks passed back with their tool_result
-    // blocks: the answer, with the prefix the earlier request left cached.
-    let results = case("tool_result");
-    assert_eq!(results["text"], "Sunny in both.");
-    let hit = results["usage"]["cache_read_input_tokens"]
-        .as_u64()
-        .unwrap();
-    assert!(hit > 0 && hit % 64 == 0, "{language}: {results}");
-    for (index, name) in [(0, "text"), (3, "tool_result")] {
-        let usage = &case(name)["usage"];
-        let logged = &log[index]["usage"];
-        let input = usage["input_tokens"].as_u64().unwrap();
-        let read = usage["cache_read_input_tokens"].as_u64().unwrap();
-        assert_eq!(input + read, logged["prompt_tokens"], "{language}: {name}");
-        assert_eq!(
-            read, logged["prompt_cache_hit_tokens"],
-            "{language}: {name}"
-        );
-    }
-
-    let whole = case("whole");
-    assert_eq!(whole["text"], "Plain answer.");
-    assert_eq!(whole["type"], "message");
-    assert_eq!(whole["stop_reason"], "end_turn");
-    assert!(whole.get("events").is_none());
-    assert_eq!(log[4]["outcome"]["streamed"], false, "{}", log[4]);
-
-    assert_anthropic_faults(language, &cases, &log);
-}
-
-/// The Anthropic session's faults: the 429 waited out, and each 400 in
-/// Anthropic's envelope with DeepSeek's text; nothing retried after them.
-fn assert_anthropic_faults(language: &str, cases: &BTreeMap<String, Value>, log: &[Value]) {
-    let case = |name: &str| &cases[name];
-    let limited = case("rate_limit");
-    assert_eq!(limited["text"], "After the wait.");
-    assert!(limited["elapsed_ms"].as_u64().unwrap() >= 1000, "{limited}");
-
-    let anthropic_error = |name: &str| {
-        let error = &case(name)["error"];
-        assert_eq!(error["status"], 400, "{language}: {name}: {error}");
-        assert_eq!(error["body_type"], "error", "{language}: {name}");
-        assert_eq!(error["type"], "invalid_request_error", "{language}: {name}");
-        error["error_message"].as_str().unwrap().to_owned()
-    };
-    assert_eq!(
-        anthropic_error("thinking_dropped"),
-        "The `content[].thinking` in the thinking mode must be passed back to the API."
-    );
-    assert!(anthropic_error("overflow").contains("maximum context length is 64 tokens"));
-    assert_eq!(
-        anthropic_error("max_tokens"),
-        "Invalid max_tokens value, the valid range of max_tokens is [1, 393216]"
-    );
-    assert!(anthropic_error("exhausted").contains("has no answer for request 11"));
-    let statuses: Vec<u64> = log.iter().map(|r| r["status"].as_u64().unwrap()).collect();
-    assert_eq!(
-        statuses,
-        [200, 200, 200, 200, 200, 429, 200, 400, 400, 400, 400],
-        "{language}"
-    );
-    assert!(log.iter().all(|r| r["path"] == "/anthropic/v1/messages"));
-}
-
-#[test]
-fn the_official_anthropic_python_sdk_gets_deepseeks_anthropic_api() {
-    assert_anthropic_session("anthropic-python");
-}
-
-#[test]
-fn the_official_anthropic_node_sdk_gets_deepseeks_anthropic_api() {
-    assert_anthropic_session("anthropic-node");
-}
-
-#[test]
-fn the_openai_dialect_gives_usage_only_when_asked() {
-    let (cases, _log) = run_real_client("python", "openai");
-    // The SDK sends no stream_options: no usage in any stream.
-    for name in [
-        "text",
-        "reasoning",
-        "tool_calls",
-        "tool_results",
-        "rate_limit",
-    ] {
-        assert!(cases[name]["usage"].is_null(), "{name}: {}", cases[name]);
-        assert_eq!(cases[name]["empty_choice_chunks"], 0);
-    }
-    assert_eq!(cases["text"]["text"], "Hello!");
-    assert!(
-        cases["non_streaming"]["usage"]["total_tokens"]
-            .as_u64()
-            .unwrap()
-            > 0
-    );
 }
