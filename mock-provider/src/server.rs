@@ -99,7 +99,11 @@ async fn refuse_http2(mut stream: tokio::net::TcpStream) {
 
 /// Accept connections on a real tokio listener forever, serving each on its
 /// own task, at most [`crate::ServerLimits::max_connections`] at once (the
-/// rest wait in the listen backlog).
+/// rest wait in the listen backlog). A slow client holds its slot no longer
+/// than the head timeout ([`crate::ServerLimits::header_read_timeout_ms`])
+/// plus the body timeout ([`crate::ServerLimits::body_read_timeout_ms`]) per
+/// request, so clients that trickle their requests delay the others, never
+/// lock them out.
 ///
 /// An accept error (too many open files, a connection reset before it was
 /// accepted) is recorded and the loop goes on after a short pause; it never
@@ -190,7 +194,23 @@ async fn respond(
     let plan = if declared_length.is_some_and(|length| length > limit as u64) {
         provider.handle_oversized(method, path, headers)
     } else {
-        match Limited::new(body, limit).collect().await {
+        let collecting = Limited::new(body, limit).collect();
+        let collected = match provider.limits().body_read_timeout_ms {
+            Some(timeout_ms) => {
+                match tokio::time::timeout(Duration::from_millis(timeout_ms), collecting).await {
+                    Ok(collected) => collected,
+                    Err(_) => {
+                        provider.record_connection_error(format!(
+                            "reading request body: not whole within {timeout_ms} ms"
+                        ));
+                        let plan = provider.handle_body_timeout(method, path, headers);
+                        return Ok(into_response(plan).await);
+                    }
+                }
+            }
+            None => collecting.await,
+        };
+        match collected {
             Ok(collected) => provider.handle(crate::IncomingRequest {
                 method,
                 path,

@@ -305,3 +305,81 @@ fn header_read_timeout_closes_a_silent_connection_in_virtual_time() {
     assert_eq!(waited, Duration::from_secs(5) + LATENCY);
     assert_eq!(provider.request_count(), 0);
 }
+
+#[test]
+fn body_read_timeout_answers_408_to_a_trickled_body_in_virtual_time() {
+    use mock_provider::ServerLimits;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const LATENCY: Duration = Duration::from_millis(5);
+    let provider = MockProvider::with_limits(
+        Script::new(vec![ScriptEntry::content(["x"])]),
+        ServerLimits {
+            body_read_timeout_ms: Some(5_000),
+            ..ServerLimits::default()
+        },
+    )
+    .unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(3)
+        .min_message_latency(LATENCY)
+        .max_message_latency(LATENCY)
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    add_server(&mut sim, &provider);
+    let answered = Arc::new(Mutex::new(None));
+    let client_answered = answered.clone();
+    sim.client("client", async move {
+        let mut stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
+        let head = "POST /chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{";
+        stream.write_all(head.as_bytes()).await?;
+        let sent_at = turmoil::elapsed();
+        let (mut reader, mut writer) = stream.into_split();
+        // One more byte a second: each read is short of the deadline, the body never whole.
+        let trickle = tokio::task::spawn_local(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b" ").await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 1024];
+        let mut first_at = None;
+        loop {
+            let read = reader.read(&mut buffer).await.unwrap_or(0);
+            if read == 0 {
+                break;
+            }
+            first_at.get_or_insert_with(turmoil::elapsed);
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        trickle.abort();
+        let first_at = first_at.expect("an answer");
+        *client_answered.lock().unwrap() = Some((first_at - sent_at, answer));
+        Ok(())
+    });
+    sim.run().expect("simulation completes");
+    let (waited, answer) = answered.lock().unwrap().take().expect("client finished");
+    // The head reaches the server one latency after it was sent; the deadline
+    // runs from there, and the answer takes one latency back.
+    assert_eq!(waited, Duration::from_secs(5) + 2 * LATENCY);
+    let answer = String::from_utf8(answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("connection: close\r\n"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    let logged = provider.requests();
+    assert_eq!(logged.len(), 1);
+    assert!(
+        matches!(
+            logged[0].outcome,
+            mock_provider::RequestOutcome::Rejected { status: 408, .. }
+        ),
+        "{:?}",
+        logged[0].outcome
+    );
+}

@@ -26,6 +26,11 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// `dshc serve`: how long a request's body may take to arrive whole after
+/// its head; later, the request gets 408 and its connection is closed, so
+/// clients trickling their bodies hold the connection slots
+/// (`ServerLimits::max_connections`) no longer than this.
+pub const SERVE_BODY_READ_TIMEOUT_MS: u64 = 30_000;
 /// The most `--jobs` a command takes: each is a thread (and for `check` and
 /// `diff` an adapter process), and more than the system can spawn would
 /// fail the run; above it `--jobs` is refused as bad input.

@@ -115,9 +115,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             }
         }
     });
-    // A real server on a real clock: idle and slow connections are closed.
+    // A real server on a real clock: idle and slow connections are closed,
+    // and a body that trickles in gets 408.
     let limits = mock_provider::ServerLimits {
         header_read_timeout_ms: Some(dshc_runner::limits::SERVE_HEADER_READ_TIMEOUT_MS),
+        body_read_timeout_ms: Some(dshc_runner::limits::SERVE_BODY_READ_TIMEOUT_MS),
         ..mock_provider::ServerLimits::default()
     };
     let provider = mock_provider::MockProvider::builder(script)
