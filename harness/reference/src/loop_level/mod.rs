@@ -651,6 +651,7 @@ async fn drive(
         limit_reached: Rc::new(RefCell::new(None)),
         steps_opened: Rc::new(std::cell::Cell::new(0)),
         turns_started: Rc::new(std::cell::Cell::new(0)),
+        request_bytes: Rc::new(std::cell::Cell::new(0)),
     };
     let routes = scripted_routes(&world);
     let setup = context
