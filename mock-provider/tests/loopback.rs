@@ -692,7 +692,7 @@ async fn trickle_body(address: SocketAddr) -> tokio::task::JoinHandle<String> {
     tokio::spawn(async move {
         let trickle = tokio::spawn(async move {
             loop {
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                mock_provider::sim_time::sleep(std::time::Duration::from_millis(200)).await;
                 if writer.write_all(b" ").await.is_err() {
                     break;
                 }
@@ -764,7 +764,7 @@ async fn tricklers_holding_every_connection_slot_free_them_at_the_body_deadline(
     // Both slots are taken; this client waits in the backlog until a
     // trickler's deadline frees one (without the deadline: forever).
     let body = deepseek_body(first_messages()).to_string();
-    let served = tokio::time::timeout(
+    let served = mock_provider::sim_time::timeout(
         std::time::Duration::from_secs(120),
         post_once(address, "/chat/completions", body),
     )
