@@ -54,6 +54,13 @@ fn idle_network(c: &mut Criterion) {
         b.iter(|| {
             let mut sim = dshc_reference::provider_simulation(&provider, &simulation);
             sim.client("idle", async move {
+                // Stepped through, millisecond by millisecond: the cost of
+                // one busy simulated millisecond (`sim_time::run` would skip
+                // an idle one).
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "a plain turmoil run, measuring its step"
+                )]
                 tokio::time::sleep(std::time::Duration::from_millis(idle_ms)).await;
                 Ok(())
             });

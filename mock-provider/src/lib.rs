@@ -13,10 +13,13 @@
 //! * [`provider`] — [`MockProvider`]: routing, validation, script cursor, cache, request log;
 //! * `server` (feature `server`, on by default) — hyper HTTP/1.1 over any
 //!   `AsyncRead + AsyncWrite`, with `serve_tokio` and (feature `turmoil`)
-//!   `serve_turmoil` accept loops.
+//!   `serve_turmoil` accept loops;
+//! * `sim_time` (feature `server`) — every timer of a simulation, registered, so
+//!   `sim_time::run` (feature `turmoil`) skips idle time.
 //!
 //! Nothing reads the wall clock or an unseeded random source; `created` and ids come
-//! from the script and the request order, and all waits are `tokio::time::sleep`.
+//! from the script and the request order, and all waits are
+//! tokio timers, armed through `sim_time`.
 //!
 //! ```
 //! use mock_provider::{IncomingRequest, MockProvider, Script, ScriptEntry, sse::data_payloads};
@@ -40,6 +43,8 @@ pub mod request_rules;
 pub mod script;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
+pub mod sim_time;
 pub mod sse;
 pub mod tokenizer;
 pub mod wire;

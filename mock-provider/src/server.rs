@@ -3,7 +3,8 @@
 //!
 //! Determinism rules applied here: hyper's automatic `Date` header is off (it reads the
 //! wall clock), hyper's timers run on [`TokioTimer`] (virtual under turmoil or paused
-//! tokio time), and every pause is a `tokio::time::sleep`.
+//! tokio time), and every pause is a tokio timer armed through `sim_time`, so a simulation
+//! knows every deadline.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -21,10 +22,10 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::time::Sleep;
 
 use crate::provider::MockProvider;
 use crate::render::{BodyAction, ResponsePlan};
+use crate::sim_time::{self, Sleep};
 
 /// Serve one connection (HTTP/1.1, keep-alive) until the client closes it or it fails.
 ///
@@ -81,7 +82,7 @@ async fn opens_with_http2(stream: &tokio::net::TcpStream) -> bool {
         if read >= HTTP2_PREFACE.len() {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        sim_time::sleep(Duration::from_millis(1)).await;
     }
 }
 
@@ -99,7 +100,11 @@ async fn refuse_http2(mut stream: tokio::net::TcpStream) {
 
 /// Accept connections on a real tokio listener forever, serving each on its
 /// own task, at most [`crate::ServerLimits::max_connections`] at once (the
-/// rest wait in the listen backlog).
+/// rest wait in the listen backlog). A slow client holds its slot no longer
+/// than the head timeout ([`crate::ServerLimits::header_read_timeout_ms`])
+/// plus the body timeout ([`crate::ServerLimits::body_read_timeout_ms`]) per
+/// request, so clients that trickle their requests delay the others, never
+/// lock them out.
 ///
 /// An accept error (too many open files, a connection reset before it was
 /// accepted) is recorded and the loop goes on after a short pause; it never
@@ -120,7 +125,7 @@ pub async fn serve_tokio(
             Err(error) => {
                 provider.record_connection_error(format!("accept: {error}"));
                 drop(slot);
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                sim_time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
@@ -130,7 +135,7 @@ pub async fn serve_tokio(
             // A client that connects and sends nothing must not hold a slot.
             let wait_ms = provider.limits().header_read_timeout_ms.unwrap_or(30_000);
             let first =
-                tokio::time::timeout(Duration::from_millis(wait_ms), opens_with_http2(&stream));
+                sim_time::timeout(Duration::from_millis(wait_ms), opens_with_http2(&stream));
             match first.await {
                 Err(_) => {
                     provider.record_connection_error("no request head in time".into());
@@ -190,7 +195,23 @@ async fn respond(
     let plan = if declared_length.is_some_and(|length| length > limit as u64) {
         provider.handle_oversized(method, path, headers)
     } else {
-        match Limited::new(body, limit).collect().await {
+        let collecting = Limited::new(body, limit).collect();
+        let collected = match provider.limits().body_read_timeout_ms {
+            Some(timeout_ms) => {
+                match sim_time::timeout(Duration::from_millis(timeout_ms), collecting).await {
+                    Ok(collected) => collected,
+                    Err(_) => {
+                        provider.record_connection_error(format!(
+                            "reading request body: not whole within {timeout_ms} ms"
+                        ));
+                        let plan = provider.handle_body_timeout(method, path, headers);
+                        return Ok(into_response(plan).await);
+                    }
+                }
+            }
+            None => collecting.await,
+        };
+        match collected {
             Ok(collected) => provider.handle(crate::IncomingRequest {
                 method,
                 path,
@@ -214,7 +235,7 @@ async fn respond(
 
 async fn into_response(plan: ResponsePlan) -> Response<PlanBody> {
     if plan.head_delay_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(plan.head_delay_ms)).await;
+        sim_time::sleep(Duration::from_millis(plan.head_delay_ms)).await;
     }
     let mut response = Response::new(PlanBody::new(plan.body));
     *response.status_mut() =
@@ -291,9 +312,8 @@ impl Body for PlanBody {
                 None => return Poll::Ready(None),
                 Some(BodyAction::Send(bytes)) => return Poll::Ready(Some(Ok(Frame::data(bytes)))),
                 Some(BodyAction::Sleep { delay_ms }) => {
-                    self.sleeping = Some(Box::pin(tokio::time::sleep(Duration::from_millis(
-                        delay_ms,
-                    ))));
+                    self.sleeping =
+                        Some(Box::pin(sim_time::sleep(Duration::from_millis(delay_ms))));
                 }
                 Some(BodyAction::DropConnection) => {
                     if self.flush_yields_before_drop > 0 {

@@ -680,3 +680,99 @@ async fn scripts_load_from_toml() {
         "{typo}"
     );
 }
+
+/// A client, connected when this returns, that has sent a request head
+/// announcing a 1 MB body and goes on with one byte every 200 ms until the
+/// server answers; the task yields what the server sent before closing.
+async fn trickle_body(address: SocketAddr) -> tokio::task::JoinHandle<String> {
+    let stream = TcpStream::connect(address).await.expect("connect");
+    let (mut reader, mut writer) = stream.into_split();
+    let head = "POST /chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n{";
+    writer.write_all(head.as_bytes()).await.expect("head");
+    tokio::spawn(async move {
+        let trickle = tokio::spawn(async move {
+            loop {
+                mock_provider::sim_time::sleep(std::time::Duration::from_millis(200)).await;
+                if writer.write_all(b" ").await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut answer = Vec::new();
+        let _ = reader.read_to_end(&mut answer).await;
+        trickle.abort();
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+}
+
+fn assert_timed_out(answer: &str) {
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("connection: close\r\n"), "{answer}");
+    assert!(answer.contains("\"request_timeout\""), "{answer}");
+}
+
+#[tokio::test]
+async fn a_trickled_body_gets_408_while_other_clients_are_served() {
+    let (address, provider) = start_with_limits(
+        Script::new(vec![ScriptEntry::content(["ok"])]),
+        ServerLimits {
+            body_read_timeout_ms: Some(2_000),
+            ..ServerLimits::default()
+        },
+    )
+    .await;
+    let trickler = trickle_body(address).await;
+    // The trickler holds a connection; another client is served meanwhile.
+    let body = deepseek_body(first_messages()).to_string();
+    let served = post_once(address, "/chat/completions", body).await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_timed_out(&trickler.await.unwrap());
+    let statuses: Vec<Option<u16>> = provider
+        .requests()
+        .iter()
+        .map(|r| match r.outcome {
+            RequestOutcome::Rejected { status, .. } => Some(status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == Some(408)).count(), 1);
+    assert!(
+        provider
+            .connection_errors()
+            .iter()
+            .any(|e| e.contains("not whole within 2000 ms")),
+        "{:?}",
+        provider.connection_errors()
+    );
+}
+
+#[tokio::test]
+async fn tricklers_holding_every_connection_slot_free_them_at_the_body_deadline() {
+    let (address, provider) = start_with_limits(
+        Script::new(vec![ScriptEntry::content(["ok"])]),
+        ServerLimits {
+            body_read_timeout_ms: Some(1_000),
+            max_connections: 2,
+            ..ServerLimits::default()
+        },
+    )
+    .await;
+    let tricklers = [trickle_body(address).await, trickle_body(address).await];
+    // Both slots are taken; this client waits in the backlog until a
+    // trickler's deadline frees one (without the deadline: forever).
+    let body = deepseek_body(first_messages()).to_string();
+    let served = mock_provider::sim_time::timeout(
+        std::time::Duration::from_secs(120),
+        post_once(address, "/chat/completions", body),
+    )
+    .await
+    .expect("the waiting client is served once a trickler times out");
+    assert_eq!(served.status, StatusCode::OK);
+    for trickler in tricklers {
+        assert_timed_out(&trickler.await.unwrap());
+    }
+    assert_eq!(provider.request_count(), 3);
+}

@@ -52,6 +52,7 @@ fn add_server(sim: &mut turmoil::Sim<'_>, provider: &MockProvider) {
     sim.host(SERVER, move || {
         let provider = provider.clone();
         async move {
+            mock_provider::sim_time::enlist();
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
             serve_turmoil(listener, provider).await?;
             Ok(())
@@ -66,6 +67,7 @@ async fn run_client(
     idle_timeout: Duration,
     seen: Arc<Mutex<Vec<Seen>>>,
 ) -> turmoil::Result {
+    mock_provider::sim_time::enlist();
     let stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
     let (mut sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(async move {
@@ -80,34 +82,34 @@ async fn run_client(
         sender.ready().await?;
         let response = sender.send_request(request).await?;
         record(Seen::Head {
-            at: turmoil::elapsed(),
+            at: mock_provider::sim_time::elapsed(),
             status: response.status().as_u16(),
         });
         let mut body = response.into_body();
         loop {
-            match tokio::time::timeout(idle_timeout, body.frame()).await {
+            match mock_provider::sim_time::timeout(idle_timeout, body.frame()).await {
                 Err(_) => {
                     record(Seen::IdleTimeout {
-                        at: turmoil::elapsed(),
+                        at: mock_provider::sim_time::elapsed(),
                     });
                     return Ok(());
                 }
                 Ok(None) => {
                     record(Seen::BodyEnd {
-                        at: turmoil::elapsed(),
+                        at: mock_provider::sim_time::elapsed(),
                     });
                     break;
                 }
                 Ok(Some(Err(_))) => {
                     record(Seen::BodyError {
-                        at: turmoil::elapsed(),
+                        at: mock_provider::sim_time::elapsed(),
                     });
                     return Ok(());
                 }
                 Ok(Some(Ok(frame))) => {
                     if let Ok(bytes) = frame.into_data() {
                         record(Seen::Frame {
-                            at: turmoil::elapsed(),
+                            at: mock_provider::sim_time::elapsed(),
                             bytes,
                         });
                     }
@@ -304,4 +306,164 @@ fn header_read_timeout_closes_a_silent_connection_in_virtual_time() {
     // completes) and its close reaches the client one latency later.
     assert_eq!(waited, Duration::from_secs(5) + LATENCY);
     assert_eq!(provider.request_count(), 0);
+}
+
+#[test]
+fn body_read_timeout_answers_408_to_a_trickled_body_in_virtual_time() {
+    use mock_provider::ServerLimits;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const LATENCY: Duration = Duration::from_millis(5);
+    let provider = MockProvider::with_limits(
+        Script::new(vec![ScriptEntry::content(["x"])]),
+        ServerLimits {
+            body_read_timeout_ms: Some(5_000),
+            ..ServerLimits::default()
+        },
+    )
+    .unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(3)
+        .min_message_latency(LATENCY)
+        .max_message_latency(LATENCY)
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    add_server(&mut sim, &provider);
+    let answered = Arc::new(Mutex::new(None));
+    let client_answered = answered.clone();
+    sim.client("client", async move {
+        let mut stream = turmoil::net::TcpStream::connect((SERVER, PORT)).await?;
+        let head = "POST /chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{";
+        stream.write_all(head.as_bytes()).await?;
+        let sent_at = turmoil::elapsed();
+        let (mut reader, mut writer) = stream.into_split();
+        // One more byte a second: each read is short of the deadline, the body never whole.
+        let trickle = tokio::task::spawn_local(async move {
+            loop {
+                mock_provider::sim_time::sleep(Duration::from_secs(1)).await;
+                if writer.write_all(b" ").await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 1024];
+        let mut first_at = None;
+        loop {
+            let read = reader.read(&mut buffer).await.unwrap_or(0);
+            if read == 0 {
+                break;
+            }
+            first_at.get_or_insert_with(turmoil::elapsed);
+            answer.extend_from_slice(&buffer[..read]);
+        }
+        trickle.abort();
+        let first_at = first_at.expect("an answer");
+        *client_answered.lock().unwrap() = Some((first_at - sent_at, answer));
+        Ok(())
+    });
+    sim.run().expect("simulation completes");
+    let (waited, answer) = answered.lock().unwrap().take().expect("client finished");
+    // The head reaches the server one latency after it was sent; the deadline
+    // runs from there, and the answer takes one latency back.
+    assert_eq!(waited, Duration::from_secs(5) + 2 * LATENCY);
+    let answer = String::from_utf8(answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("connection: close\r\n"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    let logged = provider.requests();
+    assert_eq!(logged.len(), 1);
+    assert!(
+        matches!(
+            logged[0].outcome,
+            mock_provider::RequestOutcome::Rejected { status: 408, .. }
+        ),
+        "{:?}",
+        logged[0].outcome
+    );
+}
+
+/// One stalled exchange, stepped through (`Sim::run`) or with idle time
+/// skipped (`sim_time::run`): what the client saw, the run's end, and the
+/// steps turmoil took (its own `elapsed`, one millisecond a step).
+fn stalled_exchange(
+    stall_ms: u64,
+    budget: Duration,
+    skipping: bool,
+) -> (Vec<Seen>, Result<(), String>, Duration) {
+    let entry: ScriptEntry = serde_json::from_value(json!({
+        "content": ["a", "b"],
+        "delay_ms": 10,
+        "fault": "stall",
+        "after_events": 1,
+        "stall_ms": stall_ms
+    }))
+    .unwrap();
+    let provider = MockProvider::new(Script::new(vec![entry])).unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(1)
+        .min_message_latency(Duration::from_millis(3))
+        .max_message_latency(Duration::from_millis(3))
+        .simulation_duration(budget)
+        .tick_duration(Duration::from_millis(1))
+        .build();
+    add_server(&mut sim, &provider);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    sim.client(
+        "client",
+        run_client(1, Duration::from_secs(3_600), seen.clone()),
+    );
+    let ended = if skipping {
+        mock_provider::sim_time::run(&mut sim, budget, Duration::from_millis(3), 2)
+    } else {
+        sim.run()
+    };
+    let seen = seen.lock().unwrap().clone();
+    (
+        seen,
+        ended.map_err(|error| error.to_string()),
+        sim.elapsed(),
+    )
+}
+
+#[test]
+fn skipping_idle_time_changes_nothing_but_the_steps_taken() {
+    let stall_ms = 20_000;
+    let budget = Duration::from_secs(60);
+    let (stepped, stepped_end, stepped_steps) = stalled_exchange(stall_ms, budget, false);
+    let (skipped, skipped_end, skipped_steps) = stalled_exchange(stall_ms, budget, true);
+    assert_eq!(skipped, stepped);
+    assert_eq!(skipped_end, Ok(()));
+    assert_eq!(stepped_end, Ok(()));
+    let Some(Seen::BodyEnd { at: ended_at }) = skipped.last().cloned() else {
+        panic!("the stream ends after its stall: {skipped:?}");
+    };
+    assert!(ended_at > Duration::from_millis(stall_ms), "{skipped:?}");
+    assert!(stepped_steps >= ended_at, "{stepped_steps:?}");
+    // The skipping run stepped only around its events.
+    assert!(
+        skipped_steps < Duration::from_millis(200),
+        "{skipped_steps:?}"
+    );
+}
+
+#[test]
+fn a_stall_past_the_budget_ends_as_a_stepped_run_does_in_a_few_steps() {
+    let budget = Duration::from_secs(10);
+    let (stepped, stepped_end, _) = stalled_exchange(1_000_000_000_000_000_000, budget, false);
+    let (skipped, skipped_end, skipped_steps) =
+        stalled_exchange(1_000_000_000_000_000_000, budget, true);
+    assert_eq!(skipped, stepped);
+    assert_eq!(
+        stepped_end,
+        Err("Ran for duration: 10s steps: 10002 without completing".to_owned())
+    );
+    assert_eq!(skipped_end, stepped_end);
+    assert!(
+        skipped_steps < Duration::from_millis(200),
+        "{skipped_steps:?}"
+    );
 }

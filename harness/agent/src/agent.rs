@@ -337,6 +337,9 @@ pub struct LoopContext {
     pub steps_opened: Rc<Cell<u64>>,
     /// Turns started so far in the run.
     pub turns_started: Rc<Cell<u64>>,
+    /// Bytes of the requests built so far in the run
+    /// ([`LoopLimits::max_request_bytes`]).
+    pub request_bytes: Rc<Cell<u64>>,
 }
 
 impl LoopContext {
@@ -344,6 +347,20 @@ impl LoopContext {
     /// another turn.
     pub(crate) fn run_ended(&self) -> bool {
         self.limit_reached.borrow().is_some()
+    }
+
+    /// Count `request` against [`LoopLimits::max_request_bytes`]: past the
+    /// limit, the error that ends the turn (the request is not sent).
+    pub(crate) fn count_request(&self, request: &serde_json::Value) -> Result<(), JsError> {
+        let total = self.request_bytes.get().saturating_add(json_len(request));
+        if total > self.limits.max_request_bytes {
+            return Err(self.reach(format!(
+                "max_request_bytes = {}",
+                self.limits.max_request_bytes
+            )));
+        }
+        self.request_bytes.set(total);
+        Ok(())
     }
 
     /// Record that `limit` (`name = value`) was reached; the error that ends
@@ -454,3 +471,21 @@ pub struct ToolCall {
 
 /// Runs a tool call's body; it may wait, act on the agent and fail.
 pub type ToolRunner = Rc<dyn Fn(ToolCall) -> LocalFuture<ToolOutcome>>;
+
+/// The length of `value`'s JSON text, counted without building it.
+fn json_len(value: &serde_json::Value) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail, and a Value always serializes.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}

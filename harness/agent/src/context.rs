@@ -108,6 +108,13 @@ pub struct LoopLimits {
     /// and follows up before any step opens starts turn after turn at one
     /// virtual instant, which no step or time limit would end.
     pub max_turns: u64,
+    /// Bytes of the requests the agents build over the run, each counted
+    /// as its JSON text and summed over every attempt. A request carries
+    /// the whole history, so a run's cost (building, sending, logging and
+    /// judging its requests) grows with this sum, quadratically in its
+    /// steps: a bound on steps alone would still let a long run cost
+    /// gigabytes.
+    pub max_request_bytes: u64,
 }
 
 impl Default for LoopLimits {
@@ -116,6 +123,7 @@ impl Default for LoopLimits {
             max_attempts_per_step: 100,
             max_steps: 1_000,
             max_turns: 1_000,
+            max_request_bytes: 16 << 20,
         }
     }
 }

@@ -469,6 +469,7 @@ impl Agent {
         let (request, route) = self
             .build_request(turn, step, tools, system, messages, signal)
             .await?;
+        self.0.context.count_request(&request)?;
         // Shared with the wire stream, not copied (it holds every message).
         let request = Rc::new(request);
         let mut log = AttemptLog::new(turn, step);

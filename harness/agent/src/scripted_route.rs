@@ -187,12 +187,12 @@ impl ScriptedStream {
         // zero-delay pause is not due at the same instant.
         if self.delay_ms > 0 {
             let delay_ms = timer_delay_ms(std::mem::take(&mut self.delay_ms));
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            mock_provider::sim_time::sleep(Duration::from_millis(delay_ms)).await;
         }
         while let Some(part) = self.parts.pop_front() {
             match part.get("sleep_ms").and_then(Value::as_u64) {
                 Some(ms) if part.as_object().is_some_and(|o| o.len() == 1) => {
-                    tokio::time::sleep(Duration::from_millis(timer_delay_ms(ms))).await;
+                    mock_provider::sim_time::sleep(Duration::from_millis(timer_delay_ms(ms))).await;
                 }
                 _ => return Some(part),
             }

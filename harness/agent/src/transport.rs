@@ -197,7 +197,8 @@ impl ChunkStream {
             compaction,
         );
         let base_url = self.connection.endpoint.base_url();
-        let sent = tokio::time::timeout(idle, send(&self.connection, body, headers)).await;
+        let sent =
+            mock_provider::sim_time::timeout(idle, send(&self.connection, body, headers)).await;
         let response = match sent {
             Err(_) => return self.fail(JsError::error("idle"), true),
             Ok(Err(cause)) => {
@@ -233,7 +234,7 @@ impl ChunkStream {
             decoder,
             translator,
         } = &mut **streaming;
-        let frame = match tokio::time::timeout(idle, body.frame()).await {
+        let frame = match mock_provider::sim_time::timeout(idle, body.frame()).await {
             Err(_) => return self.fail(JsError::error("idle"), true),
             Ok(None) => return self.fail(end_of_stream_error(), false),
             Ok(Some(Err(cause))) => {

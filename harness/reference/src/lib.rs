@@ -62,13 +62,17 @@ pub fn run_case_with_limits(
 }
 
 /// The loop's bounds on one run: provider attempts per step (retries),
-/// steps in all (tool rounds) and turns in all (follow-ups). Reaching one
-/// fails the turn and ends the run: no agent starts another turn
+/// steps in all (tool rounds), turns in all (follow-ups) and the bytes of
+/// all its requests (each carries the history, so their sum grows
+/// quadratically with the steps; 16 MiB is a few hundred rounds of short
+/// messages, a few seconds of work). Reaching one fails the turn and ends
+/// the run: no agent starts another turn
 /// (`limit reached: max_attempts_per_step = 100`).
 pub const LOOP_LIMITS: dshc_agent::LoopLimits = dshc_agent::LoopLimits {
     max_attempts_per_step: 100,
     max_steps: 1_000,
     max_turns: 1_000,
+    max_request_bytes: 16 << 20,
 };
 
 /// The reference's self-description.

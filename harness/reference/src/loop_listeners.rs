@@ -194,7 +194,7 @@ impl Acting {
                 // `setTimeout(resolve, ms)`: never due at the same instant.
                 let delay_ms = dshc_model::js::timer_delay_ms(*ms);
                 let _armed = Armed::new(&self.world.armed_timers);
-                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                mock_provider::sim_time::sleep(Duration::from_millis(delay_ms)).await;
             }
             self.act(op)?;
         }

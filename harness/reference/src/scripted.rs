@@ -620,7 +620,8 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                     ListenerOp::SleepMs(ms) => {
                         // `setTimeout(resolve, ms)`: never due at the same instant.
                         let delay_ms = dshc_model::js::timer_delay_ms(*ms);
-                        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await
+                        mock_provider::sim_time::sleep(std::time::Duration::from_millis(delay_ms))
+                            .await
                     }
                     ListenerOp::AddSection(_)
                     | ListenerOp::RemoveSection(_)

@@ -26,6 +26,20 @@ pub use dshc_scenario::load::MAX_WALK_FILES;
 /// `dshc serve`: how long a connection may wait for its next request head
 /// before it is closed (idle keep-alive connections included).
 pub const SERVE_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+/// `dshc serve`: how long a request's body may take to arrive whole after
+/// its head; later, the request gets 408 and its connection is closed, so
+/// clients trickling their bodies hold the connection slots
+/// (`ServerLimits::max_connections`) no longer than this.
+pub const SERVE_BODY_READ_TIMEOUT_MS: u64 = 30_000;
+/// `dshc serve`: the most bytes of request lines waiting for stderr. The
+/// server never waits for its outputs: a line that does not fit (stderr is a
+/// pipe nobody reads) is dropped, and the count is printed once stderr
+/// takes lines again.
+pub const SERVE_STDERR_QUEUE_BYTES: usize = 1 << 20;
+/// `dshc serve --log`: the most bytes of JSON lines waiting to be written to
+/// the log; a request whose line does not fit is left out of the log (its
+/// `request_number` shows the gap) and the count is reported on stderr.
+pub const SERVE_LOG_QUEUE_BYTES: usize = 64 << 20;
 /// The most `--jobs` a command takes: each is a thread (and for `check` and
 /// `diff` an adapter process), and more than the system can spawn would
 /// fail the run; above it `--jobs` is refused as bad input.

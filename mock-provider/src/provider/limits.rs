@@ -17,6 +17,14 @@ pub struct ServerLimits {
     /// (off): a simulated client that backs off for minutes between retries keeps its
     /// connection. Set e.g. `Some(30_000)` to model slow-head / idle-close behavior.
     pub header_read_timeout_ms: Option<u64>,
+    /// Answer 408 and close the connection when a request's body has not
+    /// arrived whole within this many milliseconds (tokio time, so virtual
+    /// under turmoil) of its head: a client that trickles its body holds its
+    /// connection slot ([`ServerLimits::max_connections`]) no longer than this.
+    /// The deadline covers the whole body, not each read, so a byte every few
+    /// seconds does not extend it. Default `None` (off), like
+    /// [`ServerLimits::header_read_timeout_ms`]; `dshc serve` sets both.
+    pub body_read_timeout_ms: Option<u64>,
     /// Most connections served at once; further ones wait in the listen
     /// backlog until one closes. Default 256.
     pub max_connections: usize,
@@ -38,6 +46,7 @@ impl Default for ServerLimits {
             max_headers: 100,
             max_header_bytes: 64 * 1024,
             header_read_timeout_ms: None,
+            body_read_timeout_ms: None,
             max_connections: 256,
             max_logged_requests: 10_000,
             max_logged_body_bytes: 64 * 1024 * 1024,

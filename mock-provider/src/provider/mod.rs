@@ -197,6 +197,36 @@ impl MockProvider {
         self.lock().log_request(request, handled)
     }
 
+    /// Answer a request whose body did not arrive whole within
+    /// [`ServerLimits::body_read_timeout_ms`] with 408 and `connection:
+    /// close`, and log it (with an empty body), so a client trickling its body
+    /// learns why and its connection slot is freed.
+    pub fn handle_body_timeout(
+        &self,
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+    ) -> ResponsePlan {
+        let limit = self.shared.limits.body_read_timeout_ms.unwrap_or_default();
+        let mut handled = Handled::rejected(
+            408,
+            format!("The request body did not arrive within {limit} ms"),
+            "request_timeout",
+            None,
+        );
+        handled
+            .plan
+            .headers
+            .push(("connection".to_owned(), "close".to_owned()));
+        let request = IncomingRequest {
+            method,
+            path,
+            headers,
+            body: Bytes::new(),
+        };
+        self.lock().log_request(request, handled)
+    }
+
     /// The requests in the log, in arrival order: every request received,
     /// unless [`ServerLimits::max_logged_requests`] or
     /// [`ServerLimits::max_logged_body_bytes`] dropped the oldest.

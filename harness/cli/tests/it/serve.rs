@@ -224,7 +224,7 @@ fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
         lines[2],
         "#3 POST /chat/completions 400 script exhausted after 1 responses"
     );
-    // Each line is flushed before the answer goes out.
+    // A request's stderr line is printed once its log line is written.
     let log: Vec<Value> = std::fs::read_to_string(&log_path)
         .unwrap()
         .lines()
@@ -244,6 +244,44 @@ fn every_request_is_a_line_on_stderr_and_a_json_line_in_the_log() {
         json!(["authorization", "Bearer [redacted]"])
     );
     assert_eq!(log[0]["headers"][2], json!(["x-api-key", "[redacted]"]));
+}
+
+#[test]
+fn a_server_whose_stderr_nobody_reads_answers_every_request() {
+    let log_path = scratch_dir().join("unread-stderr.jsonl");
+    // stderr is a pipe this test does not read until the end: 64 KiB of
+    // pipe and the 1 MiB queue hold about 70 of these 16 KiB lines.
+    let (served, stderr) = serve_with(
+        "unread-stderr",
+        "responses = [{ content = \"ok\" }]",
+        "",
+        &format!("--log '{}'", log_path.display()),
+    );
+    let id = "m".repeat(16 * 1024);
+    let request = format!("GET /models/{id} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    for n in 0..150 {
+        let response = raw_exchange(served.address, request.as_bytes());
+        assert!(
+            response.starts_with("HTTP/1.1 404"),
+            "request {n} got no answer: {:?}",
+            response.get(..100)
+        );
+    }
+    // Once stderr is read, the dropped lines are counted there.
+    let (found, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if line.contains("lines were not printed (stderr was not read)") {
+                let _ = found.send(line);
+                break;
+            }
+        }
+    });
+    let note = lines
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a note on the dropped lines");
+    assert!(note.starts_with("dshc serve: "), "{note}");
 }
 
 #[test]

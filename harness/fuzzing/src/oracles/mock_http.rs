@@ -79,7 +79,7 @@ async fn exchange(provider: &MockProvider, request: Vec<u8>) -> Vec<u8> {
     let (mut client, server) = tokio::io::duplex(64 * 1024);
     let server_task = tokio::spawn(serve_connection(server, provider.clone()));
     let deadline = Duration::from_millis(CONNECTION_DEADLINE_MS);
-    let answered = tokio::time::timeout(deadline, async move {
+    let answered = mock_provider::sim_time::timeout(deadline, async move {
         let (mut reader, mut writer) = tokio::io::split(&mut client);
         let write = async {
             // The server may close before reading everything; that is its right.

@@ -57,7 +57,7 @@ impl LoopCommands {
             self.skipped_ms
                 .set(self.skipped_ms.get().saturating_add(command.ms));
         } else {
-            tokio::time::sleep(Duration::from_millis(command.ms)).await;
+            mock_provider::sim_time::sleep(Duration::from_millis(command.ms)).await;
         }
         Ok(())
     }

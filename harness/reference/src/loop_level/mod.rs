@@ -209,7 +209,7 @@ fn tool_runner(
         Box::pin(async move {
             if spec.delay_ms > 0 {
                 let delay_ms = dshc_model::js::timer_delay_ms(spec.delay_ms);
-                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                mock_provider::sim_time::sleep(Duration::from_millis(delay_ms)).await;
             }
             match run_tool_ops(&spec, &call, calls, world, &registry, &scripted).await {
                 Ok(()) => ToolOutcome {
@@ -494,6 +494,7 @@ pub fn provider_simulation<'a>(
     sim.host(PROVIDER_HOST, move || {
         let provider = host_provider.clone();
         async move {
+            mock_provider::sim_time::enlist();
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
             mock_provider::serve_turmoil(listener, provider).await?;
             Ok(())
@@ -530,12 +531,16 @@ pub(crate) fn run_agent_in(
     let sink = output.clone();
     let case = case.clone();
     let client_provider = provider.clone();
+    let budget = Duration::from_millis(world.simulation.budget_ms);
+    let latency = Duration::from_millis(world.simulation.latency_ms);
     sim.client("agent-host", async move {
+        mock_provider::sim_time::enlist();
         let result = drive(&case, world, client_provider.as_ref(), limits).await;
         *sink.borrow_mut() = Some(result);
         Ok(())
     });
-    let finished = sim.run();
+    // The provider's host and the agent's: idle time is skipped.
+    let finished = mock_provider::sim_time::run(&mut sim, budget, latency, 2);
     let mut result = output.borrow_mut().take().unwrap_or_default();
     if let Err(error) = finished {
         let run = result.run.get_or_insert_with(LoopRun::default);
@@ -651,6 +656,7 @@ async fn drive(
         limit_reached: Rc::new(RefCell::new(None)),
         steps_opened: Rc::new(std::cell::Cell::new(0)),
         turns_started: Rc::new(std::cell::Cell::new(0)),
+        request_bytes: Rc::new(std::cell::Cell::new(0)),
     };
     let routes = scripted_routes(&world);
     let setup = context

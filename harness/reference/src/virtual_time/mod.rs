@@ -189,6 +189,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, link: &HarnessLink)
 
 /// The bridge host's accept loop: each connection served on its own task.
 async fn serve_bridge(host: BridgeHost) -> turmoil::Result {
+    mock_provider::sim_time::enlist();
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PROVIDER_PORT)).await?;
     loop {
         let (stream, _) = listener.accept().await?;

@@ -29,9 +29,10 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use mock_provider::server::ConnectionDropped;
+use mock_provider::sim_time::Sleep;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use dshc_scenario::protocol::{BridgeEndKind, BridgeRequest, BridgeResponse};
 
@@ -94,7 +95,7 @@ fn withdraw(host: &BridgeHost, slot: &Slot) {
 
 async fn wait_until(at: Instant) {
     if at > Instant::now() {
-        tokio::time::sleep_until(at).await;
+        mock_provider::sim_time::sleep_until(at).await;
     }
 }
 
@@ -248,7 +249,7 @@ impl Body for Playback {
             match self.steps.pop_front() {
                 Some(Step::At(at)) => {
                     if at > Instant::now() {
-                        self.sleeping = Some(Box::pin(tokio::time::sleep_until(at)));
+                        self.sleeping = Some(Box::pin(mock_provider::sim_time::sleep_until(at)));
                     }
                 }
                 Some(Step::Send(bytes)) => {

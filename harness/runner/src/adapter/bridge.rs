@@ -159,17 +159,21 @@ pub fn answer(
     let sink = seen.clone();
     let request = request.clone();
     sim.client("implementation", async move {
+        mock_provider::sim_time::enlist();
         let end = exchange(&request, &sink, Duration::from_millis(idle_cutoff_ms)).await;
         sink.borrow_mut().end = end;
         Ok(())
     });
     // A budget reached mid-response leaves the end `open` at the budget.
-    let _ = sim.run();
+    // The provider's host and this client: idle time is skipped.
+    let budget = Duration::from_millis(simulation.budget_ms);
+    let latency = Duration::from_millis(simulation.latency_ms);
+    let _ = mock_provider::sim_time::run(&mut sim, budget, latency, 2);
     seen.take()
 }
 
 fn now_ms() -> u64 {
-    u64::try_from(turmoil::elapsed().as_millis()).unwrap_or(u64::MAX)
+    u64::try_from(mock_provider::sim_time::elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 fn ended(kind: BridgeEndKind, error: Option<String>) -> BridgeEnd {
@@ -208,7 +212,11 @@ async fn exchange(
     tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
-    let response = match tokio::time::timeout(idle_cutoff, sender.send_request(http_request)).await
+    let response = match mock_provider::sim_time::timeout(
+        idle_cutoff,
+        sender.send_request(http_request),
+    )
+    .await
     {
         Err(_) => return ended(BridgeEndKind::Open, None),
         Ok(Err(error)) => return dropped(error.to_string()),
@@ -231,7 +239,7 @@ async fn exchange(
     }
     let mut body = response.into_body();
     loop {
-        match tokio::time::timeout(idle_cutoff, body.frame()).await {
+        match mock_provider::sim_time::timeout(idle_cutoff, body.frame()).await {
             Err(_) => return ended(BridgeEndKind::Open, None),
             Ok(None) => return ended(BridgeEndKind::Complete, None),
             Ok(Some(Err(error))) => return dropped(error.to_string()),

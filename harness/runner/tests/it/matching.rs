@@ -514,6 +514,7 @@ fn a_listener_that_follows_up_on_every_turn_ends_the_run_at_the_turn_limit() {
         max_attempts_per_step: 100,
         max_steps: 1_000,
         max_turns: 20,
+        max_request_bytes: 16 << 20,
     };
     let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
     let run = result.run.expect("a loop run");
@@ -551,6 +552,7 @@ fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
         max_attempts_per_step: 100,
         max_steps: 3,
         max_turns: 1_000,
+        max_request_bytes: 16 << 20,
     };
     let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
     let run = result.run.expect("a loop run");
@@ -567,5 +569,54 @@ fn the_step_limit_ends_a_run_of_endless_tool_rounds() {
         run.requests.len(),
         6,
         "five tool rounds, then a sixth request"
+    );
+}
+
+/// A scenario of `rounds` tool rounds, each request carrying every round
+/// before it.
+fn tool_rounds(rounds: usize) -> String {
+    let mut source =
+        String::from("format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n");
+    for round in 0..rounds {
+        source.push_str(&format!(
+            "[[provider.responses]]\ntool_calls = [{{ id = \"c{round}\", name = \"read\", arguments = [\"{{}}\"] }}]\n"
+        ));
+    }
+    source.push_str(
+        "[[tool_results]]\nname = \"read\"\ntext = \"a file of some length, read again and again\"\n\
+         [[steps]]\ndo = \"tools\"\nprovider = { returns = { schemas = [{ name = \"read\", description = \"Read.\", parameters = { type = \"object\" } }] } }\n\
+         [[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[[steps]]\ndo = \"wait_idle\"\n",
+    );
+    source
+}
+
+#[test]
+fn the_request_byte_limit_ends_a_run_whose_requests_grow_with_every_round() {
+    // Each request holds the whole history, so their sum grows with the
+    // square of the rounds: the byte limit ends the run long before the
+    // step limit would.
+    let source = tool_rounds(60);
+    let loaded = parse_scenario(Path::new("rounds.toml"), &source).expect("loads");
+    let limits = dshc_reference::LoopLimits {
+        max_request_bytes: 40_000,
+        ..dshc_reference::LOOP_LIMITS
+    };
+    let result = dshc_reference::run_case_with_limits(&loaded.case, limits).expect("a valid case");
+    let run = result.run.expect("a loop run");
+    assert_eq!(
+        run.failure.as_deref(),
+        Some("limit reached: max_request_bytes = 40000")
+    );
+    let sent = run.requests.len();
+    assert!((2..60).contains(&sent), "{sent} requests");
+    assert_eq!(run.status, "idle", "the failed turn leaves the agent idle");
+    // The same rounds under the default limit all run.
+    let unlimited = dshc_reference::run_case(&loaded.case).expect("a valid case");
+    let run = unlimited.run.expect("a loop run");
+    assert_eq!(run.failure, None);
+    assert_eq!(
+        run.requests.len(),
+        61,
+        "sixty tool rounds, then a last request"
     );
 }

@@ -23,10 +23,11 @@ use commands::Compiler;
 use expect::check_expectations;
 use world::check_world;
 
-/// The most virtual time a loop case may spend stepping the network
-/// simulation (`simulation.budget_ms`; idle waits jump the clock and do
-/// not count). A busy millisecond costs real CPU, so this bounds a case's
-/// running time.
+/// The most virtual time a loop case may span (`simulation.budget_ms`; a
+/// `wait` while every agent is idle jumps the clock and does not count).
+/// Time in which every host waits on a timer is skipped at the cost of one
+/// step (`mock_provider::sim_time`) but counts; a busy millisecond costs a
+/// step of real CPU, so this bounds a case's running time.
 pub const MAX_VIRTUAL_TIME_MS: u64 = 86_400_000;
 /// The latest epoch milliseconds a simulated clock may reach: the end of
 /// JavaScript's `Date` range. A world whose start, budget and waits could

@@ -1,11 +1,15 @@
 //! `dshc serve`: the scripted mock provider on a real loopback socket, for
 //! real apps and SDKs pointed at it by base URL. It says what it receives:
 //! one line per request on stderr, and the full request log as JSON lines
-//! with `--log`.
+//! with `--log`, both written by threads of their own (`lines`), never on
+//! the request path.
+
+mod lines;
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use dshc_scenario::data_file::{parse_json, parse_toml, read_text};
@@ -48,7 +52,7 @@ enum DialectArg {
 /// The `--log` file, created: refused when it is the script itself (it
 /// would destroy it) or exists as anything but a regular file (a FIFO
 /// would block the server, a device such as `/dev/full` swallow the log).
-fn open_log(log: &std::path::Path, script: &std::path::Path) -> anyhow::Result<std::fs::File> {
+fn open_log(log: &Path, script: &Path) -> anyhow::Result<std::fs::File> {
     if let Ok(metadata) = std::fs::metadata(log) {
         let same = std::fs::canonicalize(log).ok() == std::fs::canonicalize(script).ok();
         anyhow::ensure!(
@@ -63,6 +67,57 @@ fn open_log(log: &std::path::Path, script: &std::path::Path) -> anyhow::Result<s
         );
     }
     std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))
+}
+
+/// What is told of each request: its line on stderr (unless `--quiet`) and
+/// its JSON line in `--log`, each queued for its writer thread and never
+/// waited for, so an output nobody reads cannot block the server; a queue
+/// that is full drops the line and counts it
+/// ([`dshc_runner::limits::SERVE_STDERR_QUEUE_BYTES`],
+/// [`dshc_runner::limits::SERVE_LOG_QUEUE_BYTES`]). With `--log`, a request's
+/// stderr line follows its JSON line, so a line on stderr means the request
+/// is in the log.
+fn request_observer(args: &Args, script: &Path) -> anyhow::Result<RequestObserver> {
+    use dshc_runner::limits::{SERVE_LOG_QUEUE_BYTES, SERVE_STDERR_QUEUE_BYTES};
+    let stderr = lines::Queue::<String>::new(SERVE_STDERR_QUEUE_BYTES);
+    lines::spawn_stderr_writer(stderr.clone(), std::io::stderr())
+        .context("cannot start the stderr writer")?;
+    let log = match &args.log {
+        Some(log_path) => {
+            let file = std::io::BufWriter::new(open_log(log_path, script)?);
+            let queue = lines::Queue::<lines::LogLine>::new(SERVE_LOG_QUEUE_BYTES);
+            let failed = Arc::new(AtomicBool::new(false));
+            let name = log_path.display().to_string();
+            lines::spawn_log_writer(queue.clone(), file, name, stderr.clone(), failed.clone())
+                .context("cannot start the log writer")?;
+            Some((queue, failed))
+        }
+        None => None,
+    };
+    let quiet = args.quiet;
+    Ok(RequestObserver::new(move |request: &LoggedRequest| {
+        let summary = (!quiet).then(|| request.summary_line());
+        let summary = match &log {
+            Some((queue, failed)) if !failed.load(Ordering::Relaxed) => {
+                let line = lines::LogLine {
+                    json: request.to_json().to_string(),
+                    summary,
+                };
+                let bytes = line.bytes();
+                // A line the log's queue refuses still gets its stderr line.
+                if queue.push(line, bytes) {
+                    None
+                } else {
+                    (!quiet).then(|| request.summary_line())
+                }
+            }
+            _ => summary,
+        };
+        if let Some(summary) = summary {
+            let bytes = summary.len();
+            stderr.push(summary, bytes);
+        }
+    }))
 }
 
 /// Run it (until killed).
@@ -83,41 +138,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.no_validation {
         script.validation = Validation::off();
     }
-    let log_file = match &args.log {
-        Some(log_path) => Some(Mutex::new(Some(std::io::BufWriter::new(open_log(
-            log_path, path,
-        )?)))),
-        None => None,
-    };
-    let log_name = args.log.as_ref().map(|p| p.display().to_string());
-    let quiet = args.quiet;
-    let observer = RequestObserver::new(move |request: &LoggedRequest| {
-        if !quiet {
-            // A closed stderr must not take the server down.
-            let _ = writeln!(std::io::stderr(), "{}", request.summary_line());
-        }
-        if let Some(file) = &log_file {
-            let mut guard = file
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Each line is flushed whole, so a killed server leaves a valid
-            // log; a failed write is reported once, and the log stops there.
-            if let Some(writer) = guard.as_mut()
-                && let Err(error) =
-                    writeln!(writer, "{}", request.to_json()).and_then(|()| writer.flush())
-            {
-                let name = log_name.as_deref().unwrap_or("the log");
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "error: cannot write {name} ({error}); no more requests are logged"
-                );
-                *guard = None;
-            }
-        }
-    });
-    // A real server on a real clock: idle and slow connections are closed.
+    let observer = request_observer(&args, path)?;
+    // A real server on a real clock: idle and slow connections are closed,
+    // and a body that trickles in gets 408.
     let limits = mock_provider::ServerLimits {
         header_read_timeout_ms: Some(dshc_runner::limits::SERVE_HEADER_READ_TIMEOUT_MS),
+        body_read_timeout_ms: Some(dshc_runner::limits::SERVE_BODY_READ_TIMEOUT_MS),
         ..mock_provider::ServerLimits::default()
     };
     let provider = mock_provider::MockProvider::builder(script)
