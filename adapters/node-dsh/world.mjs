@@ -216,6 +216,27 @@ function assemblyData(assembly) {
   return data
 }
 
+/** One field of the assembly a listener holds, as its `record` op writes it:
+ * in the observation's shape, copied, so later edits in place do not reach it. */
+function recordedField(assembly, field) {
+  switch (field) {
+    case 'sections':
+      return assembly.sections.map(entryData)
+    case 'contexts':
+      return assembly.contexts.map(entryData)
+    case 'tools':
+      return assembly.tools.map((tool) => copyJson(toolData(tool)))
+    case 'tool_names':
+      return assembly.tools.map((tool) => tool.name)
+    case 'variables':
+      return variablesData(assembly.variables)
+    case 'extra':
+      return copyJson(assemblyData(assembly).extra ?? {})
+    default:
+      return undefined
+  }
+}
+
 /** Render a successful assembly the three ways the protocol observes. */
 function observeRenders(assembly, observation) {
   try {
@@ -330,6 +351,8 @@ export class CaseWorld {
     this.scopes = new Map()
     this.disposers = new Map()
     this.journal = []
+    /** What listeners' `record` ops wrote, `{listener, call, <field>...}`. */
+    this.records = []
     this.fault = undefined
     /** Scope names bound to contexts made elsewhere (the loop level maps the
      * agent's scope name to the live agent): name -> {context(), key()}. */
@@ -530,7 +553,10 @@ export class CaseWorld {
     const id = step.id ?? ''
     const ops = Array.isArray(step.ops) ? step.ops : []
     const world = this
+    let calls = 0
     const listener = async function scriptedListener(assembly, context, next) {
+      calls += 1
+      const call = calls
       world.journal.push(`listener ${id}`)
       let current = assembly
       for (const op of ops) {
@@ -553,6 +579,10 @@ export class CaseWorld {
         }
         if (op !== null && typeof op === 'object') {
           if ('throw' in op) throw new Error(op.throw)
+          if ('record' in op) {
+            world.record(id, call, op.record, current)
+            continue
+          }
           if ('replace' in op) {
             current = world.replacement(op.replace)
             continue
@@ -573,6 +603,17 @@ export class CaseWorld {
     }
     const options = { prepend: step.prepend === true, global: step.global === true }
     return this.contextOf(step.scope).on('system-prompt/assemble', listener, options)
+  }
+
+  /** A `record` op: `{listener, call}`, then each named field of `current`. */
+  record(id, call, fields, current) {
+    const entry = { listener: id, call }
+    for (const field of fields) {
+      const value = recordedField(current, field)
+      if (value === undefined) throw this.faulted(new AdapterFault(`unsupported record field ${JSON.stringify(field)}`))
+      entry[field] = value
+    }
+    this.records.push(entry)
   }
 
   /** A tool as a listener adds it: `{name, description, parameters}`. */
@@ -776,6 +817,7 @@ export class CaseWorld {
     if (error !== undefined) result.error = error
     result.changes = this.counter.changes - changesBefore
     if (this.journal.length > 0) result.journal = this.journal
+    if (this.records.length > 0) result.records = this.records
     if (error === undefined && command.do === 'assemble') {
       result.assembly = assemblyData(value)
       observeRenders(value, result)
@@ -783,6 +825,7 @@ export class CaseWorld {
       result.value = value
     }
     this.journal = []
+    this.records = []
     return result
   }
 

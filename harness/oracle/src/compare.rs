@@ -234,6 +234,12 @@ impl Comparison {
             expect.journal.as_ref(),
             Some(&journal),
         );
+        let records = Value::Array(observation.records.clone());
+        self.value(
+            &format!("{path}.records"),
+            expect.records.as_ref(),
+            Some(&records),
+        );
         let changes = Value::from(observation.changes);
         self.value(
             &format!("{path}.changes"),

@@ -2,7 +2,7 @@
 //! per-command bookkeeping both levels share.
 //!
 //! For every command it counts the `system-prompt/change` events, takes the
-//! evaluation journal and records a thrown error, so that an observation
+//! evaluation journal and the listeners' records and keeps a thrown error, so that an observation
 //! means the same at the assembly level and at the loop level. What a
 //! command does is the level's business ([`Commands`]).
 
@@ -38,6 +38,7 @@ pub(crate) async fn run_commands(
         }
         observation.changes = registry.change_count() - changes_before;
         observation.journal = world.take_journal();
+        observation.records = world.take_records();
         observations.push(observation);
     }
     observations

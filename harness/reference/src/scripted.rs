@@ -3,7 +3,8 @@
 //! command runners use.
 //!
 //! Every provider and listener evaluation is recorded in the [`World`]'s
-//! journal. Registration is total over [`Registration`]: each kind has its
+//! journal, and what listeners' `record` ops saw in its records.
+//! Registration is total over [`Registration`]: each kind has its
 //! own function, so a new kind is a compile error here, not a panic.
 
 use std::cell::{Cell, RefCell};
@@ -21,11 +22,11 @@ use dshc_model::{
     ToolProviderResult, ToolSchema,
 };
 use dshc_scenario::protocol::{
-    AssemblyData, ChangeListenerCommand, ConfigSpec, ContextCommand, Effect, EntryData,
-    ListenCommand, ListenerOp, Observation, ObservedError, OwnerCommand, Provided, ProviderSpec,
-    Registration, Rendered, RenderedSections, ReplaceSpec, SchemaSpec, SectionCommand,
-    SequenceItem, SuppressCommand, TextSpec, ToolData, ToolsCommand, ToolsResultSpec,
-    VariableCommand, VariableValue,
+    AssemblyData, AssemblyRecordField, ChangeListenerCommand, ConfigSpec, ContextCommand, Effect,
+    EntryData, ListenCommand, ListenerOp, Observation, ObservedError, OwnerCommand, Provided,
+    ProviderSpec, Registration, Rendered, RenderedSections, ReplaceSpec, SchemaSpec,
+    SectionCommand, SequenceItem, SuppressCommand, TextSpec, ToolData, ToolsCommand,
+    ToolsResultSpec, VariableCommand, VariableValue,
 };
 
 /// State shared by every scripted closure of one case. Closures hold it
@@ -35,6 +36,8 @@ pub struct World {
     disposers: RefCell<BTreeMap<String, Disposer>>,
     scopes: RefCell<BTreeMap<String, Option<String>>>,
     journal: RefCell<Vec<String>>,
+    /// What listeners' `record` ops wrote, `{listener, call, <field>...}`.
+    records: RefCell<Vec<Value>>,
     /// Set while nothing reads the journal (a benchmark).
     quiet: Cell<bool>,
     /// Owners (plugins) by id: the ids of the registrations each made, in order.
@@ -73,6 +76,11 @@ impl World {
     /// Take the journal recorded since the last call.
     pub fn take_journal(&self) -> Vec<String> {
         std::mem::take(&mut self.journal.borrow_mut())
+    }
+
+    /// Take the records written since the last call.
+    pub fn take_records(&self) -> Vec<Value> {
+        std::mem::take(&mut self.records.borrow_mut())
     }
 }
 
@@ -576,8 +584,35 @@ fn edit(assembly: &mut Assembly, op: &ListenerOp) {
         | ListenerOp::Register(_)
         | ListenerOp::Dispose(_)
         | ListenerOp::WaitForAbort
-        | ListenerOp::SleepMs(_) => {}
+        | ListenerOp::SleepMs(_)
+        | ListenerOp::Record(_) => {}
     }
+}
+
+/// The entry a `record` op writes: `{listener, call}`, then each field of
+/// `assembly` in the order asked, in the shape an observation gives it.
+fn record_entry(id: &str, call: u32, fields: &[AssemblyRecordField], assembly: &Assembly) -> Value {
+    let data = assembly_data(assembly);
+    let mut entry = serde_json::Map::new();
+    entry.insert("listener".into(), Value::from(id));
+    entry.insert("call".into(), Value::from(call));
+    for field in fields {
+        let value = match field {
+            AssemblyRecordField::Sections => serde_json::json!(data.sections),
+            AssemblyRecordField::Contexts => serde_json::json!(data.contexts),
+            AssemblyRecordField::Tools => serde_json::json!(data.tools),
+            AssemblyRecordField::ToolNames => Value::Array(
+                data.tools
+                    .iter()
+                    .map(|t| Value::from(t.name.as_str()))
+                    .collect(),
+            ),
+            AssemblyRecordField::Variables => serde_json::json!(data.variables),
+            AssemblyRecordField::Extra => Value::Object(data.extra.clone()),
+        };
+        entry.insert(field.key().into(), value);
+    }
+    Value::Object(entry)
 }
 
 /// Register a scripted `system-prompt/assemble` listener. Its ops run in
@@ -588,9 +623,12 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
     let id = command.id.clone();
     let world = world.clone();
     let weak_registry = registry.downgrade();
+    let calls = Rc::new(Cell::new(0u32));
     let callback: AssembleListener = Rc::new(move |event: Rc<AssembleEvent>, next: Next| {
+        calls.set(calls.get() + 1);
         World::record(&world, || format!("listener {id}"));
         let (ops, world, weak_registry) = (ops.clone(), world.clone(), weak_registry.clone());
+        let (id, call) = (id.clone(), calls.get());
         Box::pin(async move {
             let mut current = event.assembly.clone();
             for op in ops.iter() {
@@ -622,6 +660,12 @@ fn listen(command: &ListenCommand, world: &WorldRef, registry: &Registry) -> Dis
                         let delay_ms = dshc_model::js::timer_delay_ms(*ms);
                         mock_provider::sim_time::sleep(std::time::Duration::from_millis(delay_ms))
                             .await
+                    }
+                    ListenerOp::Record(fields) => {
+                        if let Some(world) = world.upgrade() {
+                            let entry = record_entry(&id, call, fields, &current.borrow());
+                            world.records.borrow_mut().push(entry);
+                        }
                     }
                     ListenerOp::AddSection(_)
                     | ListenerOp::RemoveSection(_)

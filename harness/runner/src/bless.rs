@@ -199,6 +199,10 @@ fn blessed_assemble(old: Option<&AssembleExpect>, observation: &Observation) -> 
     let mut new = AssembleExpect {
         error: blessed_error(&old.error, observation.error.as_ref()),
         journal: bless(&stated(&old.journal, fresh), Some(&journal)),
+        records: bless(
+            &stated(&old.records, fresh && !observation.records.is_empty()),
+            Some(&json!(observation.records)),
+        ),
         changes: bless(&old.changes, Some(&Value::from(observation.changes))),
         ..AssembleExpect::default()
     };

@@ -537,6 +537,10 @@ pub struct AssembleExpect {
     /// `variable <id>`, `section <id>`, `context <id>`, `tools <id>`, `listener <id>`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<Pattern>,
+    /// What `record` ops of assemble listeners recorded during the step, in
+    /// order: an array of `{listener, call, <field>...}` entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records: Option<Pattern>,
     /// Number of `system-prompt/change` events during the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<Pattern>,

@@ -168,6 +168,11 @@ const REFUSALS: &[Refusal] = &[
         "this step needs `level = ",
         "loop_step_without_level_loop",
     ),
+    fixture(
+        MOD,
+        "an assemble listener's `record` is assembly level only",
+        "loop_assemble_listener_records",
+    ),
     Refusal {
         file: MOD,
         fragment: "a loop case needs its world",

@@ -393,7 +393,8 @@ impl Generator {
     }
 
     fn listener_op(&mut self) -> ListenerOp {
-        match self.rng.below(18) {
+        match self.rng.below(19) {
+            18 => ListenerOp::Record(self.record_fields()),
             16 => ListenerOp::SetContextText(SetTextSpec {
                 name: self.pick(CONTEXT_NAMES),
                 text: self.text(TEXT_FRAGMENTS, 2),
@@ -443,6 +444,22 @@ impl Generator {
                 value: "array".into(),
             }),
         }
+    }
+
+    /// One to three fields for a `record` op, in a random order (repeats
+    /// allowed: a repeated field is recorded once, where it first stands).
+    fn record_fields(&mut self) -> Vec<AssemblyRecordField> {
+        const FIELDS: [AssemblyRecordField; 6] = [
+            AssemblyRecordField::Sections,
+            AssemblyRecordField::Contexts,
+            AssemblyRecordField::Tools,
+            AssemblyRecordField::ToolNames,
+            AssemblyRecordField::Variables,
+            AssemblyRecordField::Extra,
+        ];
+        (0..=self.rng.below(3))
+            .map(|_| *self.rng.pick(&FIELDS))
+            .collect()
     }
 
     fn listener(&mut self) -> Command {

@@ -37,7 +37,7 @@ pub enum Place {
 pub struct FieldDifference {
     /// Where it sits.
     pub place: Place,
-    /// The field: `error`, `changes`, `journal`, `value`, `sections`,
+    /// The field: `error`, `changes`, `journal`, `records`, `value`, `sections`,
     /// `contexts`, `tools`, `variables`, `extra`, `prompt`, `snapshot`,
     /// `snapshot_sections` of a command; `log`, `requests`, `live_events`,
     /// `status`, `pending`, `failure`, `llm_requests`, `journal` of a run.
@@ -158,7 +158,8 @@ pub fn command_kind<T: Serialize>(command: &T) -> String {
 
 /// An observation's fields as the judge reads them: the assembly's parts
 /// (`sections`, `contexts`, `tools`, `variables`, `extra`) beside the
-/// command's own (`error`, `changes`, `journal`, `value`, the renders).
+/// command's own (`error`, `changes`, `journal`, `records`, `value`, the
+/// renders).
 fn observation_fields(observation: Option<&Observation>) -> Map<String, Value> {
     let Some(Value::Object(observed)) = observation.and_then(|o| serde_json::to_value(o).ok())
     else {

@@ -229,6 +229,10 @@ fn pin_assembly(
             &mut expect.journal,
             Some(Pattern::new(full_value(&json!(observation.journal)))),
         ),
+        "records" => (
+            &mut expect.records,
+            Some(Pattern::new(full_value(&json!(observation.records)))),
+        ),
         "sections" => (&mut expect.sections, part("sections")),
         "contexts" => (&mut expect.contexts, part("contexts")),
         "tools" => (&mut expect.tools, part("tools")),

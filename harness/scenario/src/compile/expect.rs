@@ -76,6 +76,7 @@ fn check_step_expect(
                 ("snapshot_sections", &e.snapshot_sections),
                 ("snapshot_error", &e.snapshot_error),
                 ("journal", &e.journal),
+                ("records", &e.records),
                 ("changes", &e.changes),
             ] {
                 pattern(names, &format!("{path}.{key}"), value)?;

@@ -188,7 +188,14 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
             None => Ok(()),
         },
         (Level::Loop, None) => fail("world", "a loop case needs its world"),
-        (Level::Loop, Some(world)) => check_world(world, &case.commands, path_of),
+        (Level::Loop, Some(world)) => match case.commands.iter().position(records_assembly) {
+            Some(index) => fail(
+                &path_of(index),
+                "an assemble listener's `record` is assembly level only: at the loop level the \
+                 agent's own assemblies run between steps, where no step's `records` sees them",
+            ),
+            None => check_world(world, &case.commands, path_of),
+        },
     }
 }
 
@@ -203,6 +210,12 @@ pub fn needs_loop(command: &Command) -> bool {
         Command::Assembly(_) => false,
         Command::Loop(_) => true,
     }
+}
+
+/// A `system-prompt/assemble` listener with a `record` op.
+fn records_assembly(command: &Command) -> bool {
+    matches!(command, Command::Assembly(AssemblyCommand::Listen(listen))
+        if listen.ops.iter().any(|op| matches!(op, ListenerOp::Record(_))))
 }
 
 /// The agent a loop command names with `agent`, if any.

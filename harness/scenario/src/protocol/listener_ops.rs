@@ -1,7 +1,7 @@
 //! Scripted `system-prompt/assemble` listeners: the ops that edit the
-//! assembly they are handed ([`ListenerOp`]), and the shapes of an
-//! assembly's entries, tools and variables, which results share
-//! ([`super::result`]).
+//! assembly they are handed ([`ListenerOp`]) or record what it holds
+//! ([`AssemblyRecordField`]), and the shapes of an assembly's entries, tools
+//! and variables, which results share ([`super::result`]).
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -66,6 +66,45 @@ pub enum ListenerOp {
     WaitForAbort,
     /// Loop level: wait this many virtual milliseconds, ignoring the signal.
     SleepMs(u64),
+    /// Append one entry to the command's records: `{listener, call}` plus
+    /// each named field of `current` as it is at this point (before `next`,
+    /// the assembly the listener received; after it, what `next` returned),
+    /// in the order given. The loop listeners' `record`, for an assembly.
+    Record(Vec<AssemblyRecordField>),
+}
+
+/// A field of the assembly a listener holds, as a `record` op writes it:
+/// in the shape the `assemble` step's expectation of the same name reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AssemblyRecordField {
+    /// `sections`, each `{name, text?}` (no `text` when it is `undefined`).
+    Sections,
+    /// `contexts`, each `{name, text?}`.
+    Contexts,
+    /// `tools`, each `{name, description?, parameters?}`.
+    Tools,
+    /// The tools' names, in order.
+    ToolNames,
+    /// `variables`, an object in its own-key order; an `undefined` value is
+    /// `{undefined: true}`.
+    Variables,
+    /// The object's other own fields, an object (`{}` when there are none).
+    Extra,
+}
+
+impl AssemblyRecordField {
+    /// The JSON key the field is recorded under.
+    pub fn key(self) -> &'static str {
+        match self {
+            AssemblyRecordField::Sections => "sections",
+            AssemblyRecordField::Contexts => "contexts",
+            AssemblyRecordField::Tools => "tools",
+            AssemblyRecordField::ToolNames => "tool_names",
+            AssemblyRecordField::Variables => "variables",
+            AssemblyRecordField::Extra => "extra",
+        }
+    }
 }
 
 /// A new assembly object built by a listener.
@@ -191,4 +230,40 @@ pub enum VariableValue {
         /// Must be true.
         undefined: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_reads_its_fields_by_the_expectation_keys() {
+        let op: ListenerOp =
+            serde_json::from_value(serde_json::json!({"record": ["tool_names", "extra"]})).unwrap();
+        assert_eq!(
+            op,
+            ListenerOp::Record(vec![
+                AssemblyRecordField::ToolNames,
+                AssemblyRecordField::Extra
+            ])
+        );
+        let keys = [
+            AssemblyRecordField::Sections,
+            AssemblyRecordField::Contexts,
+            AssemblyRecordField::Tools,
+            AssemblyRecordField::ToolNames,
+            AssemblyRecordField::Variables,
+            AssemblyRecordField::Extra,
+        ]
+        .map(|field| (field.key(), serde_json::to_value(field).unwrap()));
+        for (key, serialized) in keys {
+            assert_eq!(
+                serialized,
+                Value::from(key),
+                "{key} is written as it is read"
+            );
+        }
+        let unknown = serde_json::from_value::<ListenerOp>(serde_json::json!({"record": ["turn"]}));
+        assert!(unknown.is_err(), "a loop field is no assembly field");
+    }
 }

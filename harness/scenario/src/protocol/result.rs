@@ -63,6 +63,10 @@ pub struct Observation {
     /// Provider and listener evaluations during the command, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub journal: Vec<String>,
+    /// What `record` ops of `system-prompt/assemble` listeners recorded
+    /// during the command, in order: each `{listener, call, <field>...}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<Value>,
     /// What the command returned, for commands that read a value
     /// (`read_session`, `canonical_header`, `header_equals`).
     #[serde(skip_serializing_if = "Option::is_none")]
