@@ -266,27 +266,33 @@ fn same_seed_gives_identical_client_observations() {
     );
 }
 
+/// The one-way latency of [`timeout_sim`]'s network.
+const TIMEOUT_LATENCY: Duration = Duration::from_millis(5);
+
+/// A provider with these limits served on a simulated network whose every
+/// message takes exactly [`TIMEOUT_LATENCY`], so a timeout's virtual time is exact.
+fn timeout_sim(limits: mock_provider::ServerLimits) -> (MockProvider, turmoil::Sim<'static>) {
+    let provider =
+        MockProvider::with_limits(Script::new(vec![ScriptEntry::content(["x"])]), limits).unwrap();
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(3)
+        .min_message_latency(TIMEOUT_LATENCY)
+        .max_message_latency(TIMEOUT_LATENCY)
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    add_server(&mut sim, &provider);
+    (provider, sim)
+}
+
 #[test]
 fn header_read_timeout_closes_a_silent_connection_in_virtual_time() {
     use mock_provider::ServerLimits;
     use tokio::io::AsyncReadExt;
 
-    const LATENCY: Duration = Duration::from_millis(5);
-    let provider = MockProvider::with_limits(
-        Script::new(vec![ScriptEntry::content(["x"])]),
-        ServerLimits {
-            header_read_timeout_ms: Some(5_000),
-            ..ServerLimits::default()
-        },
-    )
-    .unwrap();
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(3)
-        .min_message_latency(LATENCY)
-        .max_message_latency(LATENCY)
-        .simulation_duration(Duration::from_secs(60))
-        .build();
-    add_server(&mut sim, &provider);
+    let (provider, mut sim) = timeout_sim(ServerLimits {
+        header_read_timeout_ms: Some(5_000),
+        ..ServerLimits::default()
+    });
     let closed_at = Arc::new(Mutex::new(None));
     let client_closed_at = closed_at.clone();
     sim.client("client", async move {
@@ -304,7 +310,7 @@ fn header_read_timeout_closes_a_silent_connection_in_virtual_time() {
     let waited = closed_at - connected_at;
     // The server's timer starts when it accepts (the moment the client's connect
     // completes) and its close reaches the client one latency later.
-    assert_eq!(waited, Duration::from_secs(5) + LATENCY);
+    assert_eq!(waited, Duration::from_secs(5) + TIMEOUT_LATENCY);
     assert_eq!(provider.request_count(), 0);
 }
 
@@ -313,22 +319,10 @@ fn body_read_timeout_answers_408_to_a_trickled_body_in_virtual_time() {
     use mock_provider::ServerLimits;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    const LATENCY: Duration = Duration::from_millis(5);
-    let provider = MockProvider::with_limits(
-        Script::new(vec![ScriptEntry::content(["x"])]),
-        ServerLimits {
-            body_read_timeout_ms: Some(5_000),
-            ..ServerLimits::default()
-        },
-    )
-    .unwrap();
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(3)
-        .min_message_latency(LATENCY)
-        .max_message_latency(LATENCY)
-        .simulation_duration(Duration::from_secs(60))
-        .build();
-    add_server(&mut sim, &provider);
+    let (provider, mut sim) = timeout_sim(ServerLimits {
+        body_read_timeout_ms: Some(5_000),
+        ..ServerLimits::default()
+    });
     let answered = Arc::new(Mutex::new(None));
     let client_answered = answered.clone();
     sim.client("client", async move {
@@ -366,7 +360,7 @@ fn body_read_timeout_answers_408_to_a_trickled_body_in_virtual_time() {
     let (waited, answer) = answered.lock().unwrap().take().expect("client finished");
     // The head reaches the server one latency after it was sent; the deadline
     // runs from there, and the answer takes one latency back.
-    assert_eq!(waited, Duration::from_secs(5) + 2 * LATENCY);
+    assert_eq!(waited, Duration::from_secs(5) + 2 * TIMEOUT_LATENCY);
     let answer = String::from_utf8(answer).unwrap();
     assert!(
         answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),

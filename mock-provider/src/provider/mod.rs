@@ -164,13 +164,7 @@ impl MockProvider {
             "request_too_large",
             None,
         );
-        let request = IncomingRequest {
-            method,
-            path,
-            headers,
-            body: Bytes::new(),
-        };
-        self.lock().log_request(request, handled)
+        self.log_without_body(method, path, headers, handled)
     }
 
     /// Answer a request whose body could not be read to its end (the client
@@ -188,13 +182,7 @@ impl MockProvider {
             "invalid_request_body",
             None,
         );
-        let request = IncomingRequest {
-            method,
-            path,
-            headers,
-            body: Bytes::new(),
-        };
-        self.lock().log_request(request, handled)
+        self.log_without_body(method, path, headers, handled)
     }
 
     /// Answer a request whose body did not arrive whole within
@@ -218,6 +206,18 @@ impl MockProvider {
             .plan
             .headers
             .push(("connection".to_owned(), "close".to_owned()));
+        self.log_without_body(method, path, headers, handled)
+    }
+
+    /// Log a request whose body was never read whole, with an empty body,
+    /// and answer it with `handled`.
+    fn log_without_body(
+        &self,
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+        handled: Handled,
+    ) -> ResponsePlan {
         let request = IncomingRequest {
             method,
             path,

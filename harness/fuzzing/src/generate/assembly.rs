@@ -449,16 +449,8 @@ impl Generator {
     /// One to three fields for a `record` op, in a random order (repeats
     /// allowed: a repeated field is recorded once, where it first stands).
     fn record_fields(&mut self) -> Vec<AssemblyRecordField> {
-        const FIELDS: [AssemblyRecordField; 6] = [
-            AssemblyRecordField::Sections,
-            AssemblyRecordField::Contexts,
-            AssemblyRecordField::Tools,
-            AssemblyRecordField::ToolNames,
-            AssemblyRecordField::Variables,
-            AssemblyRecordField::Extra,
-        ];
         (0..=self.rng.below(3))
-            .map(|_| *self.rng.pick(&FIELDS))
+            .map(|_| *self.rng.pick(&AssemblyRecordField::ALL))
             .collect()
     }
 

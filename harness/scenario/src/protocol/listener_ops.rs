@@ -94,6 +94,16 @@ pub enum AssemblyRecordField {
 }
 
 impl AssemblyRecordField {
+    /// Every field, in declaration order.
+    pub const ALL: [AssemblyRecordField; 6] = [
+        AssemblyRecordField::Sections,
+        AssemblyRecordField::Contexts,
+        AssemblyRecordField::Tools,
+        AssemblyRecordField::ToolNames,
+        AssemblyRecordField::Variables,
+        AssemblyRecordField::Extra,
+    ];
+
     /// The JSON key the field is recorded under.
     pub fn key(self) -> &'static str {
         match self {
@@ -247,15 +257,8 @@ mod tests {
                 AssemblyRecordField::Extra
             ])
         );
-        let keys = [
-            AssemblyRecordField::Sections,
-            AssemblyRecordField::Contexts,
-            AssemblyRecordField::Tools,
-            AssemblyRecordField::ToolNames,
-            AssemblyRecordField::Variables,
-            AssemblyRecordField::Extra,
-        ]
-        .map(|field| (field.key(), serde_json::to_value(field).unwrap()));
+        let keys = AssemblyRecordField::ALL
+            .map(|field| (field.key(), serde_json::to_value(field).unwrap()));
         for (key, serialized) in keys {
             assert_eq!(
                 serialized,
