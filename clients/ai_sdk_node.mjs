@@ -11,27 +11,17 @@
 // waiting `Retry-After` where the server sends one, and never retries a 400.
 import { APICallError, generateText, jsonSchema, streamText, tool } from "ai";
 import { createDeepSeek } from "@ai-sdk/deepseek";
+import { MODEL, SYSTEM, WEATHER_TOOL, emit } from "./session.mjs";
 
 const deepseek = createDeepSeek({ baseURL: process.argv[2], apiKey: "sk-dshc-test" });
-const MODEL = "deepseek-v4-flash";
-const SYSTEM =
-  "You are a weather assistant for travellers. Answer in one short sentence. " +
-  "Use the get_weather tool for every city the user names, one call per city, " +
-  "and never guess a forecast. If a city is ambiguous, ask which one is meant. " +
-  "Report temperatures in Celsius and mention rain when the forecast has any.";
 // No `execute`: the SDK stops at the calls, and the driver answers them.
 const TOOLS = {
-  get_weather: tool({
-    description: "The current weather of one city.",
-    inputSchema: jsonSchema({
-      type: "object",
-      properties: { city: { type: "string", description: "City name" } },
-      required: ["city"],
-    }),
+  [WEATHER_TOOL.name]: tool({
+    description: WEATHER_TOOL.description,
+    inputSchema: jsonSchema(WEATHER_TOOL.parameters),
   }),
 };
 
-const emit = (testCase, fields) => console.log(JSON.stringify({ case: testCase, ...fields }));
 
 // The SDK's usage without `raw` (the provider's own body, not a surfaced value).
 const usageOf = ({ raw: _raw, ...usage }) => usage;

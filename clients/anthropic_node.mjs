@@ -4,31 +4,16 @@
 // printed as one JSON line of what the client surfaced. The assertions live
 // in the Rust test that runs this (harness/cli/tests/it/real_clients.rs).
 import Anthropic from "@anthropic-ai/sdk";
+import { MODEL, SYSTEM, WEATHER_TOOL, emit } from "./session.mjs";
 
 const client = new Anthropic({ baseURL: `${process.argv[2]}/anthropic`, apiKey: "sk-dshc-test" });
-const MODEL = "deepseek-v4-flash";
-const SYSTEM =
-  "You are a weather assistant for travellers. Answer in one short sentence. " +
-  "Use the get_weather tool for every city the user names, one call per city, " +
-  "and never guess a forecast. If a city is ambiguous, ask which one is meant. " +
-  "Report temperatures in Celsius and mention rain when the forecast has any.";
-const TOOLS = [
-  {
-    name: "get_weather",
-    description: "The current weather of one city.",
-    input_schema: {
-      type: "object",
-      properties: { city: { type: "string", description: "City name" } },
-      required: ["city"],
-    },
-  },
-];
+const { parameters: input_schema, ...weather } = WEATHER_TOOL;
+const TOOLS = [{ ...weather, input_schema }];
 const EVENT_TYPES = new Set([
   "message_start", "content_block_start", "content_block_delta",
   "content_block_stop", "message_delta", "message_stop",
 ]);
 
-const emit = (testCase, fields) => console.log(JSON.stringify({ case: testCase, ...fields }));
 
 // What a final message carries: its blocks by kind, stop reason, usage.
 function surfaced(message, events) {

@@ -2,30 +2,10 @@
 // case, each printed as one JSON line of what the client surfaced. The
 // assertions live in the Rust test that runs this (harness/cli/tests/it/real_clients.rs).
 import OpenAI from "openai";
+import { MODEL, OPENAI_TOOLS as TOOLS, SYSTEM, emit } from "./session.mjs";
 
 const client = new OpenAI({ baseURL: process.argv[2], apiKey: "sk-dshc-test" });
-const MODEL = "deepseek-v4-flash";
-const SYSTEM =
-  "You are a weather assistant for travellers. Answer in one short sentence. " +
-  "Use the get_weather tool for every city the user names, one call per city, " +
-  "and never guess a forecast. If a city is ambiguous, ask which one is meant. " +
-  "Report temperatures in Celsius and mention rain when the forecast has any.";
-const TOOLS = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "The current weather of one city.",
-      parameters: {
-        type: "object",
-        properties: { city: { type: "string", description: "City name" } },
-        required: ["city"],
-      },
-    },
-  },
-];
 
-const emit = (testCase, fields) => console.log(JSON.stringify({ case: testCase, ...fields }));
 
 async function stream(messages, options = {}) {
   const seen = {

@@ -11,32 +11,12 @@
 // seconds or `Retry-After`, whichever is longer, and never retries a 400.
 import { ChatDeepSeek } from "@langchain/deepseek";
 import { HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { MODEL, OPENAI_TOOLS as TOOLS, SYSTEM, emit } from "../session.mjs";
 
 const BASE_URL = process.argv[2];
-const MODEL = "deepseek-v4-flash";
 const chat = (fields = {}) =>
   new ChatDeepSeek({ model: MODEL, apiKey: "sk-dshc-test", configuration: { baseURL: BASE_URL }, ...fields });
-const SYSTEM =
-  "You are a weather assistant for travellers. Answer in one short sentence. " +
-  "Use the get_weather tool for every city the user names, one call per city, " +
-  "and never guess a forecast. If a city is ambiguous, ask which one is meant. " +
-  "Report temperatures in Celsius and mention rain when the forecast has any.";
-const TOOLS = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "The current weather of one city.",
-      parameters: {
-        type: "object",
-        properties: { city: { type: "string", description: "City name" } },
-        required: ["city"],
-      },
-    },
-  },
-];
 
-const emit = (testCase, fields) => console.log(JSON.stringify({ case: testCase, ...fields }));
 
 // What one finished message carries, as LangChain surfaces it.
 const surfaced = (message) => ({
