@@ -9,7 +9,7 @@
 //   node mutation/summarize.mjs [--check] [--strict]
 //
 // --check writes nothing and fails when REPORT.md is not what it would write.
-import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -121,7 +121,10 @@ function main() {
   if (check) {
     if (!existsSync(out) || readFileSync(out, 'utf8') !== text) problems.push('mutation/REPORT.md is stale: run node mutation/summarize.mjs');
   } else {
-    writeFileSync(out, text);
+    // A temporary file renamed over the old report: a failed write never
+    // leaves a truncated REPORT.md.
+    writeFileSync(`${out}.new`, text);
+    renameSync(`${out}.new`, out);
   }
   if (strict) problems.push(...missed);
   else if (missed.length) console.error(`${missed.length} survivor(s) classified missed: gaps still to close (--strict fails on them)`);
