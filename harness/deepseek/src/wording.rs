@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use dshc_model::js::is_js_space;
+use dshc_model::js::{is_js_space, is_line_terminator_unit};
 
 /// A character class.
 #[derive(Clone, Copy)]
@@ -107,10 +107,7 @@ fn step(node: &Node, text: &[u16], from: &[usize]) -> Vec<usize> {
             Node::Dots(max) => {
                 out.push(at);
                 let mut end = at;
-                while end - at < *max
-                    && text
-                        .get(end)
-                        .is_some_and(|&u| !matches!(u, 0x0A | 0x0D | 0x2028 | 0x2029))
+                while end - at < *max && text.get(end).is_some_and(|&u| !is_line_terminator_unit(u))
                 {
                     end += 1;
                     out.push(end);

@@ -316,6 +316,19 @@ pub fn is_js_space(c: char) -> bool {
     )
 }
 
+/// A JavaScript line terminator (ECMAScript's *LineTerminator*: LF, CR, LS,
+/// PS): what a regular expression's `.` does not match and what `\n`-style
+/// splitting treats as the end of a line.
+pub fn is_line_terminator(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
+}
+
+/// [`is_line_terminator`] over one UTF-16 code unit (every line terminator
+/// is a single unit).
+pub fn is_line_terminator_unit(unit: u16) -> bool {
+    char::from_u32(u32::from(unit)).is_some_and(is_line_terminator)
+}
+
 /// `StringToNumber`: decimal, `0x`/`0o`/`0b` integers, `Infinity`, and
 /// surrounding `\s` ignored; anything else is `NaN`.
 pub fn string_to_number(text: &str) -> f64 {

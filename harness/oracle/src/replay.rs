@@ -142,6 +142,20 @@ pub fn wire_body_at(
     serialize_request(&request, defaults).map_err(ReplayError::Serialize)
 }
 
+/// The wire body of every request a log alone rebuilds, in dispatch order,
+/// each with its dispatch point (the seq it was sent before): what `dshc
+/// replay` prints and `dshc cache-report` compares. The session id travels
+/// in an HTTP header, not in the body, so one id serves the whole log.
+pub fn rebuilt_wire_bodies<'a>(
+    events: &'a [Event],
+    session_id: &'a str,
+    defaults: &'a DeepSeekDefaults,
+) -> impl Iterator<Item = (usize, Result<Value, ReplayError>)> + 'a {
+    dispatch_points(events)
+        .into_iter()
+        .map(move |point| (point, wire_body_at(&events[..point], session_id, defaults)))
+}
+
 /// Dispatch points recoverable from a log alone: the position of the first
 /// chunk of each attempt (an attempt ends with its `finish` chunk). An
 /// attempt aborted before its first chunk leaves no trace and is not found.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use dshc_oracle::cache_report::{CacheReport, report, report_run};
-use dshc_oracle::replay::{dispatch_points, read_log, wire_body_at};
+use dshc_oracle::replay::{read_log, rebuilt_wire_bodies};
 use dshc_scenario::data_file::{DataFileError, read_text};
 use dshc_scenario::protocol::ProviderRequest;
 use serde_json::Value;
@@ -91,8 +91,8 @@ fn report_of_log(path: &std::path::Path) -> anyhow::Result<CacheReport> {
     let events = read_log(&text).map_err(|e| DataFileError::new(path, e.to_string()))?;
     let defaults = dshc_deepseek::DeepSeekDefaults::default();
     let mut requests = Vec::new();
-    for point in dispatch_points(&events) {
-        let body = wire_body_at(&events[..point], "replayed", &defaults).map_err(|error| {
+    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &defaults) {
+        let body = body.map_err(|error| {
             DataFileError::new(
                 path,
                 format!("the request before seq {point} cannot be rebuilt: {error}"),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use dshc_oracle::replay::{dispatch_points, read_log, wire_body_at};
+use dshc_oracle::replay::{read_log, rebuilt_wire_bodies};
 use dshc_scenario::data_file::{DataFileError, read_text};
 
 use crate::Exit;
@@ -26,10 +26,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             format!("the log's surface does not fold: {}", error.message),
         )
     })?;
-    // The session id travels in an HTTP header, not in the body.
     let defaults = dshc_deepseek::DeepSeekDefaults::default();
-    for point in dispatch_points(&events) {
-        match wire_body_at(&events[..point], "replayed", &defaults) {
+    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &defaults) {
+        match body {
             Ok(body) => crate::out!("{body}"),
             Err(error) => {
                 eprintln!("error: the request before seq {point} cannot be rebuilt: {error}");

@@ -27,6 +27,12 @@ for (let cp = 0; cp <= 0xffff; cp++) {
   if (cp >= 0xd800 && cp <= 0xdfff) continue;
   if (/\s/u.test(String.fromCodePoint(cp))) spaces.push(cp);
 }
+// What `.` with the `u` flag refuses: the line terminators.
+const lineTerminators = [];
+for (let cp = 0; cp <= 0xffff; cp++) {
+  if (cp >= 0xd800 && cp <= 0xdfff) continue;
+  if (!/^.$/u.test(String.fromCodePoint(cp))) lineTerminators.push(cp);
+}
 
 // The shape upstream iterates with (`for (const x of chunk.choices ?? [])`):
 // V8 words the error after the expression, so the vectors use the same one.
@@ -57,6 +63,7 @@ const out = {
   cmp_utf16: pairs.map(([a, b]) => [a, b, a < b ? -1 : a > b ? 1 : 0]),
   slice_utf16: slices.map(([s, a, b]) => [s, a, b, s.slice(a, b).replace(/[\uD800-\uDFFF]/gu, '\uFFFD')]),
   js_space_code_points: spaces,
+  line_terminator_code_points: lineTerminators,
   iterate_errors: [[5, iterationErrors[0]], [1e-7, iterationErrors[1]], [true, iterationErrors[2]], [{ a: 1 }, iterationErrors[3]]],
 };
 process.stdout.write(JSON.stringify(out, null, 1) + '\n');

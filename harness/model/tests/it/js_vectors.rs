@@ -157,6 +157,26 @@ fn the_whitespace_set_is_javascripts_backslash_s() {
 }
 
 #[test]
+fn line_terminators_are_what_a_javascript_dot_refuses() {
+    let vectors = vectors();
+    let expected: Vec<u32> = rows(&vectors, "line_terminator_code_points")
+        .iter()
+        .map(|cp| cp.as_u64().unwrap() as u32)
+        .collect();
+    let actual: Vec<u32> = (0..=0xFFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| js::is_line_terminator(*c))
+        .map(u32::from)
+        .collect();
+    assert_eq!(actual, expected);
+    let units: Vec<u32> = (0..=0xFFFF_u16)
+        .filter(|u| js::is_line_terminator_unit(*u))
+        .map(u32::from)
+        .collect();
+    assert_eq!(units, expected);
+}
+
+#[test]
 fn iterating_a_non_iterable_throws_v8s_text() {
     let vectors = vectors();
     for row in rows(&vectors, "iterate_errors") {

@@ -8,7 +8,7 @@
 //! themselves are split by what they look at: `commands` (each command,
 //! and the default ids it fills), `expect` (the expectations' patterns)
 //! and `world` (a loop case's world). Every refusal goes through one
-//! `fail` call, so `tests/refusals.rs` can count them.
+//! `fail` call, so `tests/it/refusals.rs` can count them.
 
 mod commands;
 mod expect;

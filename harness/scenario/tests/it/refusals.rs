@@ -313,12 +313,12 @@ const REFUSALS: &[Refusal] = &[
 
 /// The sources the refusals live in, by path below `src/`.
 const SOURCES: &[(&str, &str)] = &[
-    (COMMANDS, include_str!("../src/compile/commands.rs")),
-    (EXPECT, include_str!("../src/compile/expect.rs")),
-    (MOD, include_str!("../src/compile/mod.rs")),
-    (WORLD, include_str!("../src/compile/world.rs")),
-    (LOAD, include_str!("../src/load.rs")),
-    (PROVIDERS, include_str!("../src/protocol/providers.rs")),
+    (COMMANDS, include_str!("../../src/compile/commands.rs")),
+    (EXPECT, include_str!("../../src/compile/expect.rs")),
+    (MOD, include_str!("../../src/compile/mod.rs")),
+    (WORLD, include_str!("../../src/compile/world.rs")),
+    (LOAD, include_str!("../../src/load.rs")),
+    (PROVIDERS, include_str!("../../src/protocol/providers.rs")),
 ];
 
 fn crate_dir() -> &'static Path {
