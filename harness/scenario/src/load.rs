@@ -259,9 +259,18 @@ fn check_format(path: &Path, source: &str) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// What the TOML reader's nesting limit (reported without a place) means for
+/// a scenario.
+pub(crate) fn nesting_limit_message(parser_message: &str) -> String {
+    format!(
+        "nested deeper than the TOML reader allows ({parser_message}): a dotted key, table or \
+         array this deep is not a scenario"
+    )
+}
+
 /// The first line with the most nesting (dots of a dotted key, brackets and
 /// braces), and its column 1: where a nesting limit was reached.
-fn deepest_line(source: &str) -> (usize, usize) {
+pub(crate) fn deepest_line(source: &str) -> (usize, usize) {
     let depth = |line: &str| {
         line.chars()
             .filter(|c| matches!(c, '.' | '[' | '{'))
@@ -313,10 +322,7 @@ pub fn parse_scenario(path: &Path, source: &str) -> Result<LoadedScenario, LoadE
                     path: path.to_path_buf(),
                     line: Some(line),
                     column: Some(column),
-                    message: format!(
-                        "nested deeper than the TOML reader allows ({message}): a dotted key, \
-                         table or array this deep is not a scenario{advice}"
-                    ),
+                    message: format!("{}{advice}", nesting_limit_message(message)),
                 };
             }
             return LoadError {

@@ -221,15 +221,24 @@ fn rename(table: &mut dyn toml_edit::TableLike, from: &str, to: &str) {
 
 /// Rewrite format 1 text as format 2.
 pub fn migrate(source: &str) -> Result<String, MigrateError> {
-    let mut document: DocumentMut =
-        source
-            .parse()
-            .map_err(|error: toml_edit::TomlError| MigrateError::Toml {
-                position: error
-                    .span()
-                    .map(|span| crate::load::line_column(source, span.start)),
-                message: error.message().trim_end().to_string(),
-            })?;
+    let mut document: DocumentMut = source.parse().map_err(|error: toml_edit::TomlError| {
+        let message = error.message().trim_end();
+        match error.span() {
+            Some(span) => MigrateError::Toml {
+                position: Some(crate::load::line_column(source, span.start)),
+                message: message.to_string(),
+            },
+            // The nesting limit comes without a place, as in `load`.
+            None if message.contains("recursion limit") => MigrateError::Toml {
+                position: Some(crate::load::deepest_line(source)),
+                message: crate::load::nesting_limit_message(message),
+            },
+            None => MigrateError::Toml {
+                position: None,
+                message: message.to_string(),
+            },
+        }
+    })?;
     match document.get("format").and_then(Item::as_integer) {
         Some(1) => {}
         other => {
@@ -335,6 +344,19 @@ mod tests {
         // Inside a value compared whole, the key stays literal: no refusal.
         let wrapped = literal.replace("expect.error = { \"$contains\" = \"x\" }\n", "");
         assert!(migrate(&wrapped).is_ok());
+    }
+
+    #[test]
+    fn a_key_nested_past_the_parsers_limit_is_placed_as_load_places_it() {
+        let deep = format!("{}b = 1", "a.".repeat(20_000));
+        let source = format!("format = 1\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n{deep}\n");
+        match migrate(&source) {
+            Err(MigrateError::Toml { position, message }) => {
+                assert_eq!(position, Some((4, 1)), "{message}");
+                assert!(message.starts_with("nested deeper than the TOML reader allows"));
+            }
+            other => panic!("expected a positioned TOML error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -527,7 +527,21 @@ impl Matcher {
                         self.regexes.insert(source.clone(), regex.clone());
                         Operator::Regex(regex)
                     }
-                    Err(_) => return Err(malformed(operator, argument, actual, path)),
+                    Err(error) => {
+                        // The regex crate words a syntax error over several
+                        // lines, the cause last.
+                        let text = error.to_string();
+                        let cause = text.lines().last().unwrap_or_default();
+                        let cause = cause.strip_prefix("error: ").unwrap_or(cause);
+                        let wanted = format!(
+                            "$regex {} (captured by `$ref` {name:?}: not a valid regex: {cause})",
+                            show(Some(argument))
+                        );
+                        return Err(Miss {
+                            broken: true,
+                            ..miss(path, wanted, actual)
+                        });
+                    }
                 },
             },
             _ => match Operator::parse(operator, argument, "") {

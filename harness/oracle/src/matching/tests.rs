@@ -445,5 +445,8 @@ fn not_does_not_invert_a_broken_expectation() {
             Some(&json!("(")),
         )
         .unwrap_err();
-    assert_eq!(miss.expected, "$regex \"(\"");
+    assert_eq!(
+        miss.expected,
+        "$regex \"(\" (captured by `$ref` \"bad\": not a valid regex: unclosed group)"
+    );
 }
