@@ -73,6 +73,10 @@ const MUTATIONS: &[(&str, &str)] = &[
         "loop-errors-unlogged",
         "never reports live agent/error events",
     ),
+    (
+        "loop-request-tools-reversed",
+        "sends a request's tool schemas in reverse order",
+    ),
 ];
 
 fn main() -> std::process::ExitCode {
@@ -136,6 +140,14 @@ fn mutated_line(mutation: &str, line: &[u8]) -> Vec<u8> {
     let Ok(mut reply) = serde_json::from_slice::<Value>(line) else {
         return line.to_vec();
     };
+    // What the provider receives is observed by dshc itself, on the
+    // virtual-time bridge: a request bug is planted in the request.
+    if let Some(request) = reply.get_mut("provider_request") {
+        if mutation == "loop-request-tools-reversed" && reversed_tools(request) {
+            return serde_json::to_vec(&reply).unwrap_or_else(|_| line.to_vec());
+        }
+        return line.to_vec();
+    }
     let Some(result) = reply.get_mut("result") else {
         return line.to_vec();
     };
@@ -173,6 +185,26 @@ fn mutate(mutation: &str, result: &mut CaseResult) {
             _ => {}
         }
     }
+}
+
+/// Reverse the `tools` of a `provider_request`'s JSON body (a string);
+/// whether there was a body with tools to reverse.
+fn reversed_tools(request: &mut Value) -> bool {
+    let Some(text) = request.get("body").and_then(Value::as_str) else {
+        return false;
+    };
+    let Ok(mut body) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    if tools.len() < 2 {
+        return false;
+    }
+    tools.reverse();
+    request["body"] = Value::String(body.to_string());
+    true
 }
 
 fn mutate_error(mutation: &str, error: &mut ObservedError) {

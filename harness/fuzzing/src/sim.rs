@@ -216,7 +216,7 @@ pub fn write_session(
         "Found by `dshc sim --seed {seed} --session {session}` and shrunk. Violations:\n{}\n{asserts}",
         listed.join("\n")
     ));
-    let text = toml::to_string_pretty(&scenario)?;
+    let text = dshc_scenario::write::scenario_text(&scenario)?;
     if judged {
         let loaded = regression::load_back(&dir.join(format!("{stem}.toml")), &text)?;
         let (outcome, _) = check_twice(&loaded, &mut Reference);

@@ -9,7 +9,8 @@
 //! - [`schema`]: the committed JSON Schemas of both.
 //!
 //! - [`data_file`]: the other data files dshc reads (catalogs, expected
-//!   failures, scripts, logs), with the same positioned errors.
+//!   failures, scripts, logs), with the same positioned errors;
+//! - [`write`]: scenario files as dshc writes them.
 //!
 //! Nothing here runs anything: the reference (`dshc-reference`), the judge
 //! (`dshc-oracle`), the simulator (`dshc-fuzzing`) and supervision
@@ -23,3 +24,4 @@ pub mod migrate;
 pub mod pattern;
 pub mod protocol;
 pub mod schema;
+pub mod write;

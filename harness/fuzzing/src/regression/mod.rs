@@ -118,7 +118,7 @@ pub fn write_verified(
     let mut scenario = pinned.scenario;
     scenario.title = found.title.clone();
     scenario.description = Some(description(found, &pinned.asserted, &pinned.unpinned));
-    let source = toml::to_string_pretty(&scenario)?;
+    let source = dshc_scenario::write::scenario_text(&scenario)?;
     let path = dir.join(format!("{}.toml", found.stem));
     let leaves: Vec<Leaf> = found
         .differences
