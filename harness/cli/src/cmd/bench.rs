@@ -2,7 +2,7 @@
 //! fixtures, measured side by side in one run, with a JSON report a CI job
 //! compares against a committed baseline, and charts of it (`--report-dir`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use dshc_reference::bench::fixture::{Fixture, load_fixture, load_fixture_dir};
@@ -65,6 +65,12 @@ pub struct Args {
     /// `--max-instruction-regression-percent` above its baseline fails.
     #[arg(long, value_name = "FILE", requires = "instructions")]
     instruction_baseline: Option<PathBuf>,
+    /// With `--instructions`: also count the simulator's instructions per
+    /// executed step, the row `sim`: `dshc sim --seed 1 -j 1` over N
+    /// sessions and over 2N, their difference divided by the executed steps
+    /// of the sessions added (each session runs twice).
+    #[arg(long, value_name = "N", requires = "instructions")]
+    sim_sessions: Option<u64>,
     /// How much above its baseline an instruction count may be, in percent.
     #[arg(long, default_value_t = 10.0)]
     max_instruction_regression_percent: f64,
@@ -326,30 +332,21 @@ fn count_instructions(args: &Args, fixtures: &[Fixture]) -> anyhow::Result<Exit>
     for fixture in fixtures {
         let path = fixture_path(args, fixture);
         let count = |iterations: u32| -> anyhow::Result<u64> {
+            let mut command = vec!["bench".into(), "--batches".into(), "1".into()];
+            command.extend(["--iterations".into(), iterations.to_string().into()]);
+            command.extend(["--fixture".into(), path.clone().into_os_string()]);
             let out = scratch.join(format!("{}-{iterations}.out", fixture.id));
-            let status = std::process::Command::new("valgrind")
-                .arg("--tool=callgrind")
-                .arg(format!("--callgrind-out-file={}", out.display()))
-                .arg(&exe)
-                .args(["bench", "--batches", "1", "--iterations"])
-                .arg(iterations.to_string())
-                .arg("--fixture")
-                .arg(&path)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .context("cannot run valgrind (is it installed?)")?;
-            anyhow::ensure!(status.success(), "valgrind failed on {}", fixture.id);
-            let text = std::fs::read_to_string(&out)?;
-            text.lines()
-                .find_map(|line| line.strip_prefix("summary:"))
-                .and_then(|total| total.split_whitespace().next()?.parse().ok())
-                .with_context(|| format!("no instruction total in {}", out.display()))
+            Ok(callgrind(&exe, &command, &out)?.0)
         };
         let once = count(args.iterations)?;
         let twice = count(args.iterations * 2)?;
         let per_step = twice.saturating_sub(once) / u64::from(args.iterations);
         report.per_step.insert(fixture.id.clone(), per_step);
+    }
+    if let Some(sessions) = args.sim_sessions {
+        report
+            .per_step
+            .insert("sim".into(), sim_instructions(&exe, &scratch, sessions)?);
     }
     let _ = std::fs::remove_dir_all(&scratch);
     let baseline: Option<InstructionReport> = match &args.instruction_baseline {
@@ -389,6 +386,77 @@ fn count_instructions(args: &Args, fixtures: &[Fixture]) -> anyhow::Result<Exit>
         .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(if broken { Exit::Failed } else { Exit::Passed })
+}
+
+/// Instructions per executed step of `dshc sim --seed 1 -j 1`: the
+/// sessions `sessions..2 * sessions` alone, as the difference of two runs.
+fn sim_instructions(exe: &Path, scratch: &Path, sessions: u64) -> anyhow::Result<u64> {
+    let count = |sessions: u64| -> anyhow::Result<(u64, u64)> {
+        let command: Vec<std::ffi::OsString> = ["sim", "--seed", "1", "-j", "1", "--sessions"]
+            .into_iter()
+            .map(Into::into)
+            .chain([sessions.to_string().into()])
+            .collect();
+        let out = scratch.join(format!("sim-{sessions}.out"));
+        let (instructions, stdout) = callgrind(exe, &command, &out)?;
+        // `N sessions, S steps, ...`: every session runs twice.
+        let steps: u64 = stdout
+            .lines()
+            .find_map(|line| {
+                line.split_once(" sessions, ")?
+                    .1
+                    .split_once(" steps")?
+                    .0
+                    .parse()
+                    .ok()
+            })
+            .with_context(|| format!("no step count in the output of dshc sim:\n{stdout}"))?;
+        Ok((instructions, 2 * steps))
+    };
+    anyhow::ensure!(sessions > 0, "--sim-sessions must be at least 1");
+    let (once, once_steps) = count(sessions)?;
+    let (twice, twice_steps) = count(sessions * 2)?;
+    let added_steps = twice_steps.saturating_sub(once_steps);
+    anyhow::ensure!(
+        added_steps > 0,
+        "sessions {sessions}..{} executed no step",
+        sessions * 2
+    );
+    Ok(twice.saturating_sub(once) / added_steps)
+}
+
+/// Run this dshc with `command` under callgrind: the instruction total and
+/// what it printed.
+fn callgrind(
+    exe: &Path,
+    command: &[std::ffi::OsString],
+    out: &Path,
+) -> anyhow::Result<(u64, String)> {
+    let output = std::process::Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(exe)
+        .args(command)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .context("cannot run valgrind (is it installed?)")?;
+    anyhow::ensure!(
+        output.status.success(),
+        "valgrind failed on dshc {}",
+        command
+            .iter()
+            .map(|part| part.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let text = std::fs::read_to_string(out)?;
+    let total = text
+        .lines()
+        .find_map(|line| line.strip_prefix("summary:"))
+        .and_then(|total| total.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("no instruction total in {}", out.display()))?;
+    Ok((total, String::from_utf8_lossy(&output.stdout).into_owned()))
 }
 
 /// The file a fixture was loaded from.
