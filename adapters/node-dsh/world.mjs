@@ -10,7 +10,7 @@
 
 import { Context } from '@deepseek-ai/cordis'
 import { createScope, bindScopeParent } from '@deepseek-ai/dsh-scope'
-import { canonicalHeader, headerEquals } from '@deepseek-ai/dsh-session'
+import { canonicalHeader, foldRequestHeader, headerEquals } from '@deepseek-ai/dsh-session'
 import {
   SystemPrompt,
   renderPrompt,
@@ -741,6 +741,11 @@ export class CaseWorld {
         return new Returned(JSON.parse(JSON.stringify(canonicalHeader(fromJs(command.header)))))
       case 'header_equals':
         return new Returned(headerEquals(fromJs(command.a), fromJs(command.b)))
+      case 'fold_header': {
+        // `undefined` (no header, no baseline) is no value.
+        const folded = foldRequestHeader(fromJs(command.events), fromJs(command.baseline))
+        return new Returned(folded === undefined ? undefined : JSON.parse(JSON.stringify(folded)))
+      }
       case 'dispose_scope': {
         // Its registrations and listeners go; a later use mints a new scope.
         const minted = this.scopes.get(command.scope)

@@ -52,6 +52,10 @@ impl AssemblyCommands {
                 observation.value = Some(canonical_header(&header));
                 Ok(())
             }
+            AssemblyCommand::FoldHeader(c) => {
+                observation.value = fold_header(c);
+                Ok(())
+            }
             AssemblyCommand::HeaderEquals(c) => {
                 let a = JsValue::from_encoded(&c.a.0).to_json_lossy();
                 let b = JsValue::from_encoded(&c.b.0).to_json_lossy();
@@ -127,4 +131,25 @@ pub(crate) fn run_assembly_case(case: &Case) -> CaseResult {
         observations,
         run: None,
     }
+}
+
+/// `foldRequestHeader(events, baseline)`: the canonical header of the last
+/// `request/header` event, or the baseline as given (not canonicalized)
+/// when there is none; `None` for `undefined`. The compiler checked the
+/// events' shape.
+fn fold_header(command: &dshc_scenario::protocol::FoldHeaderCommand) -> Option<Value> {
+    let baseline = command
+        .baseline
+        .as_ref()
+        .map(|baseline| JsValue::from_encoded(&baseline.0))
+        .filter(|baseline| !baseline.is_undefined())
+        .map(|baseline| baseline.to_json_lossy());
+    let events = JsValue::from_encoded(&command.events.0).to_json_lossy();
+    events
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rfind(|event| event["type"] == dshc_model::session::event_kind::REQUEST_HEADER)
+        .map(|event| canonical_header(&event["data"]["header"]))
+        .or(baseline)
 }

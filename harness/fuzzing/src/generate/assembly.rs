@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::case_rng;
 use super::rng::SplitMix64;
 use super::swarm::{CaseSwarm, Feature, Swarm, feature};
+use dshc_model::session::event_kind;
 use dshc_scenario::format::*;
 use dshc_scenario::protocol::*;
 
@@ -541,9 +542,12 @@ impl Generator {
         Command::Assembly(AssemblyCommand::Bind(BindCommand { scope, parent }))
     }
 
-    /// `canonical_header` or `header_equals` over headers with every part
-    /// present, empty or absent.
+    /// `canonical_header`, `header_equals` or `fold_header` over headers with
+    /// every part present, empty or absent.
     fn header_command(&mut self) -> Command {
+        if self.rng.percent(25) {
+            return self.fold_header();
+        }
         let a = self.header();
         if self.rng.percent(40) {
             return Command::Assembly(AssemblyCommand::CanonicalHeader(CanonicalHeaderCommand {
@@ -558,6 +562,28 @@ impl Generator {
         Command::Assembly(AssemblyCommand::HeaderEquals(HeaderEqualsCommand {
             a: JsJson(a),
             b: JsJson(b),
+        }))
+    }
+
+    /// `fold_header` over a few events, headers among them or not, from a
+    /// baseline header, `null` or none.
+    fn fold_header(&mut self) -> Command {
+        let mut events = Vec::new();
+        for _ in 0..self.rng.below(4) {
+            events.push(if self.rng.percent(50) {
+                json!({"type": event_kind::REQUEST_HEADER, "data": {"header": self.header()}})
+            } else {
+                json!({"type": event_kind::USER_MESSAGE, "data": {"content": "hi"}})
+            });
+        }
+        let baseline = match self.rng.below(3) {
+            0 => None,
+            1 => Some(JsJson(json!({"$js": "null"}))),
+            _ => Some(JsJson(self.header())),
+        };
+        Command::Assembly(AssemblyCommand::FoldHeader(FoldHeaderCommand {
+            events: JsJson(Value::Array(events)),
+            baseline,
         }))
     }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use super::case_rng;
 use super::rng::SplitMix64;
 use super::swarm::{CaseSwarm, Feature, Swarm, feature};
+use dshc_model::session::event_kind;
 use dshc_scenario::format::*;
 use dshc_scenario::protocol::*;
 
@@ -840,7 +841,7 @@ impl Generator {
         vec![Command::Assembly(command)]
     }
 
-    /// `canonical_header` or `header_equals` over a small header.
+    /// `canonical_header`, `header_equals` or `fold_header` over a small header.
     fn header_helper(&mut self) -> Command {
         let header = |g: &mut Self| {
             let mut header =
@@ -854,6 +855,20 @@ impl Generator {
             header
         };
         let a = header(self);
+        if self.rng.percent(25) {
+            // `fold_header` over the header's event and a message, from
+            // another header or none.
+            let mut events =
+                vec![json!({"type": event_kind::USER_MESSAGE, "data": {"content": "hi"}})];
+            if self.rng.percent(60) {
+                events.push(json!({"type": event_kind::REQUEST_HEADER, "data": {"header": a}}));
+            }
+            let baseline = self.rng.percent(50).then(|| JsJson(header(self)));
+            return Command::Assembly(AssemblyCommand::FoldHeader(FoldHeaderCommand {
+                events: JsJson(serde_json::Value::Array(events)),
+                baseline,
+            }));
+        }
         if self.rng.percent(50) {
             Command::Assembly(AssemblyCommand::CanonicalHeader(CanonicalHeaderCommand {
                 header: JsJson(a),

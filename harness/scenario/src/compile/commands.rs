@@ -4,12 +4,14 @@
 
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use super::{CompileError, fail};
 use crate::protocol::{
-    ActOp, AssemblyCommand, Command, ContextCommand, Effect, ListenCommand, ListenerOp,
-    LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, ProviderSpec, RecordField,
-    Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec, ToolOp, ToolResultSpec,
-    ToolsCommand, VariableCommand,
+    ActOp, AssemblyCommand, Command, ContextCommand, Effect, FoldHeaderCommand, ListenCommand,
+    ListenerOp, LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, ProviderSpec,
+    RecordField, Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec, ToolOp,
+    ToolResultSpec, ToolsCommand, VariableCommand,
 };
 
 /// What the checks of one case collect as they go: the default-id
@@ -158,6 +160,7 @@ impl Compiler {
                 self.define(&id.clone());
                 check_listener_acts(path, command)
             }
+            Command::Assembly(AssemblyCommand::FoldHeader(s)) => fold_header_events(path, s),
             Command::Assembly(AssemblyCommand::Bind(_))
             | Command::Assembly(AssemblyCommand::DisposeScope(_))
             | Command::Assembly(AssemblyCommand::Assemble(_))
@@ -372,5 +375,29 @@ fn registration_scope(registration: &Registration) -> Option<&String> {
         Registration::Suppress(c) => c.scope.as_ref(),
         Registration::Tools(c) => c.scope.as_ref(),
         Registration::Variable(c) => c.scope.as_ref(),
+    }
+}
+
+/// `fold_header`'s events: an array of tables, and a `request/header`
+/// event's `data.header` a table, the header `canonicalHeader` reads.
+/// Anything else throws a TypeError whose wording is V8's own (an
+/// expression it names), which no other implementation could match.
+fn fold_header_events(path: &str, command: &FoldHeaderCommand) -> Result<(), CompileError> {
+    let malformed = match command.events.0.as_array() {
+        None => Some(format!("{path}.events")),
+        Some(events) => events.iter().enumerate().find_map(|(index, event)| {
+            let is_header = event.get("type").and_then(Value::as_str) == Some("request/header");
+            let header_ok = event.pointer("/data/header").is_some_and(Value::is_object);
+            (!event.is_object() || (is_header && !header_ok))
+                .then(|| format!("{path}.events[{index}]"))
+        }),
+    };
+    match malformed {
+        Some(at) => fail(
+            &at,
+            "fold_header takes an array of events, each a table `{ type, data }`, a `request/header` \
+             event's `data.header` a table",
+        ),
+        None => Ok(()),
     }
 }

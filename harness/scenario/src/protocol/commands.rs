@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::listener_ops::ListenerOp;
 use super::loop_commands::{
     AppendCommand, CancelCommand, CanonicalHeaderCommand, ClockJumpCommand, CompactCommand,
-    DisposeAgentCommand, FirePreStepCommand, HeaderEqualsCommand, LoopListenerCommand,
-    MessageCommand, ReadSessionCommand, ResumeCommand, RouteCommand, WaitCommand, WaitIdleCommand,
+    DisposeAgentCommand, FirePreStepCommand, FoldHeaderCommand, HeaderEqualsCommand,
+    LoopListenerCommand, MessageCommand, ReadSessionCommand, ResumeCommand, RouteCommand,
+    WaitCommand, WaitIdleCommand,
 };
 use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
 use super::plugins::PluginAction;
@@ -151,6 +152,9 @@ commands_by_level! {
         "canonical_header" => CanonicalHeader(CanonicalHeaderCommand),
         /// `headerEquals(a, b)` (dsh-session), as the step's `value`.
         "header_equals" => HeaderEquals(HeaderEqualsCommand),
+        /// `foldRequestHeader(events, baseline)` (dsh-session), as the step's
+        /// `value` (none when it is `undefined`).
+        "fold_header" => FoldHeader(FoldHeaderCommand),
     }
     loop {
         /// Loop: `agent.followup(message)`.

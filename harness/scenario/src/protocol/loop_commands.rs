@@ -217,6 +217,24 @@ pub struct HeaderEqualsCommand {
     pub b: JsJson,
 }
 
+/// Fold request headers from a log, from a baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FoldHeaderCommand {
+    /// The events, `[{type, data}, ...]`: each `request/header` event's
+    /// `data.header` replaces the state with its canonical form.
+    pub events: JsJson,
+    /// The state before the first event (`foldRequestHeader`'s second
+    /// argument), returned as given when no event is a header; absent means
+    /// `undefined` (and `null` is `null`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::present"
+    )]
+    pub baseline: Option<JsJson>,
+}
+
 /// Names one of the world's scripted routes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -345,6 +345,18 @@ pub fn parse_request(line: &str) -> Result<Request, ProtocolError> {
     )
 }
 
+/// For an optional member whose `null` means something (JavaScript's
+/// `null`, not `undefined`): present is `Some`, `null` included, and absent
+/// (with `#[serde(default)]`) is `None`. serde's `Option` would read a
+/// present `null` as `None`.
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

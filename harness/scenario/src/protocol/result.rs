@@ -68,8 +68,14 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<Value>,
     /// What the command returned, for commands that read a value
-    /// (`read_session`, `canonical_header`, `header_equals`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// (`read_session`, `canonical_header`, `header_equals`, `fold_header`):
+    /// absent for `undefined`, and `null` for `null` (a present `null` is a
+    /// value, not its absence).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::present"
+    )]
     pub value: Option<Value>,
     /// `assemble` only, on success: the final assembly.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,4 +211,21 @@ pub struct ProviderRequest {
     /// `prompt_cache_hit_tokens` the provider computed, when it answered with a stream.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_tokens: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_null_value_crosses_the_protocol_as_null_and_an_absent_one_as_none() {
+        let null: Observation =
+            serde_json::from_str(r#"{"changes": 0, "value": null}"#).expect("an observation");
+        assert_eq!(null.value, Some(Value::Null));
+        let text = serde_json::to_string(&null).expect("serializes");
+        assert!(text.contains(r#""value":null"#), "{text}");
+        let absent: Observation =
+            serde_json::from_str(r#"{"changes": 0}"#).expect("an observation");
+        assert_eq!(absent.value, None);
+    }
 }

@@ -81,6 +81,11 @@ const REFUSALS: &[Refusal] = &[
     fixture(COMMANDS, "`on_call` counts from 1", "effect_on_call_zero"),
     fixture(
         COMMANDS,
+        "fold_header takes an array of events",
+        "fold_header_event_without_a_header_table",
+    ),
+    fixture(
+        COMMANDS,
         "an effect sets exactly one of `register` and `dispose`",
         "effect_with_neither_register_nor_dispose",
     ),
