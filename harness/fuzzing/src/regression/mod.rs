@@ -72,7 +72,9 @@ pub fn write_file(
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let path = dir.join(format!("{stem}.{extension}"));
-    std::fs::write(&path, text).map_err(io(&path))?;
+    // A rerun of the same seed writes the same name: never leave a
+    // truncated earlier file behind.
+    dshc_scenario::data_file::replace_file(&path, text).map_err(io(&path))?;
     Ok(path)
 }
 

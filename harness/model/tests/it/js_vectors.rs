@@ -141,34 +141,38 @@ fn strings_compare_and_slice_by_utf16_units() {
     }
 }
 
+/// A vector that lists code points, as numbers.
+fn code_points(vectors: &Value, name: &str) -> Vec<u32> {
+    rows(vectors, name)
+        .iter()
+        .map(|cp| cp.as_u64().unwrap() as u32)
+        .collect()
+}
+
+/// The code points of the Basic Multilingual Plane (surrogates aside, as
+/// the Node side skips them) for which `holds` is true.
+fn bmp_code_points(holds: impl Fn(char) -> bool) -> Vec<u32> {
+    (0..=0xFFFF)
+        .filter_map(char::from_u32)
+        .filter(|c| holds(*c))
+        .map(u32::from)
+        .collect()
+}
+
 #[test]
 fn the_whitespace_set_is_javascripts_backslash_s() {
     let vectors = vectors();
-    let expected: Vec<u32> = rows(&vectors, "js_space_code_points")
-        .iter()
-        .map(|cp| cp.as_u64().unwrap() as u32)
-        .collect();
-    let actual: Vec<u32> = (0..=0xFFFF)
-        .filter_map(char::from_u32)
-        .filter(|c| js::is_js_space(*c))
-        .map(u32::from)
-        .collect();
-    assert_eq!(actual, expected);
+    assert_eq!(
+        bmp_code_points(js::is_js_space),
+        code_points(&vectors, "js_space_code_points")
+    );
 }
 
 #[test]
 fn line_terminators_are_what_a_javascript_dot_refuses() {
     let vectors = vectors();
-    let expected: Vec<u32> = rows(&vectors, "line_terminator_code_points")
-        .iter()
-        .map(|cp| cp.as_u64().unwrap() as u32)
-        .collect();
-    let actual: Vec<u32> = (0..=0xFFFF)
-        .filter_map(char::from_u32)
-        .filter(|c| js::is_line_terminator(*c))
-        .map(u32::from)
-        .collect();
-    assert_eq!(actual, expected);
+    let expected = code_points(&vectors, "line_terminator_code_points");
+    assert_eq!(bmp_code_points(js::is_line_terminator), expected);
     let units: Vec<u32> = (0..=0xFFFF_u16)
         .filter(|u| js::is_line_terminator_unit(*u))
         .map(u32::from)
