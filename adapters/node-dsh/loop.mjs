@@ -95,7 +95,7 @@ function contextPluginOrder(plugins) {
 }
 
 /** The ops every listener kind runs (docs/adapter-protocol.md, "Acting listeners"). */
-const ACT_OPS = new Set(['sleep_ms', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
+const ACT_OPS = new Set(['sleep_ms', 'clock_jump', 'cancel', 'followup', 'steer', 'inject', 'throw', 'record'])
 
 function isActOp(op) {
   if (op === 'dispose_agent') return true
@@ -115,9 +115,22 @@ function messageFacts(messages) {
   }))
 }
 
-/** A message a listener sends: a string, or `{text, source}`. */
+/** A message a listener sends: a string, or `{text | content, source}`. */
 function messageOfArg(arg) {
-  return typeof arg === 'string' ? userPrompt(arg) : userPrompt(arg.text, present(arg.source) ? copyJson(arg.source) : undefined)
+  if (typeof arg === 'string') return userPrompt(arg)
+  const source = present(arg.source) ? copyJson(arg.source) : { kind: 'user' }
+  if (present(arg.content)) return createUserMessage({ content: copyJson(arg.content), source })
+  return userPrompt(arg.text, source)
+}
+
+/** Whether any command or tool body moves the wall clock (`clock_jump`,
+ * as a command or as an act op). */
+function movesTheWallClock(caseData) {
+  const opsMove = (ops) => (ops ?? []).some((op) => op !== null && typeof op === 'object' && 'clock_jump' in op)
+  return (
+    caseData.commands.some((command) => command.do === 'clock_jump' || opsMove(command.ops)) ||
+    (caseData.world.tool_results ?? []).some((result) => opsMove(result.ops))
+  )
 }
 
 /** One invocation of a scripted listener running its act ops. */
@@ -140,6 +153,10 @@ class Acting {
     const [kind] = Object.keys(op)
     const arg = op[kind]
     switch (kind) {
+      case 'clock_jump':
+        // Only reachable on the harness's clock (real time skips the case).
+        this.world.time.jump(arg)
+        return
       case 'cancel':
         this.agent.cancel(present(arg.reason) ? copyJson(arg.reason) : { kind: 'user' }, { keepInbox: arg.keep_inbox === true })
         return
@@ -451,7 +468,7 @@ export function loopSkipReason(caseData, virtual) {
       ') that the upstream plugins read from the real host'
     )
   }
-  if (!virtual && caseData.commands.some((command) => command.do === 'clock_jump')) {
+  if (!virtual && movesTheWallClock(caseData)) {
     return 'a wall-clock jump needs a clock the harness drives; this adapter runs on the real clock'
   }
   if (world.adapter.provider !== 'deepseek-official') {
@@ -960,6 +977,7 @@ class LoopWorld extends CaseWorld {
       case 'on_session_event':
         listener = (session, event) => {
           if (session !== agent.session) return undefined
+          if (present(command.event_types) && !command.event_types.includes(event.type)) return undefined
           return invoked(() => ({ event: { type: event.type, seq: event.seq } }))?.runContained(ops)
         }
         break
@@ -1014,10 +1032,10 @@ class LoopWorld extends CaseWorld {
           messages((list) => list.map((message) => (isOwned(message) ? { ...message, content: [{ type: 'text', text: arg }] } : message)))
           break
         case 'append_message':
-          messages((list) => [...list, userPrompt(arg)])
+          messages((list) => [...list, messageOfArg(arg)])
           break
         case 'prepend_message':
-          messages((list) => [userPrompt(arg), ...list])
+          messages((list) => [messageOfArg(arg), ...list])
           break
         default:
           throw this.unsupported(op)

@@ -7,7 +7,7 @@ use std::cell::{Ref, RefCell};
 use serde_json::{Map, Value, json};
 
 use super::js::JsError;
-use super::session::{Session, SurfaceMeta};
+use super::session::{Session, SurfaceMeta, event_kind};
 
 /// Which pending list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +98,7 @@ impl Inbox {
         let mut lists = Lists::default();
         session.with_events(|events| {
             for event in events.iter().skip(from_seq as usize) {
-                if event.kind != "agent/inbox/spliced" {
+                if event.kind != event_kind::AGENT_INBOX_SPLICED {
                     continue;
                 }
                 lists.apply(&event.data).map_err(|error| {
@@ -186,7 +186,7 @@ impl Inbox {
         // No borrow is held here: observers told of the splice may read the
         // inbox, and any change of theirs that would log is refused.
         self.session.append(
-            "agent/inbox/spliced",
+            event_kind::AGENT_INBOX_SPLICED,
             Value::Object(splice),
             SurfaceMeta::default(),
         )?;

@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn inserted_messages_are_redacted_and_non_messages_kept() {
-        let mut event = json!({"type": "agent/inbox/spliced", "seq": 0, "time": 5,
+        let mut event = json!({"type": dshc_model::session::event_kind::AGENT_INBOX_SPLICED, "seq": 0, "time": 5,
             "data": {"inserted": [{"content": [], "role": "user", "id": "0b0c-uuid"}],
                      "other": {"id": "kept"}}});
         redact_event(&mut event);

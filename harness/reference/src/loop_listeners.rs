@@ -20,7 +20,7 @@ use dshc_agent::listeners::{
     Continuation, Decision, LocalFuture, PreStepPayload, RequestErrorAction, TurnStoppingPayload,
     Waterfall,
 };
-use dshc_agent::{Agent, WeakAgent, user_message, user_prompt};
+use dshc_agent::{Agent, WeakAgent, user_message};
 use dshc_model::runtime_context::is_owned;
 use dshc_model::session::Event;
 use dshc_model::{AbortSignal, JsError};
@@ -44,6 +44,8 @@ pub struct ListenerWorld {
     pub dispose: DisposeFn,
     /// The run's count of scripted sleeps now waiting on a timer.
     pub armed_timers: ArmedTimers,
+    /// How far `clock_jump` (command or act) has moved the wall clock.
+    pub wall_clock_jumped_ms: Rc<Cell<i64>>,
 }
 
 /// How many scripted sleeps are waiting on a timer right now. A contained
@@ -138,15 +140,15 @@ impl Acting {
     pub fn act(&self, op: &ActOp) -> Result<(), JsError> {
         let agent = self.agent.upgrade();
         let message = |arg: &MessageArg, agent: &Agent| {
-            let (text, source) = arg.parts();
-            user_message(
-                &agent.context().ids,
-                json!([{"type": "text", "text": text}]),
-                source,
-            )
+            user_message(&agent.context().ids, arg.blocks(), arg.source())
         };
         match (op, agent) {
             (ActOp::SleepMs(_), _) => Ok(()),
+            (ActOp::ClockJump(jump), _) => {
+                let wall_clock = &self.world.wall_clock_jumped_ms;
+                wall_clock.set(wall_clock.get().saturating_add(jump.0));
+                Ok(())
+            }
             (ActOp::Throw(ThrowArg::Message(text)), _) => Err(JsError::error(text.clone())),
             (ActOp::Throw(ThrowArg::Coded { message, code }), _) => {
                 Err(JsError::llm(json!({"message": message, "code": code})))
@@ -370,14 +372,14 @@ async fn run_pre_step(
                     messages.reverse();
                 }
             }
-            PreStepOp::AppendMessage(text) => {
+            PreStepOp::AppendMessage(message) => {
                 if let Some(messages) = messages_of(&mut current) {
-                    messages.push(user_prompt(ids, text));
+                    messages.push(user_message(ids, message.blocks(), message.source()));
                 }
             }
-            PreStepOp::PrependMessage(text) => {
+            PreStepOp::PrependMessage(message) => {
                 if let Some(messages) = messages_of(&mut current) {
-                    messages.insert(0, user_prompt(ids, text));
+                    messages.insert(0, user_message(ids, message.blocks(), message.source()));
                 }
             }
             PreStepOp::WaitForAbort => {
@@ -522,7 +524,13 @@ pub fn on_session_event(
 ) {
     let scripted = Scripted::new(agent, world, command);
     let owner = agent.downgrade();
+    let event_types = command.event_types.clone();
     agent.session().subscribe(Rc::new(move |event: &Event| {
+        if let Some(types) = &event_types
+            && !types.contains(&event.kind)
+        {
+            return Ok(());
+        }
         let facts = json!({"type": event.kind, "seq": event.seq});
         let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
             return Ok(());

@@ -492,7 +492,7 @@ fn blessing_says_when_a_scenario_still_fails() {
     let scratch = Scratch::new("bless");
     scratch.write(
         "scenarios/loop/still.toml",
-        "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[expect]\nrequest_count = 7\nevents = [{ type = \"no/such-event\" }]\n",
+        "format = 2\ntitle = \"t\"\ncovers = [\"03:R4\"]\nlevel = \"loop\"\n[provider]\nresponses = [{ content = [\"ok\"] }]\n[[steps]]\ndo = \"followup\"\ntext = \"hi\"\n[expect]\nrequest_count = 7\nevents = [{ type = \"tool/call\" }]\n",
     );
     let output = dshc()
         .args(["run", "scenarios"])

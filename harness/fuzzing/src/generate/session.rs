@@ -39,6 +39,7 @@ pub const FEATURES: &[Feature] = &[
     feature("resume", 2, 25),
     feature("long_wait", 5, 50),
     feature("clock_jump", 2, 30),
+    feature("pre_step_message", 2, 20),
     feature("observers", 2, 60),
     feature("session_api", 2, 30),
     feature("registry", 2, 30),
@@ -510,11 +511,40 @@ impl Generator {
                     agent: None,
                     prepend: false,
                     calls: Some(calls),
+                    event_types: None,
                     ops: vec![RequestErrorOp::Retry],
                 },
             )));
         }
+        if self.roll("pre_step_message") {
+            steps.push(self.pre_step_message());
+        }
         steps
+    }
+
+    /// A pre-step listener that enters one more message on its first
+    /// calls: two text blocks with a plugin source, first or last.
+    fn pre_step_message(&mut self) -> Command {
+        let message = MessageArg::Message(MessageTable {
+            text: None,
+            content: Some(vec![
+                json!({"type": "text", "text": self.words(3)}),
+                json!({"type": "text", "text": self.words(2)}),
+            ]),
+            source: Some(json!({"kind": "plugin", "plugin": "dshc-sim"})),
+        });
+        let op = match self.rng.percent(50) {
+            true => PreStepOp::AppendMessage(message),
+            false => PreStepOp::PrependMessage(message),
+        };
+        Command::Loop(LoopCommand::OnPreStep(LoopListenerCommand {
+            id: "enrich".into(),
+            agent: None,
+            prepend: self.rng.percent(50),
+            calls: Some(vec![1, 2 + self.rng.below(3) as u32]),
+            event_types: None,
+            ops: vec![PreStepOp::Next, op],
+        }))
     }
 
     /// One turn: a follow-up, maybe a steer or a cancel, the wait for idle,
@@ -589,18 +619,27 @@ impl Generator {
         }
     }
 
-    /// A result for every tool the providers registered.
-    fn tool_results(&self) -> Vec<ToolResultSpec> {
-        self.registered_tools
-            .iter()
-            .map(|name| ToolResultSpec {
-                name: name.clone(),
-                text: format!("{name} done"),
-                is_error: false,
-                additional_contexts: Vec::new(),
-                concludes_turn: false,
-                delay_ms: 0,
-                ops: Vec::new(),
+    /// A result for every tool the providers registered; as the swarm
+    /// rolls, a body moves the wall clock.
+    fn tool_results(&mut self) -> Vec<ToolResultSpec> {
+        let names = self.registered_tools.clone();
+        names
+            .into_iter()
+            .map(|name| {
+                let mut ops = Vec::new();
+                if self.roll("clock_jump") {
+                    let ms = *self.rng.pick(&[-60_000, -1, 1, 1_000, 3_600_000]);
+                    ops.push(ToolOp::Act(ActOp::ClockJump(ActClockJump(ms))));
+                }
+                ToolResultSpec {
+                    text: format!("{name} done"),
+                    name,
+                    is_error: false,
+                    additional_contexts: Vec::new(),
+                    concludes_turn: false,
+                    delay_ms: 0,
+                    ops,
+                }
             })
             .collect()
     }
@@ -646,16 +685,32 @@ impl Generator {
                 agent: None,
                 prepend,
                 calls: None,
+                event_types: None,
                 ops: vec![record(&[Status])],
             })));
         }
         if self.rng.percent(60) {
+            // Half of them look at a few types only.
+            let event_types = self.rng.percent(50).then(|| {
+                [
+                    event_kind::TURN_START,
+                    event_kind::STEP_START,
+                    event_kind::TOOL_CALL,
+                    event_kind::USER_MESSAGE,
+                    event_kind::TURN_END,
+                ]
+                .into_iter()
+                .filter(|_| self.rng.percent(50))
+                .map(str::to_string)
+                .collect()
+            });
             steps.push(Command::Loop(LoopCommand::OnSessionEvent(
                 LoopListenerCommand {
                     id: "events".into(),
                     agent: None,
                     prepend: false,
                     calls: None,
+                    event_types,
                     ops: vec![record(&[Event])],
                 },
             )));
@@ -667,6 +722,7 @@ impl Generator {
                     agent: None,
                     prepend: false,
                     calls: None,
+                    event_types: None,
                     ops: vec![record(&[Turn, Aborted, LastEvent])],
                 },
             )));
@@ -679,6 +735,7 @@ impl Generator {
                 agent: None,
                 prepend: self.rng.percent(50),
                 calls: None,
+                event_types: None,
                 ops,
             })));
         }
@@ -688,6 +745,7 @@ impl Generator {
                 agent: None,
                 prepend: false,
                 calls: None,
+                event_types: None,
                 ops: vec![
                     RequestOp::Next,
                     RequestOp::Act(record(&[Turn, Step, Aborted])),
@@ -701,6 +759,7 @@ impl Generator {
                     agent: None,
                     prepend: true,
                     calls: None,
+                    event_types: None,
                     ops: vec![
                         RequestErrorOp::Act(record(&[Turn, Step, Provider, Failure])),
                         RequestErrorOp::Next,

@@ -33,6 +33,8 @@ pub const REQUEST_CONTEXT: &str = "request/context";
 pub const SESSION_END_SEED: &str = "session/end-seed";
 /// A header delta: a kind dsh's session refuses in a seed or an append.
 pub const REQUEST_HEADER_DELTA: &str = "request/header-delta";
+/// A change of the agent's inbox: an item queued, claimed or discarded.
+pub const AGENT_INBOX_SPLICED: &str = "agent/inbox/spliced";
 /// Live, not logged: the agent's status changed.
 pub const AGENT_STATUS: &str = "agent/status";
 /// Live, not logged: an agent error.
@@ -55,6 +57,7 @@ pub const ALL: &[&str] = &[
     REQUEST_CONTEXT,
     SESSION_END_SEED,
     REQUEST_HEADER_DELTA,
+    AGENT_INBOX_SPLICED,
     AGENT_STATUS,
     AGENT_ERROR,
     LOGGER_WARN,

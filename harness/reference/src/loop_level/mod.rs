@@ -171,12 +171,12 @@ fn tool_runner(
     results: &[ToolResultSpec],
     registry: &Registry,
     scripted: &Rc<World>,
-    (journal, armed_timers): (&Journal, &ArmedTimers),
+    (journal, armed_timers, wall_clock): (&Journal, &ArmedTimers, &Rc<std::cell::Cell<i64>>),
 ) -> ToolRunner {
     let results: Rc<[ToolResultSpec]> = results.to_vec().into();
     let used: Rc<RefCell<BTreeMap<String, usize>>> = Rc::default();
     let (registry, scripted, journal) = (registry.clone(), scripted.clone(), journal.clone());
-    let armed_timers = armed_timers.clone();
+    let (armed_timers, wall_clock) = (armed_timers.clone(), wall_clock.clone());
     Rc::new(move |call: ToolCall| {
         let matching: Vec<ToolResultSpec> = results
             .iter()
@@ -204,6 +204,7 @@ fn tool_runner(
             journal: journal.clone(),
             dispose: loop_listeners::dispose_later(call.agent.clone(), scripted.clone()),
             armed_timers: armed_timers.clone(),
+            wall_clock_jumped_ms: wall_clock.clone(),
         };
         let (registry, scripted) = (registry.clone(), scripted.clone());
         Box::pin(async move {
@@ -347,6 +348,7 @@ impl LoopCommands {
             journal: self.journal.clone(),
             dispose: loop_listeners::dispose_later(agent, self.assembly.world.clone()),
             armed_timers: self.armed_timers.clone(),
+            wall_clock_jumped_ms: self.jumped_ms.clone(),
         }
     }
 
@@ -647,7 +649,7 @@ async fn drive(
             &world.tool_results,
             &registry,
             &scripted,
-            (&journal, &armed_timers),
+            (&journal, &armed_timers, &clock.jumped_ms),
         ),
         ids: Ids::default(),
         live_events: Rc::new(RefCell::new(Vec::new())),

@@ -158,6 +158,7 @@ impl Compiler {
             | Command::Loop(LoopCommand::OnStatus(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand { id, .. })) => {
                 self.define(&id.clone());
+                check_event_types_only_on_observers(path, command)?;
                 check_listener_acts(path, command)
             }
             Command::Assembly(AssemblyCommand::FoldHeader(s)) => fold_header_events(path, s),
@@ -282,6 +283,27 @@ fn check_tool_record(path: &str, fields: &[RecordField]) -> Result<(), CompileEr
             ),
         ),
         None => Ok(()),
+    }
+}
+
+/// Only a `session/event` observer filters by event type: the other
+/// listeners each hear one event.
+fn check_event_types_only_on_observers(path: &str, command: &Command) -> Result<(), CompileError> {
+    let filtered = match command {
+        Command::Loop(LoopCommand::OnPreStep(c)) => c.event_types.is_some(),
+        Command::Loop(LoopCommand::OnRequest(c)) => c.event_types.is_some(),
+        Command::Loop(LoopCommand::OnRequestError(c)) => c.event_types.is_some(),
+        Command::Loop(LoopCommand::OnTurnStopping(c)) => c.event_types.is_some(),
+        Command::Loop(LoopCommand::OnStatus(c)) => c.event_types.is_some(),
+        _ => false,
+    };
+    match filtered {
+        true => fail(
+            &format!("{path}.event_types"),
+            "`event_types` filters a `session/event` observer (`on_session_event`); this listener \
+             hears one event only",
+        ),
+        false => Ok(()),
     }
 }
 

@@ -11,6 +11,7 @@
 //! `fail` call, so `tests/it/refusals.rs` can count them.
 
 mod commands;
+mod event_types;
 mod expect;
 mod world;
 
@@ -56,6 +57,7 @@ fn fail<T>(path: &str, message: impl Into<String>) -> Result<T, CompileError> {
 pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
     check_format_version(scenario.format)?;
     check_expectations(scenario)?;
+    event_types::check_event_types(scenario)?;
     if scenario.covers.is_empty() {
         return fail("covers", "name at least one spec clause");
     }

@@ -14,8 +14,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 /// The names of the ops every listener and tool body shares ([`ActOp`]).
-pub const ACT_OP_NAMES: [&str; 8] = [
+pub const ACT_OP_NAMES: [&str; 9] = [
     "sleep_ms",
+    "clock_jump",
     "cancel",
     "dispose_agent",
     "followup",
@@ -38,7 +39,7 @@ fn op_name(value: &Value) -> Option<&str> {
 /// `own_names` (read as `Own`) or of [`ACT_OP_NAMES`]; any other name, or a
 /// value that is no op, is refused naming the field, its value and the valid
 /// alternatives.
-fn listener_op<'de, D: Deserializer<'de>, Own: DeserializeOwned, Op>(
+pub(crate) fn listener_op<'de, D: Deserializer<'de>, Own: DeserializeOwned, Op>(
     deserializer: D,
     listener: &str,
     own_names: &[&str],
@@ -56,7 +57,7 @@ fn listener_op<'de, D: Deserializer<'de>, Own: DeserializeOwned, Op>(
     };
     let Some(name) = op_name(&value).map(str::to_string) else {
         return Err(D::Error::custom(format!(
-            "an {listener} op is a name or a table with one key, not {value}; the ops are {}",
+            "each {listener} op is a name or a table with one key, not {value}; the ops are {}",
             alternatives()
         )));
     };
@@ -91,10 +92,10 @@ pub enum PreStepOp {
     RewriteRuntimeContext(String),
     /// Reverse `current`'s messages.
     Reverse,
-    /// Append a user message with this text.
-    AppendMessage(String),
-    /// Insert a user message with this text first.
-    PrependMessage(String),
+    /// Append a user message: its text, or `{text | content, source}`.
+    AppendMessage(MessageArg),
+    /// Insert a user message first: its text, or `{text | content, source}`.
+    PrependMessage(MessageArg),
     /// Wait until the turn's signal aborts, then throw its abort error.
     WaitForAbort,
     /// Act or observe.
@@ -144,8 +145,8 @@ enum PreStepOwn {
     DropRuntimeContext,
     RewriteRuntimeContext(String),
     Reverse,
-    AppendMessage(String),
-    PrependMessage(String),
+    AppendMessage(MessageArg),
+    PrependMessage(MessageArg),
     WaitForAbort,
 }
 
@@ -158,8 +159,8 @@ impl<'de> Deserialize<'de> for PreStepOp {
             PreStepOwn::DropRuntimeContext => PreStepOp::DropRuntimeContext,
             PreStepOwn::RewriteRuntimeContext(text) => PreStepOp::RewriteRuntimeContext(text),
             PreStepOwn::Reverse => PreStepOp::Reverse,
-            PreStepOwn::AppendMessage(text) => PreStepOp::AppendMessage(text),
-            PreStepOwn::PrependMessage(text) => PreStepOp::PrependMessage(text),
+            PreStepOwn::AppendMessage(message) => PreStepOp::AppendMessage(message),
+            PreStepOwn::PrependMessage(message) => PreStepOp::PrependMessage(message),
             PreStepOwn::WaitForAbort => PreStepOp::WaitForAbort,
         };
         let names = [
@@ -232,6 +233,10 @@ impl<'de> Deserialize<'de> for RequestErrorOp {
 pub enum ActOp {
     /// Wait this many virtual milliseconds (ignoring the signal).
     SleepMs(u64),
+    /// Move the wall clock (`Date.now()`) by this many milliseconds,
+    /// negative backward, leaving timers alone (as the `clock_jump` command);
+    /// at most [`MAX_ACT_CLOCK_JUMP_MS`] either way.
+    ClockJump(ActClockJump),
     /// `agent.cancel(reason, {keepInbox})` on the listener's agent.
     Cancel(CancelArgs),
     /// Start disposing the listener's agent, without waiting for it.
@@ -262,36 +267,158 @@ pub struct CancelArgs {
     pub keep_inbox: bool,
 }
 
-/// A message a listener sends: its text, or `{text, source}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// A message a listener sends: its text, or a table with its `text` or its
+/// `content` blocks, and its `source`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MessageArg {
     /// A user prompt with this text.
     Text(String),
-    /// A user message with this text and source (default `{kind = "user"}`).
-    Message {
-        /// The text.
-        text: String,
-        /// The message's `source`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        source: Option<Value>,
-    },
+    /// A user message.
+    Message(MessageTable),
+}
+
+/// A string is the text; a table is read as a [`MessageTable`], so that an
+/// error inside it names its own rule (an untagged enum would only say that
+/// no variant matched).
+impl<'de> Deserialize<'de> for MessageArg {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Message;
+        impl<'de> serde::de::Visitor<'de> for Message {
+            type Value = MessageArg;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a string (the text) or a table `{{text | content, source}}`"
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<MessageArg, E> {
+                Ok(MessageArg::Text(text.to_string()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<MessageArg, A::Error> {
+                MessageTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(MessageArg::Message)
+            }
+        }
+        deserializer.deserialize_any(Message)
+    }
+}
+
+/// A user message a listener sends, as a table: exactly one of `text` and
+/// `content`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, try_from = "MessageFields")]
+pub struct MessageTable {
+    /// Its text: the content is one text block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its content blocks as given (several text blocks, images, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<Value>>,
+    /// Its `source` (default `{kind = "user"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
+}
+
+/// [`MessageTable`] as read, before its one rule is checked (the schema
+/// is this one's, under the table's name).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "MessageTable")]
+struct MessageFields {
+    /// Its text: the content is one text block.
+    #[serde(default)]
+    text: Option<String>,
+    /// Its content blocks as given (several text blocks, images, ...).
+    #[serde(default)]
+    content: Option<Vec<Value>>,
+    /// Its `source` (default `{kind = "user"}`).
+    #[serde(default)]
+    source: Option<Value>,
+}
+
+impl TryFrom<MessageFields> for MessageTable {
+    type Error = String;
+
+    fn try_from(fields: MessageFields) -> Result<Self, String> {
+        let MessageFields {
+            text,
+            content,
+            source,
+        } = fields;
+        if text.is_some() == content.is_some() {
+            return Err("a message table sets exactly one of `text` and `content`".into());
+        }
+        Ok(MessageTable {
+            text,
+            content,
+            source,
+        })
+    }
 }
 
 impl MessageArg {
-    /// The text and the source (`{kind: user}` unless given).
-    pub fn parts(&self) -> (&str, Value) {
+    /// The message's content blocks: one text block, or `content` as given.
+    pub fn blocks(&self) -> Value {
+        let text = match self {
+            MessageArg::Text(text) => text,
+            MessageArg::Message(MessageTable {
+                content: Some(content),
+                ..
+            }) => return Value::Array(content.clone()),
+            MessageArg::Message(table) => table.text.as_deref().unwrap_or_default(),
+        };
+        serde_json::json!([{"type": "text", "text": text}])
+    }
+
+    /// The message's source: `{kind: user}` unless given.
+    pub fn source(&self) -> Value {
         match self {
-            MessageArg::Text(text) => (text, serde_json::json!({"kind": "user"})),
-            MessageArg::Message { text, source } => (
-                text,
-                source
-                    .clone()
-                    .unwrap_or_else(|| serde_json::json!({"kind": "user"})),
-            ),
+            MessageArg::Message(MessageTable {
+                source: Some(source),
+                ..
+            }) => source.clone(),
+            _ => serde_json::json!({"kind": "user"}),
         }
     }
 }
+
+/// A `clock_jump` act's milliseconds, within [`MAX_ACT_CLOCK_JUMP_MS`]
+/// either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct ActClockJump(pub i64);
+
+impl TryFrom<i64> for ActClockJump {
+    type Error = String;
+
+    fn try_from(ms: i64) -> Result<Self, String> {
+        if ms.unsigned_abs() > MAX_ACT_CLOCK_JUMP_MS.unsigned_abs() {
+            return Err(format!(
+                "a clock_jump act moves the clock at most {MAX_ACT_CLOCK_JUMP_MS} ms either way, \
+                 not {ms}"
+            ));
+        }
+        Ok(ActClockJump(ms))
+    }
+}
+
+impl From<ActClockJump> for i64 {
+    fn from(jump: ActClockJump) -> i64 {
+        jump.0
+    }
+}
+
+/// How far one `clock_jump` act may move the wall clock, either way: a day.
+/// An act can run many times, so this bounds each run; the loader bounds
+/// the commands' own jumps by the clock's range.
+pub const MAX_ACT_CLOCK_JUMP_MS: i64 = 86_400_000;
 
 /// What a listener throws.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -272,8 +272,9 @@ pub struct ToolResultSpec {
     pub ops: Vec<ToolOp>,
 }
 
-/// An op of a scripted tool body.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// An op of a scripted tool body, read by its name as a listener's op is
+/// ([`super::loop_ops`]), so that a wrong one is named with the alternatives.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ToolOp {
     /// Wait until the call's signal aborts.
@@ -285,4 +286,25 @@ pub enum ToolOp {
     /// Act or observe (record: `call_id`, `arguments`, `aborted`, `last_event`).
     #[serde(untagged)]
     Act(ActOp),
+}
+
+/// [`ToolOp`]'s own ops, as read (the acts are read as [`ActOp`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum ToolOwn {
+    WaitForAbort,
+    Register(Registration),
+    Dispose(String),
+}
+
+impl<'de> Deserialize<'de> for ToolOp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let own = |op: ToolOwn| match op {
+            ToolOwn::WaitForAbort => ToolOp::WaitForAbort,
+            ToolOwn::Register(registration) => ToolOp::Register(registration),
+            ToolOwn::Dispose(id) => ToolOp::Dispose(id),
+        };
+        let names = ["wait_for_abort", "register", "dispose"];
+        super::loop_ops::listener_op(deserializer, "tool body", &names, own, ToolOp::Act)
+    }
 }

@@ -58,6 +58,8 @@ const MOD: &str = "compile/mod.rs";
 const WORLD: &str = "compile/world.rs";
 const LOAD: &str = "load.rs";
 const PROVIDERS: &str = "protocol/providers.rs";
+const EVENT_TYPES: &str = "compile/event_types.rs";
+const LOOP_OPS: &str = "protocol/loop_ops.rs";
 
 /// Every refusal, by source file.
 const REFUSALS: &[Refusal] = &[
@@ -83,6 +85,28 @@ const REFUSALS: &[Refusal] = &[
         COMMANDS,
         "fold_header takes an array of events",
         "fold_header_event_without_a_header_table",
+    ),
+    fixture(
+        COMMANDS,
+        "`event_types` filters a `session/event` observer",
+        "event_types_on_a_listener_that_is_no_observer",
+    ),
+    // Event types: each one a run can log.
+    fixture(
+        EVENT_TYPES,
+        "no run of this scenario logs an event of type",
+        "select_names_an_event_type_no_run_logs",
+    ),
+    // A listener's or tool body's op, as it is read.
+    fixture(
+        LOOP_OPS,
+        "a clock_jump act moves the clock at most",
+        "clock_jump_act_beyond_a_day",
+    ),
+    fixture(
+        LOOP_OPS,
+        "a message table sets exactly one of `text` and `content`",
+        "listener_message_with_text_and_content",
     ),
     fixture(
         COMMANDS,
@@ -319,11 +343,16 @@ const REFUSALS: &[Refusal] = &[
 /// The sources the refusals live in, by path below `src/`.
 const SOURCES: &[(&str, &str)] = &[
     (COMMANDS, include_str!("../../src/compile/commands.rs")),
+    (
+        EVENT_TYPES,
+        include_str!("../../src/compile/event_types.rs"),
+    ),
     (EXPECT, include_str!("../../src/compile/expect.rs")),
     (MOD, include_str!("../../src/compile/mod.rs")),
     (WORLD, include_str!("../../src/compile/world.rs")),
     (LOAD, include_str!("../../src/load.rs")),
     (PROVIDERS, include_str!("../../src/protocol/providers.rs")),
+    (LOOP_OPS, include_str!("../../src/protocol/loop_ops.rs")),
 ];
 
 fn crate_dir() -> &'static Path {
