@@ -395,6 +395,41 @@ export class CaseWorld {
     return this.contextOf(scope).systemPrompt
   }
 
+  /** `read_registry`: the service's global layer and each scoped layer,
+   * in scope-name order (code points, as the reference orders them). The
+   * layers are the service's own (dsh-system-prompt keeps them in
+   * `layers`: `global` and the `scoped` map by scope key). */
+  /** The scenario's name of a scope key (`undefined` for none). */
+  scopeNameOf(key) {
+    if (key === undefined) return undefined
+    for (const [name, known] of this.keys) if (known === key) return name
+    for (const [name, bound] of this.boundScopes) if (bound.key() === key) return name
+    return String(key)
+  }
+
+  registryContents() {
+    const { layers } = this.registryOf(undefined)
+    const entries = (table) =>
+      [...table.data.values()].map((entry) => ({
+        name: entry.name,
+        order: entry.order,
+        ...(entry.complete === true ? { complete: true } : {}),
+        ...(typeof entry.text === 'string' ? { text: entry.text } : {}),
+      }))
+    const layer = (held) => ({
+      sections: entries(held.sections),
+      contexts: entries(held.contexts),
+      variables: [...held.variables.data.keys()],
+      tool_providers: held.toolProviders.data.size,
+      suppressors: held.runtimeContextSuppressors.data.size,
+    })
+    const byCodePoint = (a, b) => Buffer.compare(Buffer.from(a.scope), Buffer.from(b.scope))
+    const scopes = [...layers.scoped]
+      .map(([key, held]) => ({ scope: this.scopeNameOf(key), ...layer(held) }))
+      .sort(byCodePoint)
+    return { global: layer(layers.global), scopes }
+  }
+
   // --- scripted providers -------------------------------------------------
 
   /** Build the call-time behaviour of a provider table. `make` turns one
@@ -420,7 +455,15 @@ export class CaseWorld {
       const field = spec.context_field
       return (_call, context) => (typeof context?.[field] === 'string' ? context[field] : undefined)
     }
-    throw this.faulted(new AdapterFault('a provider sets none of returns, sequence, returns_undefined, throws'))
+    if (present(spec.computes)) {
+      // Each `{call}` and `{scope}`, left to right, in one pass.
+      const template = spec.computes
+      return (call, context) =>
+        template.replace(/\{(call|scope)\}/g, (_token, name) =>
+          name === 'call' ? String(call) : String(this.scopeNameOf(context?.scope)),
+        )
+    }
+    throw this.faulted(new AdapterFault('a provider sets none of returns, sequence, context_field, computes, returns_undefined, throws'))
   }
 
   /** A journaled provider function over a provider table. */
@@ -746,6 +789,8 @@ export class CaseWorld {
         const folded = foldRequestHeader(fromJs(command.events), fromJs(command.baseline))
         return new Returned(folded === undefined ? undefined : JSON.parse(JSON.stringify(folded)))
       }
+      case 'read_registry':
+        return new Returned(this.registryContents())
       case 'dispose_scope': {
         // Its registrations and listeners go; a later use mints a new scope.
         const minted = this.scopes.get(command.scope)

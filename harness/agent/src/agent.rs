@@ -22,6 +22,7 @@ use dshc_model::runtime_context::RuntimeContextProjection;
 use dshc_model::session::{Session, SurfaceMeta};
 use dshc_model::{
     AbortSignal, AgentFacts, AssembleContext, JsError, PromptEntry, Registry, ScopeKey,
+    ToolProviderResult,
 };
 
 use crate::context::{AdapterRoute, Ids, LlmCall, LoopLimits, logger_warn};
@@ -397,8 +398,21 @@ impl LoopContext {
         self.adapters.borrow_mut().remove(provider);
     }
 
-    /// Register the loop's three global variables (01 R1.2).
+    /// Register what the loop's own services put in the registry: the tool
+    /// runtime's one global tool provider (dsh-tools contributes the wire
+    /// schemas of its registered tools through it; the scripted tools are
+    /// kept out of the prompt, so it contributes none), then the loop's
+    /// three global variables (01 R1.2).
     pub fn register_loop_variables(&self) -> Result<(), JsError> {
+        self.registry.tools(
+            None,
+            Rc::new(|_: &AssembleContext, _: &Registry| {
+                Ok(Some(ToolProviderResult {
+                    schemas: Rc::from([]),
+                    known_names: None,
+                }))
+            }),
+        )?;
         type Pick = fn(&AgentFacts) -> Option<String>;
         let fields: [(&str, Pick); 3] = [
             ("provider", |a| a.provider.clone()),

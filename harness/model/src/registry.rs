@@ -621,4 +621,77 @@ impl Registry {
     pub fn has_layer(&self, scope: &ScopeKey) -> bool {
         self.state.scoped.borrow().contains_key(scope)
     }
+
+    /// What the registry holds: the global layer, then every existing scoped
+    /// layer in scope-key order (01 R2.1, R2.5).
+    pub fn contents(&self) -> (LayerContents, Vec<(ScopeKey, LayerContents)>) {
+        let global = LayerContents::of(&self.state.global.borrow());
+        let scoped = self
+            .state
+            .scoped
+            .borrow()
+            .iter()
+            .map(|(key, layer)| (key.clone(), LayerContents::of(&layer.borrow())))
+            .collect();
+        (global, scoped)
+    }
+}
+
+/// One section or context registration as [`Registry::contents`] reports
+/// it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryContents {
+    /// Its name.
+    pub name: Rc<str>,
+    /// Its order.
+    pub order: f64,
+    /// Whether it is a complete section.
+    pub complete: bool,
+    /// Its text when static; `None` for a provider.
+    pub static_text: Option<Rc<str>>,
+}
+
+/// What one layer holds, each table in insertion order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerContents {
+    /// The sections.
+    pub sections: Vec<EntryContents>,
+    /// The contexts.
+    pub contexts: Vec<EntryContents>,
+    /// The variables' names.
+    pub variables: Vec<String>,
+    /// How many tool providers.
+    pub tool_providers: usize,
+    /// How many runtime-context suppressors.
+    pub suppressors: usize,
+}
+
+impl LayerContents {
+    fn of(layer: &Layer) -> LayerContents {
+        let entries = |table: &Table<Rc<NamedText>>| {
+            table
+                .entries()
+                .map(|(_, entry)| EntryContents {
+                    name: entry.name.clone(),
+                    order: entry.order,
+                    complete: entry.complete,
+                    static_text: match &entry.text {
+                        Text::Static(text) => Some(text.clone()),
+                        Text::Provider(_) => None,
+                    },
+                })
+                .collect()
+        };
+        LayerContents {
+            sections: entries(&layer.sections),
+            contexts: entries(&layer.contexts),
+            variables: layer
+                .variables
+                .entries()
+                .filter_map(|(name, _)| name.map(str::to_string))
+                .collect(),
+            tool_providers: layer.tool_providers.entries().count(),
+            suppressors: layer.suppressors.entries().count(),
+        }
+    }
 }

@@ -13,7 +13,8 @@ use super::scripted::{
     register_tools, register_variable, try_dispose,
 };
 use dshc_model::header::{canonical_header, header_equals};
-use dshc_model::js::JsValue;
+use dshc_model::js::{JsValue, number_json};
+use dshc_model::registry::{EntryContents, LayerContents};
 use serde_json::Value;
 
 /// The registry commands, shared with the loop level.
@@ -54,6 +55,10 @@ impl AssemblyCommands {
             }
             AssemblyCommand::FoldHeader(c) => {
                 observation.value = fold_header(c);
+                Ok(())
+            }
+            AssemblyCommand::ReadRegistry(_) => {
+                observation.value = Some(registry_contents(registry));
                 Ok(())
             }
             AssemblyCommand::HeaderEquals(c) => {
@@ -152,4 +157,50 @@ fn fold_header(command: &dshc_scenario::protocol::FoldHeaderCommand) -> Option<V
         .rfind(|event| event["type"] == dshc_model::session::event_kind::REQUEST_HEADER)
         .map(|event| canonical_header(&event["data"]["header"]))
         .or(baseline)
+}
+
+/// `read_registry`: the global layer and every existing scoped layer, in
+/// scope-name order, each as `{sections, contexts, variables,
+/// tool_providers, suppressors}`.
+fn registry_contents(registry: &Registry) -> Value {
+    let (global, scoped) = registry.contents();
+    let scopes: Vec<Value> = scoped
+        .iter()
+        .map(|(key, layer)| {
+            let mut entry = serde_json::Map::new();
+            entry.insert("scope".into(), Value::from(key.as_str()));
+            if let Value::Object(fields) = layer_json(layer) {
+                entry.extend(fields);
+            }
+            Value::Object(entry)
+        })
+        .collect();
+    serde_json::json!({"global": layer_json(&global), "scopes": scopes})
+}
+
+fn layer_json(layer: &LayerContents) -> Value {
+    let entries = |entries: &[EntryContents]| -> Vec<Value> {
+        entries
+            .iter()
+            .map(|entry| {
+                let mut fields = serde_json::Map::new();
+                fields.insert("name".into(), Value::from(&*entry.name));
+                fields.insert("order".into(), number_json(entry.order));
+                if entry.complete {
+                    fields.insert("complete".into(), Value::Bool(true));
+                }
+                if let Some(text) = &entry.static_text {
+                    fields.insert("text".into(), Value::from(&**text));
+                }
+                Value::Object(fields)
+            })
+            .collect()
+    };
+    serde_json::json!({
+        "sections": entries(&layer.sections),
+        "contexts": entries(&layer.contexts),
+        "variables": layer.variables,
+        "tool_providers": layer.tool_providers,
+        "suppressors": layer.suppressors,
+    })
 }

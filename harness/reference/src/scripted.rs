@@ -174,11 +174,40 @@ fn call_provider<T: Clone>(
         Provided::Undefined => Ok(None),
         Provided::Returns(value) => Ok(Some(value.clone())),
         Provided::ContextField(field) => Ok(context.extra.get(field).and_then(from_context)),
+        Provided::Computes(template) => {
+            let scope = context.scope.as_ref().map_or("undefined", ScopeKey::as_str);
+            Ok(from_context(&Value::String(computed_text(
+                template, call, scope,
+            ))))
+        }
         Provided::Sequence(sequence) => {
             let index = (call as usize - 1).min(sequence.len().saturating_sub(1));
             Ok(sequence.get(index).and_then(SequenceItem::value).cloned())
         }
     }
+}
+
+/// A `computes` template: each `{call}` and `{scope}`, left to right, is
+/// replaced by the call's number and the scope's name; nothing else is.
+fn computed_text(template: &str, call: u32, scope: &str) -> String {
+    let mut text = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        text.push_str(&rest[..open]);
+        let tail = &rest[open..];
+        if let Some(after) = tail.strip_prefix("{call}") {
+            text.push_str(&call.to_string());
+            rest = after;
+        } else if let Some(after) = tail.strip_prefix("{scope}") {
+            text.push_str(scope);
+            rest = after;
+        } else {
+            text.push('{');
+            rest = &tail[1..];
+        }
+    }
+    text.push_str(rest);
+    text
 }
 
 fn apply_effect(effect: &Effect, world: &WorldRef, registry: &Registry) -> Result<(), JsError> {

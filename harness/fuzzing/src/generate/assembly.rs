@@ -37,9 +37,11 @@ pub const FEATURES: &[Feature] = &[
     feature("dispose_scope", 2, 20),
     feature("bind", 2, 20),
     feature("headers", 2, 20),
+    feature("read_registry", 2, 15),
     feature("effects", 5, 30),
     feature("sequence", 5, 35),
     feature("context_field", 5, 35),
+    feature("computes", 5, 30),
     feature("undefined", 2, 20),
     feature("throws", 2, 20),
     feature("escapes", 5, 40),
@@ -281,6 +283,13 @@ impl Generator {
         if self.roll("context_field") {
             ProviderSpec {
                 provided: Provided::ContextField(self.pick(CONTEXT_FIELDS)),
+                effects: Vec::new(),
+            }
+        } else if self.roll("computes") {
+            let token = self.pick(&["{call}", "{scope}", "{call}{scope}", "{scope"]);
+            let template = token + &self.text(fragments, max);
+            ProviderSpec {
+                provided: Provided::Computes(template),
                 effects: Vec::new(),
             }
         } else {
@@ -694,6 +703,9 @@ impl Generator {
         }
         if self.roll("headers") {
             return self.header_command();
+        }
+        if self.roll("read_registry") {
+            return Command::Assembly(AssemblyCommand::ReadRegistry(ReadRegistryCommand {}));
         }
         if self.rng.percent(80) {
             self.registration(true).into()

@@ -826,7 +826,7 @@ impl Generator {
             text: TextSpec::Static(g.words(3)),
             complete: false,
         };
-        let command = match self.rng.below(8) {
+        let command = match self.rng.below(9) {
             0 => {
                 let id = self.id("late");
                 AssemblyCommand::Section(section(self, id))
@@ -892,6 +892,7 @@ impl Generator {
                     Command::Assembly(AssemblyCommand::Dispose(DisposeCommand { target: id })),
                 ];
             }
+            7 => AssemblyCommand::ReadRegistry(ReadRegistryCommand {}),
             _ => AssemblyCommand::Assemble(AssembleCommand {
                 scope: self.rng.percent(50).then(|| "agent".into()),
                 context: serde_json::Map::new(),

@@ -164,7 +164,10 @@ fn simplify_provider<T: Clone>(spec: &mut ProviderSpec<T>) {
                 _ => Provided::Undefined,
             };
         }
-        Provided::Returns(_) | Provided::ContextField(_) | Provided::Undefined => {}
+        Provided::Returns(_)
+        | Provided::ContextField(_)
+        | Provided::Computes(_)
+        | Provided::Undefined => {}
     }
 }
 

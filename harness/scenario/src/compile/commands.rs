@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{CompileError, fail};
 use crate::protocol::{
     ActOp, AssemblyCommand, Command, ContextCommand, Effect, FoldHeaderCommand, ListenCommand,
-    ListenerOp, LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, ProviderSpec,
+    ListenerOp, LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, Provided, ProviderSpec,
     RecordField, Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec, ToolOp,
     ToolResultSpec, ToolsCommand, VariableCommand,
 };
@@ -89,6 +89,12 @@ impl Compiler {
 
     fn tools(&mut self, path: &str, s: &mut ToolsCommand) -> Result<(), CompileError> {
         self.define_tools(&mut s.id);
+        if matches!(s.provider.provided, Provided::Computes(_)) {
+            return fail(
+                &format!("{path}.provider.computes"),
+                "`computes` gives text; a tool provider returns `{ schemas, known_names }`",
+            );
+        }
         self.check_provider(&format!("{path}.provider"), &mut s.provider)
     }
 
@@ -182,6 +188,7 @@ impl Compiler {
             | Command::Loop(LoopCommand::FirePreStep(_))
             | Command::Loop(LoopCommand::ClockJump(_))
             | Command::Assembly(AssemblyCommand::CanonicalHeader(_))
+            | Command::Assembly(AssemblyCommand::ReadRegistry(_))
             | Command::Assembly(AssemblyCommand::HeaderEquals(_)) => Ok(()),
         }
     }

@@ -155,6 +155,8 @@ commands_by_level! {
         /// `foldRequestHeader(events, baseline)` (dsh-session), as the step's
         /// `value` (none when it is `undefined`).
         "fold_header" => FoldHeader(FoldHeaderCommand),
+        /// What the registry holds, layer by layer, as the step's `value`.
+        "read_registry" => ReadRegistry(ReadRegistryCommand),
     }
     loop {
         /// Loop: `agent.followup(message)`.
@@ -345,3 +347,10 @@ pub struct ChangeListenerCommand {
 fn default_change_error() -> String {
     "change listener failed".into()
 }
+
+/// Read the registry's contents: `{global, scopes}`, each layer's
+/// sections and contexts (`{name, order, complete?, text?}`), variable
+/// names and counts of tool providers and suppressors.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRegistryCommand {}

@@ -99,6 +99,10 @@ pub enum Provided<T> {
     /// Return the assemble context's field of this name, `undefined` when
     /// it is not of the provider's type.
     ContextField(String),
+    /// Return this template with `{call}` replaced by the call's number
+    /// (from 1) and `{scope}` by the name of the assembly's scope
+    /// (`undefined` when it has none): text computed from the call.
+    Computes(String),
     /// Return `undefined`.
     Undefined,
     /// Throw `new Error(message)`, with `{cause: new Error(cause)}` when set.
@@ -111,8 +115,8 @@ pub enum Provided<T> {
 }
 
 /// A scripted provider, as a file or the protocol writes it: exactly one of
-/// `returns`, `sequence`, `context_field`, `returns_undefined` and `throws`
-/// is set. Returned objects are created once at registration and returned
+/// `returns`, `sequence`, `context_field`, `computes`, `returns_undefined`
+/// and `throws` is set. Returned objects are created once at registration and returned
 /// by reference on every call, as a JavaScript closure over a constant would.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
@@ -129,6 +133,12 @@ pub struct ProviderTable<T> {
     /// passed to `assemble`), `undefined` when it is not a string.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_field: Option<String>,
+    /// Return this text with `{call}` replaced by the call's number (from 1)
+    /// and `{scope}` by the name of the assembly's scope (`undefined` when
+    /// it has none), each token where it appears, left to right; text
+    /// providers only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computes: Option<String>,
     /// Return `undefined`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub returns_undefined: bool,
@@ -151,6 +161,7 @@ impl<T> TryFrom<ProviderTable<T>> for ProviderSpec<T> {
             returns,
             sequence,
             context_field,
+            computes,
             returns_undefined,
             throws,
             cause,
@@ -172,6 +183,9 @@ impl<T> TryFrom<ProviderTable<T>> for ProviderSpec<T> {
         if let Some(field) = context_field {
             outcomes.push(Provided::ContextField(field));
         }
+        if let Some(template) = computes {
+            outcomes.push(Provided::Computes(template));
+        }
         if returns_undefined {
             outcomes.push(Provided::Undefined);
         }
@@ -189,7 +203,7 @@ impl<T> TryFrom<ProviderTable<T>> for ProviderSpec<T> {
 
 /// The keys of a provider table of which exactly one is set.
 const PROVIDER_OUTCOME_KEYS: &str =
-    "`returns`, `sequence`, `context_field`, `returns_undefined` and `throws`";
+    "`returns`, `sequence`, `context_field`, `computes`, `returns_undefined` and `throws`";
 
 impl<T> From<ProviderSpec<T>> for ProviderTable<T> {
     fn from(spec: ProviderSpec<T>) -> Self {
@@ -197,6 +211,7 @@ impl<T> From<ProviderSpec<T>> for ProviderTable<T> {
             returns: None,
             sequence: None,
             context_field: None,
+            computes: None,
             returns_undefined: false,
             throws: None,
             cause: None,
@@ -206,6 +221,7 @@ impl<T> From<ProviderSpec<T>> for ProviderTable<T> {
             Provided::Returns(value) => table.returns = Some(value),
             Provided::Sequence(items) => table.sequence = Some(items),
             Provided::ContextField(field) => table.context_field = Some(field),
+            Provided::Computes(template) => table.computes = Some(template),
             Provided::Undefined => table.returns_undefined = true,
             Provided::Throws { message, cause } => {
                 table.throws = Some(message);

@@ -88,6 +88,11 @@ const REFUSALS: &[Refusal] = &[
     ),
     fixture(
         COMMANDS,
+        "`computes` gives text; a tool provider returns",
+        "tool_provider_that_computes_text",
+    ),
+    fixture(
+        COMMANDS,
         "`event_types` filters a `session/event` observer",
         "event_types_on_a_listener_that_is_no_observer",
     ),
