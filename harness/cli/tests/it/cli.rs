@@ -353,7 +353,7 @@ fn diff_and_sim_print_every_command_kind_of_their_level_with_how_often_it_ran() 
 #[test]
 fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
     // The reference, with one error message altered on the way out: the
-    // first case that reports it disagrees (case 7 of seed 19), and later
+    // first case that reports it disagrees (case 4 of seed 19), and later
     // cases, finished first by other jobs, must not change what is reported.
     let adapter = format!(
         "'{}' adapter | sed -u 's/already registered/already registeredx/'",
@@ -378,7 +378,7 @@ fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
         let regression = std::fs::read_to_string(
             scratch
                 .root
-                .join("scenarios/regressions/diff_seed19_case7.toml"),
+                .join("scenarios/regressions/diff_seed19_case4.toml"),
         )
         .expect("the shrunk disagreement is written");
         seen.push((stdout(&output), regression));
@@ -388,7 +388,7 @@ fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
     assert!(
         printed.starts_with("seed 19 swarm odds: listen ")
             && printed.lines().nth(1).is_some_and(
-                |line| line.starts_with("case 7 of seed 19: the implementations disagree")
+                |line| line.starts_with("case 4 of seed 19: the implementations disagree")
             ),
         "{printed}"
     );
@@ -407,7 +407,7 @@ fn diff_finds_shrinks_and_replays_the_same_disagreement_for_any_job_count() {
         .expect("sh runs");
     assert_eq!(code(&output), 1, "{}{}", stdout(&output), stderr(&output));
     assert!(
-        stdout(&output).contains("\ncase 7 of seed 19: the implementations disagree"),
+        stdout(&output).contains("\ncase 4 of seed 19: the implementations disagree"),
         "{}",
         stdout(&output)
     );
