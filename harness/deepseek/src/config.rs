@@ -31,6 +31,112 @@ impl DeepSeekDefaults {
     }
 }
 
+/// The largest delay a timer takes (2^31 - 1 ms), the bound of
+/// `streamIdleTimeoutMs`.
+const MAX_TIMER_DELAY_MS: u64 = 2_147_483_647;
+/// `Number.MAX_SAFE_INTEGER`, the bound of `maxTokens`.
+const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
+
+impl DeepSeekConnection {
+    /// What the DeepSeek plugin refuses when it loads, in its order: its
+    /// config schema first, a `ValidationError` naming the first field that
+    /// fails (fields in the schema's order, the catalog entry by entry), as
+    /// the config loader words it; then `resolveAdapterOptions`' own checks
+    /// (the thinking contradiction, then the catalog: an empty id, a
+    /// duplicate), each a plain `Error`. Only what a world can state is
+    /// judged: the numbers are integers, the other fields absent.
+    pub fn validate(&self) -> Result<(), JsError> {
+        self.validate_schema()?;
+        self.defaults.validate()?;
+        let mut seen = std::collections::BTreeSet::new();
+        for model in &self.models {
+            if model.id.is_empty() {
+                return Err(JsError::error(
+                    "llm-deepseek: catalog model ids must be non-empty",
+                ));
+            }
+            if !seen.insert(model.id.as_str()) {
+                return Err(JsError::error(format!(
+                    "llm-deepseek: duplicate catalog model {}",
+                    dshc_model::js::quote(&model.id)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_schema(&self) -> Result<(), JsError> {
+        let one_of = |path: &str, value: &Option<String>, allowed: &[&str]| match value {
+            Some(value) if !allowed.contains(&value.as_str()) => Some(format!(
+                "{path} expected {} but got {}",
+                allowed
+                    .iter()
+                    .map(|a| dshc_model::js::quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                dshc_model::js::quote(value)
+            )),
+            _ => None,
+        };
+        let at_least_one = |path: &str, value: u64| {
+            (value < 1).then(|| format!("{path} expected number >= 1 but got {value}"))
+        };
+        let at_most = |path: &str, value: u64, bound: u64| {
+            (value > bound).then(|| format!("{path} expected number <= {bound} but got {value}"))
+        };
+        let models = self.models.iter().enumerate().flat_map(|(index, model)| {
+            let path = |field: &str| format!("models[{index}].{field}");
+            [
+                model
+                    .context_window
+                    .and_then(|v| at_least_one(&path("contextWindow"), v)),
+                model
+                    .max_tokens
+                    .and_then(|v| at_least_one(&path("maxTokens"), v)),
+            ]
+        });
+        let stream_idle = self.stream_idle_timeout_ms;
+        let first = [
+            one_of(
+                "thinking",
+                &self.defaults.thinking,
+                &["enabled", "disabled"],
+            ),
+            one_of(
+                "reasoningEffort",
+                &self.defaults.reasoning_effort,
+                &["off", "low", "high", "max"],
+            ),
+            at_least_one("maxTokens", self.max_tokens),
+            at_most("maxTokens", self.max_tokens, MAX_SAFE_INTEGER),
+            at_least_one("defaultContextWindow", self.default_context_window),
+        ]
+        .into_iter()
+        .chain(models)
+        .chain([
+            (stream_idle == 0)
+                .then(|| "streamIdleTimeoutMs expected number >= 5e-324 but got 0".to_string()),
+            at_most("streamIdleTimeoutMs", stream_idle, MAX_TIMER_DELAY_MS),
+        ])
+        .flatten()
+        .next();
+        match first {
+            None => Ok(()),
+            Some(failure) => {
+                // `$.a[0].b expected ... (at a.0.b)`.
+                let (path, rest) = failure.split_once(' ').unwrap_or((&failure, ""));
+                let dotted = path.replace('[', ".").replace(']', "");
+                Err(JsError {
+                    name: "ValidationError".into(),
+                    ..JsError::error(format!(
+                        "invalid config:\n  - $.{path} {rest} (at {dotted})"
+                    ))
+                })
+            }
+        }
+    }
+}
+
 /// One advisory catalog entry (`models[]` in the plugin config).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeepSeekModel {

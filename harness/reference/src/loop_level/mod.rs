@@ -45,11 +45,12 @@ pub const PROVIDER_HOST: &str = "provider";
 /// The provider port.
 pub const PROVIDER_PORT: u16 = 443;
 
-/// The DeepSeek wire route the world registers, if it does.
-fn wire_route(world: &LoopWorld) -> Option<(String, AdapterRoute)> {
+/// The DeepSeek wire route the world registers, if it does; the plugin's
+/// refusal of its config, if it refuses it.
+fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsError> {
     let spec = &world.adapter;
     if !spec.registered {
-        return None;
+        return Ok(None);
     }
     let mut deepseek = DeepSeekConnection {
         defaults: DeepSeekDefaults {
@@ -79,6 +80,7 @@ fn wire_route(world: &LoopWorld) -> Option<(String, AdapterRoute)> {
     if let Some(timeout_ms) = spec.stream_idle_timeout_ms {
         deepseek.stream_idle_timeout_ms = timeout_ms;
     }
+    deepseek.validate()?;
     let models = deepseek
         .models
         .iter()
@@ -100,7 +102,7 @@ fn wire_route(world: &LoopWorld) -> Option<(String, AdapterRoute)> {
         default_model,
         connection,
     });
-    Some((spec.provider.clone(), route))
+    Ok(Some((spec.provider.clone(), route)))
 }
 
 /// The world's scripted routes, each with its own script cursor.
@@ -152,7 +154,7 @@ fn register_initial_routes(
     world: &LoopWorld,
     scripted: &[Rc<ScriptedRoute>],
 ) -> Result<(), JsError> {
-    if let Some((provider, route)) = wire_route(world) {
+    if let Some((provider, route)) = wire_route(world)? {
         context.register_route(&provider, route)?;
     }
     for (spec, route) in world.routes.iter().zip(scripted) {
