@@ -542,12 +542,10 @@ class LoopWorld extends CaseWorld {
     this.llmCalls = []
     /** What acting listeners recorded, in order (the run's `journal`). */
     this.recorded = []
-    /** Scripted routes by provider (the first of each name), and their registrations. */
-    this.routes = new Map()
+    /** The world's scripted routes in `routes` order, each with its own
+     * script cursor, and the registration in force under each name. */
+    this.routes = (world.routes ?? []).map((spec) => new ScriptedRoute(spec, this.llmCalls))
     this.routeHandles = new Map()
-    for (const spec of world.routes ?? []) {
-      if (!this.routes.has(spec.provider)) this.routes.set(spec.provider, new ScriptedRoute(spec, this.llmCalls))
-    }
     // Registrations and listeners scoped to an agent's name go through the
     // live agent's context; `assemble {scope}` uses the agent as the key.
     for (const spec of this.specs) {
@@ -588,12 +586,8 @@ class LoopWorld extends CaseWorld {
       if (!present(providerUrl)) throw new AdapterFault('a loop case with a registered adapter needs `provider_url`')
       await loadPlugin(root, this.fibers, deepseek, deepseekConfig(world.adapter, providerUrl))
     }
-    for (const spec of world.routes ?? []) {
-      if (spec.registered === false) continue
-      // A second route of one name gets its own script (and is refused as a duplicate).
-      const first = this.routes.get(spec.provider)
-      this.registerRoute(spec.provider, first.spec === spec ? first : new ScriptedRoute(spec, this.llmCalls))
-    }
+    // A second registered route of one name is refused as a duplicate.
+    for (const route of this.routes) if (route.spec.registered !== false) this.registerRoute(route)
     await loadPlugin(root, this.fibers, AgentLoop, { agents: [] })
     for (const name of contextPluginOrder(world.plugins)) await this.loadContextPlugin(name, world.plugins[name])
     root.on('agent/error', ({ agent, turn, step, error }) => {
@@ -661,10 +655,16 @@ class LoopWorld extends CaseWorld {
     }
   }
 
-  /** `llm.registerAdapter([provider], adapter)`; by default the world's
-   * first route of that name, whose script goes on where it stopped. */
-  registerRoute(provider, adapter = this.routes.get(provider)) {
-    this.routeHandles.set(provider, this.root.llm.registerAdapter([provider], adapter))
+  /** `llm.registerAdapter([provider], route)` for one of the world's
+   * routes, whose script goes on where it stopped. */
+  registerRoute(route) {
+    const provider = route.spec.provider
+    this.routeHandles.set(provider, this.root.llm.registerAdapter([provider], route))
+  }
+
+  /** The world's `index`-th route named `provider`. */
+  routeNamed(provider, index = 0) {
+    return this.routes.filter((route) => route.spec.provider === provider)[index]
   }
 
   /** A fresh agent (and session) under the spec's id, from `seed` if given. */
@@ -788,7 +788,9 @@ class LoopWorld extends CaseWorld {
         })
         return undefined
       case 'wait':
-        return sleep(command.ms)
+        // Exactly `ms`: a `wait` is the harness's own pause, not a listener's
+        // `setTimeout`, so 0 is no time at all (Node would clamp it to 1 ms).
+        return new Promise((resolve) => setTimeout(resolve, command.ms))
       case 'plugin':
         return this.pluginAction(command)
       case 'clock_jump':
@@ -822,7 +824,7 @@ class LoopWorld extends CaseWorld {
       case 'plugin':
         throw this.faulted(new AdapterFault('plugin actions are not supported (the case should have been skipped)'))
       case 'register_route':
-        this.registerRoute(command.provider)
+        this.registerRoute(this.routeNamed(command.provider, command.route ?? 0))
         return undefined
       case 'append': {
         const opts = {}

@@ -197,6 +197,13 @@ pub struct KnownDisagreement {
     pub reason: String,
 }
 
+impl KnownDisagreement {
+    /// Whether an adapter's result shows this cause.
+    pub fn shown_by(&self, result: &CaseResult) -> bool {
+        serde_json::to_string(result).is_ok_and(|text| text.contains(&self.adapter_shows))
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExpectedFailures {

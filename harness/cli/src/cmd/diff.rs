@@ -16,7 +16,7 @@ use dshc_runner::check::KnownDisagreement;
 use dshc_runner::parallel::{default_jobs, for_each_ordered_on};
 use dshc_runner::partition::Partition;
 use dshc_scenario::format::Scenario;
-use dshc_scenario::protocol::Level;
+use dshc_scenario::protocol::{CaseResult, Level};
 
 use crate::Exit;
 use crate::progress::Progress;
@@ -164,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             &mut pool[0],
             &replay,
             &regressions_dir,
-            shrink_attempts,
+            (shrink_attempts, &known),
         );
         stop(&mut pool);
         return Ok(exit);
@@ -235,11 +235,7 @@ impl Tally {
                 self.not_run += 1;
                 crate::out!("case {case}: not run: {reason}");
             }
-            Comparison::Disagree { other, .. }
-                if known.iter().any(|k| {
-                    serde_json::to_string(&other).is_ok_and(|text| text.contains(&k.adapter_shows))
-                }) =>
-            {
+            Comparison::Disagree { other, .. } if known.iter().any(|k| k.shown_by(&other)) => {
                 self.known_seen += 1;
             }
             Comparison::Disagree { differences, .. } => return Some(summary(&differences)),
@@ -260,10 +256,11 @@ fn shrink_and_write(
     implementation: &mut External,
     replay: &Replay,
     regressions_dir: &Path,
-    shrink_attempts: usize,
+    (shrink_attempts, known): (usize, &[KnownDisagreement]),
 ) -> Exit {
     crate::out!("shrinking");
-    let minimal = shrink(scenario, implementation, shrink_attempts);
+    let known = |result: &CaseResult| known.iter().any(|k| k.shown_by(result));
+    let minimal = shrink(scenario, implementation, shrink_attempts, &known);
     let exit = match write_regression(regressions_dir, replay, &minimal, implementation) {
         Ok(Some((written, differences))) => {
             crate::out!(

@@ -387,10 +387,27 @@ impl Generator {
             world.routes.push(RouteSpec {
                 provider: ROUTE.into(),
                 registered: true,
-                model,
+                model: model.clone(),
                 models: IndexMap::new(),
                 responses,
             });
+            // Another route with its own script, for the same name: it can
+            // be registered once the first one is unregistered.
+            if self.rng.percent(40) {
+                let responses = (0..12)
+                    .map(|_| RouteResponse {
+                        text: vec![format!("other {}", self.words(2))],
+                        ..RouteResponse::default()
+                    })
+                    .collect();
+                world.routes.push(RouteSpec {
+                    provider: ROUTE.into(),
+                    registered: false,
+                    model,
+                    models: IndexMap::new(),
+                    responses,
+                });
+            }
         }
         let mut plugins = PluginsSpec::default();
         if self.roll("time_context") {
@@ -428,15 +445,19 @@ impl Generator {
             })));
         }
         if !self.world.routes.is_empty() && self.roll("routes") {
-            let route = RouteCommand {
-                provider: ROUTE.into(),
-            };
-            // A route registered twice is refused: the steps alternate.
+            // A name registered twice is refused: the steps alternate, and
+            // each registration takes one of the routes of that name.
+            let route = self.rng.below(self.world.routes.len() as u64) as usize;
             let registered = &mut self.world.routes[0].registered;
             steps.push(Command::Loop(if *registered {
-                LoopCommand::UnregisterRoute(route)
+                LoopCommand::UnregisterRoute(RouteCommand {
+                    provider: ROUTE.into(),
+                })
             } else {
-                LoopCommand::RegisterRoute(route)
+                LoopCommand::RegisterRoute(RegisterRouteCommand {
+                    provider: ROUTE.into(),
+                    route,
+                })
             }));
             *registered = !*registered;
         }

@@ -115,7 +115,7 @@ fn shrinking_keeps_the_disagreement_and_drops_everything_else() {
             )
         })
         .expect("some generated case renders an é");
-    let minimal = shrink(&scenario, &mut planted, 5_000);
+    let minimal = shrink(&scenario, &mut planted, 5_000, &|_| false);
     assert!(
         matches!(
             compare_once(&minimal, "x", &mut planted),
@@ -194,7 +194,7 @@ fn loop_sessions_agree_with_themselves_and_a_planted_event_is_named_and_shrunk()
                     && leaf.path.ends_with("].data.chunk.text")),
         "session {case}: {differences:?}"
     );
-    let minimal = shrink(&scenario, &mut planted, 2_000);
+    let minimal = shrink(&scenario, &mut planted, 2_000, &|_| false);
     assert!(
         matches!(
             compare_once(&minimal, "x", &mut planted),
@@ -217,7 +217,7 @@ fn a_regression_file_that_would_not_fail_on_the_adapter_is_refused_and_not_writt
             )
         })
         .expect("some generated case renders an é");
-    let minimal = shrink(&scenario, &mut planted, 2_000);
+    let minimal = shrink(&scenario, &mut planted, 2_000, &|_| false);
     let Comparison::Disagree {
         reference,
         other,
@@ -308,7 +308,7 @@ fn shrinking_keeps_the_disagreement_it_found_not_merely_some_disagreement() {
         classes(&scenario, &mut planted),
         ["assemble.prompt", "assemble.snapshot"]
     );
-    let minimal = shrink(&scenario, &mut planted, 1_000);
+    let minimal = shrink(&scenario, &mut planted, 1_000, &|_| false);
     let kept = classes(&minimal, &mut planted);
     assert!(
         kept.iter().any(|c| c == "assemble.prompt"),

@@ -15,7 +15,8 @@ use dshc_model::{AbortSignal, JsError};
 use dshc_scenario::protocol::{
     AppendCommand, CancelCommand, ClockJumpCommand, CompactCommand, DisposeAgentCommand,
     DisposeCommand, FirePreStepCommand, JsJson, LoopListenerCommand, Observation, PluginAction,
-    ReadSessionCommand, ResumeCommand, RouteCommand, WaitCommand, WaitIdleCommand,
+    ReadSessionCommand, RegisterRouteCommand, ResumeCommand, RouteCommand, WaitCommand,
+    WaitIdleCommand,
 };
 
 use super::{LoopAgent, LoopCommands};
@@ -231,8 +232,8 @@ impl LoopCommands {
         Ok(())
     }
 
-    pub(super) fn register_route(&self, command: &RouteCommand) -> Result<(), JsError> {
-        let route = self.route(&command.provider)?;
+    pub(super) fn register_route(&self, command: &RegisterRouteCommand) -> Result<(), JsError> {
+        let route = self.route(&command.provider, command.route)?;
         self.context
             .register_route(&command.provider, AdapterRoute::Scripted(route))
     }

@@ -362,12 +362,14 @@ impl LoopCommands {
     }
 
     /// The world's scripted route for `provider` (the compiler checked it exists).
-    fn route(&self, provider: &str) -> Result<Rc<ScriptedRoute>, JsError> {
+    /// The world's `index`-th scripted route named `provider`.
+    fn route(&self, provider: &str, index: usize) -> Result<Rc<ScriptedRoute>, JsError> {
         self.world
             .routes
             .iter()
             .zip(&self.routes)
-            .find(|(spec, _)| spec.provider == provider)
+            .filter(|(spec, _)| spec.provider == provider)
+            .nth(index)
             .map(|(_, route)| route.clone())
             .ok_or_else(|| JsError::error(format!("no scripted route {provider:?}")))
     }

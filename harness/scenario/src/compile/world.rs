@@ -81,20 +81,32 @@ fn check_messages_and_agents(
     Ok(())
 }
 
-/// `register_route` and `unregister_route` name one of the world's routes.
+/// `register_route` and `unregister_route` name one of the world's routes
+/// (`register_route`'s `route`, one of those with that name).
 fn check_route_commands(
     commands: &[Command],
     routes: &[RouteSpec],
     path_of: &dyn Fn(usize) -> String,
 ) -> Result<(), CompileError> {
     for (index, command) in commands.iter().enumerate() {
-        if let Command::Loop(LoopCommand::RegisterRoute(route))
-        | Command::Loop(LoopCommand::UnregisterRoute(route)) = command
-            && !routes.iter().any(|r| r.provider == route.provider)
-        {
+        let (provider, route) = match command {
+            Command::Loop(LoopCommand::RegisterRoute(c)) => (&c.provider, c.route),
+            Command::Loop(LoopCommand::UnregisterRoute(c)) => (&c.provider, 0),
+            _ => continue,
+        };
+        let named = routes.iter().filter(|r| &r.provider == provider).count();
+        if named == 0 {
             return fail(
                 &format!("{}.provider", path_of(index)),
-                format!("no route in `routes` has provider {:?}", route.provider),
+                format!("no route in `routes` has provider {provider:?}"),
+            );
+        }
+        if route >= named {
+            return fail(
+                &format!("{}.route", path_of(index)),
+                format!(
+                    "`routes` has {named} route(s) named {provider:?}, so `route` is below {named}"
+                ),
             );
         }
     }

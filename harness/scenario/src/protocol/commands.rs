@@ -16,8 +16,8 @@ use super::listener_ops::ListenerOp;
 use super::loop_commands::{
     AppendCommand, CancelCommand, CanonicalHeaderCommand, ClockJumpCommand, CompactCommand,
     DisposeAgentCommand, FirePreStepCommand, FoldHeaderCommand, HeaderEqualsCommand,
-    LoopListenerCommand, MessageCommand, ReadSessionCommand, ResumeCommand, RouteCommand,
-    WaitCommand, WaitIdleCommand,
+    LoopListenerCommand, MessageCommand, ReadSessionCommand, RegisterRouteCommand, ResumeCommand,
+    RouteCommand, WaitCommand, WaitIdleCommand,
 };
 use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
 use super::plugins::PluginAction;
@@ -209,9 +209,10 @@ commands_by_level! {
         /// Loop: move the wall clock (`Date.now()`, event times) by `ms`,
         /// forward or backward, while timers keep their course.
         "clock_jump" => ClockJump(ClockJumpCommand),
-        /// Loop: `llm.registerAdapter([provider], adapter)` for the world's
-        /// scripted route of that name (its script goes on where it stopped).
-        "register_route" => RegisterRoute(RouteCommand),
+        /// Loop: `llm.registerAdapter([provider], adapter)` for one of the
+        /// world's scripted routes of that name, the first by default (its
+        /// script goes on where it stopped).
+        "register_route" => RegisterRoute(RegisterRouteCommand),
         /// Loop: dispose the route's current registration (a no-op when it has none).
         "unregister_route" => UnregisterRoute(RouteCommand),
     }

@@ -246,3 +246,17 @@ pub struct RouteCommand {
     /// The route's provider name.
     pub provider: String,
 }
+
+/// Registers one of the world's scripted routes under its name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRouteCommand {
+    /// The route's provider name.
+    pub provider: String,
+    /// Which of the world's routes with that name, from 0 in `routes`
+    /// order (default 0): another route, with its own script, can be
+    /// registered under a name once the first is unregistered (while it is
+    /// registered, the name is taken: `DUPLICATE_ADAPTER`).
+    #[serde(default, skip_serializing_if = "super::serde_defaults::is_zero_usize")]
+    pub route: usize,
+}

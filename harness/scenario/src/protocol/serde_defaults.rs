@@ -16,3 +16,8 @@ pub(super) fn is_true(value: &bool) -> bool {
 pub(super) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
+
+/// `skip_serializing_if` for an index whose default is 0.
+pub(super) fn is_zero_usize(value: &usize) -> bool {
+    *value == 0
+}

@@ -237,6 +237,11 @@ const REFUSALS: &[Refusal] = &[
     ),
     fixture(
         WORLD,
+        "so `route` is below",
+        "register_route_index_beyond_the_routes_of_that_name",
+    ),
+    fixture(
+        WORLD,
         " ms of virtual time per case",
         "simulation_budget_over_the_limit",
     ),
