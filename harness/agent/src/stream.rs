@@ -81,8 +81,7 @@ impl Agent {
             SurfaceMeta::default(),
         )?;
         log.chunk_seqs.push(event.seq);
-        log.assembler.push(&event.data["chunk"]);
-        Ok(())
+        log.assembler.push(&event.data["chunk"])
     }
 
     /// `assistant/message {turn, step, message, interrupted?, usage?}`, citing
@@ -256,7 +255,7 @@ mod tests {
         // The assembler reads it as the attempt's error finish, which is
         // what sends the step to the request-error decision.
         let mut assembler = BlockAssembler::default();
-        assembler.push(&chunk);
+        assembler.push(&chunk).expect("a finish chunk");
         assert_eq!(assembler.finish()["kind"], "error");
         assert_eq!(assembler.finish()["failure"]["code"], "NO_ADAPTER");
     }

@@ -150,6 +150,18 @@ impl Agent {
         call: &Value,
         signal: &AbortSignal,
     ) -> Result<bool, JsError> {
+        // A call block missing its id, name or arguments (a route's own
+        // `block-end`) would log them as `undefined`, which dsh-session's
+        // append refuses: the turn fails with nothing logged for the call.
+        if ["id", "name", "arguments"]
+            .iter()
+            .any(|key| call.get(key).is_none())
+        {
+            return Err(JsError::error(format!(
+                "session event \"{}\" carries non-JSON-serializable data",
+                event_kind::TOOL_CALL
+            )));
+        }
         let id = call["id"].as_str().unwrap_or_default();
         let name = call["name"].as_str().unwrap_or_default();
         let arguments = call["arguments"].as_str().unwrap_or_default();

@@ -275,8 +275,9 @@ impl BlockAssembler {
         &mut self.partials[position].1
     }
 
-    /// Feed one chunk.
-    pub fn push(&mut self, chunk: &Value) {
+    /// Feed one chunk. A `block-end` without its `block` throws as
+    /// dsh-llm's assembler does when it reads the block's `type`.
+    pub fn push(&mut self, chunk: &Value) -> Result<(), JsError> {
         let index = chunk["index"].as_u64().unwrap_or(0);
         match chunk["type"].as_str().unwrap_or_default() {
             "block-start" => {
@@ -311,7 +312,11 @@ impl BlockAssembler {
                 }
             }
             "block-end" => {
-                let block = chunk["block"].clone();
+                let block = match chunk.get("block") {
+                    None => return Err(JsError::read_of_undefined("type")),
+                    Some(Value::Null) => return Err(JsError::read_of_null("type")),
+                    Some(block) => block.clone(),
+                };
                 let block_type = block["type"].as_str().unwrap_or_default().to_string();
                 let partial = self.ensure(index, &block_type);
                 if partial.block.is_none() {
@@ -325,6 +330,7 @@ impl BlockAssembler {
             }
             _ => {}
         }
+        Ok(())
     }
 
     fn assemble(index: u64, partial: &Partial) -> Value {
@@ -485,7 +491,7 @@ mod tests {
             json!({"type": "block-start", "index": 1, "blockType": "tool-call"}),
             json!({"type": "tool-call-delta", "index": 1, "id": "c1", "name": "read", "argumentsDelta": "{"}),
         ] {
-            assembler.push(&chunk);
+            assembler.push(&chunk).expect("a chunk");
         }
         assert_eq!(
             assembler.interrupted_blocks(),
@@ -502,7 +508,7 @@ mod tests {
             json!({"type": "tool-call-delta", "index": 1, "id": "c1", "name": "read", "argumentsDelta": "{}"}),
             json!({"type": "finish", "reason": {"kind": reason}, "replayState": replay_state}),
         ] {
-            assembler.push(&chunk);
+            assembler.push(&chunk).expect("a chunk");
         }
         assembler
     }
@@ -530,7 +536,9 @@ mod tests {
     #[test]
     fn a_later_finish_without_replay_state_clears_it() {
         let mut assembler = text_and_call_finishing("stop", json!({"response": 1}));
-        assembler.push(&json!({"type": "finish", "reason": {"kind": "stop"}}));
+        assembler
+            .push(&json!({"type": "finish", "reason": {"kind": "stop"}}))
+            .expect("a finish");
         assert_eq!(assembler.replay_state(), None);
     }
 }

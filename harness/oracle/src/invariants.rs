@@ -40,7 +40,9 @@ pub fn headers_change_only_when_different(events: &[Event]) -> Vec<String> {
 /// retained on the surface (a compaction that shadows it clears it).
 pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut retained: Option<(u64, String)> = None;
+    // The retained snapshot's text: `None` when its content is not exactly
+    // one text block (06 §2), which no candidate can repeat.
+    let mut retained: Option<(u64, Option<String>)> = None;
     let mut ever = false;
     for event in events {
         if matches!(event.surface_op, Some(SurfaceOp::Replace { .. }))
@@ -55,18 +57,17 @@ pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
         if event.kind != event_kind::USER_MESSAGE || !is_owned(&event.data) {
             continue;
         }
-        let text = event.data["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match &retained {
-            Some((_, previous)) if *previous == text && renders_own_source(&event.data, &text) => {
+        let text = single_text_block(&event.data["content"]);
+        match (&retained, &text) {
+            (Some((_, Some(previous))), Some(text))
+                if previous == text && renders_own_source(&event.data, text) =>
+            {
                 problems.push(format!(
                     "seq {}: runtime-context snapshot repeats the retained one",
                     event.seq
                 ))
             }
-            None if !ever && text == CLEARED => problems.push(format!(
+            (None, Some(text)) if !ever && text == CLEARED => problems.push(format!(
                 "seq {}: tombstone logged although no snapshot ever existed",
                 event.seq
             )),
@@ -76,6 +77,15 @@ pub fn snapshots_change_only_when_different(events: &[Event]) -> Vec<String> {
         retained = Some((event.seq, text));
     }
     problems
+}
+
+/// The text of a message's content when it is exactly one text block with
+/// a string text (06 §2's retained text), else `None`.
+fn single_text_block(content: &Value) -> Option<String> {
+    match content.as_array().map(Vec::as_slice) {
+        Some([block]) if block["type"] == "text" => block["text"].as_str().map(str::to_string),
+        _ => None,
+    }
 }
 
 /// Without a configured `toolOrder` or listener edits, the tools of every
