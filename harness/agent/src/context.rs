@@ -42,15 +42,6 @@ pub fn user_message(ids: &Ids, content: Value, source: Value) -> Value {
     ])
 }
 
-/// A plain user prompt.
-pub fn user_prompt(ids: &Ids, text: &str) -> Value {
-    user_message(
-        ids,
-        json!([{"type": "text", "text": text}]),
-        json!({"kind": "user"}),
-    )
-}
-
 /// The DeepSeek adapter's registration: its models and its connection.
 #[derive(Clone)]
 pub struct WireRoute {

@@ -32,6 +32,4 @@ pub use agent::{
     Agent, AgentOptions, AgentStatus, LaidOutSection, LoopContext, PromptLayout, ToolCall,
     ToolOutcome, ToolRunner, WeakAgent,
 };
-pub use context::{
-    AdapterRoute, Ids, LlmCall, LoopLimits, WireRoute, logger_warn, user_message, user_prompt,
-};
+pub use context::{AdapterRoute, Ids, LlmCall, LoopLimits, WireRoute, logger_warn, user_message};

@@ -5,7 +5,7 @@
 //!
 //! Each listener counts its invocations; `calls` limits the invocations on
 //! which it acts (on others it just calls `next`). Every kind runs the same
-//! [`ActOp`]s (sleep, cancel, dispose, send, throw, record) through one
+//! [`ActOp`]s (sleep, clock jump, cancel, dispose, send, throw, record) through one
 //! executor, [`Acting`]; a contained listener runs them synchronously up to
 //! its first sleep, as a JavaScript function that awaits there would.
 

@@ -1,7 +1,7 @@
 //! What a scripted loop listener does: the ops of each `agent/*` waterfall
 //! (`pre-step`, `request`, `request-error`) and the acts every listener and
-//! tool body shares ([`ActOp`]: sleep, cancel, dispose, send a message,
-//! throw, record what it received).
+//! tool body shares ([`ActOp`]: sleep, move the wall clock, cancel, dispose,
+//! send a message, throw, record what it received).
 //!
 //! A waterfall's op is one of its own or one of the shared acts. Read as a
 //! plain untagged choice, a misspelt op would only say that nothing matched;
