@@ -403,7 +403,7 @@ impl LoopContext {
     /// schemas of its registered tools through it; the scripted tools are
     /// kept out of the prompt, so it contributes none), then the loop's
     /// three global variables (01 R1.2).
-    pub fn register_loop_variables(&self) -> Result<(), JsError> {
+    pub fn register_loop_services(&self) -> Result<(), JsError> {
         self.registry.tools(
             None,
             Rc::new(|_: &AssembleContext, _: &Registry| {

@@ -666,7 +666,7 @@ async fn drive(
     };
     let routes = scripted_routes(&world);
     let setup = context
-        .register_loop_variables()
+        .register_loop_services()
         .and_then(|()| register_initial_routes(&context, &world, &routes))
         .and_then(|()| create_agents(&context, &world, &clock.clock));
     let agents = match setup {

@@ -257,6 +257,6 @@ pub struct RegisterRouteCommand {
     /// order (default 0): another route, with its own script, can be
     /// registered under a name once the first is unregistered (while it is
     /// registered, the name is taken: `DUPLICATE_ADAPTER`).
-    #[serde(default, skip_serializing_if = "super::serde_defaults::is_zero_usize")]
+    #[serde(default, skip_serializing_if = "super::serde_defaults::is_zero")]
     pub route: usize,
 }

@@ -279,34 +279,15 @@ pub enum MessageArg {
 }
 
 /// A string is the text; a table is read as a [`MessageTable`], so that an
-/// error inside it names its own rule (an untagged enum would only say that
-/// no variant matched).
+/// error inside it names its own rule.
 impl<'de> Deserialize<'de> for MessageArg {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Message;
-        impl<'de> serde::de::Visitor<'de> for Message {
-            type Value = MessageArg;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(
-                    f,
-                    "a string (the text) or a table `{{text | content, source}}`"
-                )
-            }
-
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<MessageArg, E> {
-                Ok(MessageArg::Text(text.to_string()))
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<MessageArg, A::Error> {
-                MessageTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(MessageArg::Message)
-            }
-        }
-        deserializer.deserialize_any(Message)
+        super::serde_defaults::string_or_table(
+            deserializer,
+            |f| f.write_str("a string (the text) or a table `{text | content, source}`"),
+            MessageArg::Text,
+            MessageArg::Message,
+        )
     }
 }
 

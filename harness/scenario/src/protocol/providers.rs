@@ -25,32 +25,21 @@ pub enum TextSpec {
     Provider(ProviderSpec<String>),
 }
 
-/// A string is static text; a table is a provider, deserialized as one so
-/// that an error inside it names its own field (an untagged enum would only
-/// say that no variant matched).
+/// A string is static text; a table is a provider, read as one so that an
+/// error inside it names its own field.
 impl<'de> Deserialize<'de> for TextSpec {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Text;
-        impl<'de> serde::de::Visitor<'de> for Text {
-            type Value = TextSpec;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        super::serde_defaults::string_or_table(
+            deserializer,
+            |f| {
                 write!(
                     f,
                     "a string (the text) or a provider table with one of {PROVIDER_OUTCOME_KEYS}"
                 )
-            }
-
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TextSpec, E> {
-                Ok(TextSpec::Static(text.to_string()))
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<TextSpec, A::Error> {
-                ProviderSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(TextSpec::Provider)
-            }
-        }
-        deserializer.deserialize_any(Text)
+            },
+            TextSpec::Static,
+            TextSpec::Provider,
+        )
     }
 }
 
