@@ -23,6 +23,15 @@
 //! timer not registered is hyper's head timer
 //! (`ServerLimits::header_read_timeout_ms`), off in every simulation a case
 //! runs.
+//!
+//! [`run_on_grid`] runs with a coarser tick g, for a case whose every
+//! duration is a multiple of g: then every event (a timer firing, a message
+//! delivered after its latency) falls on a multiple of g, the 1 ms steps in
+//! between do nothing, and leaving them out changes nothing but the steps
+//! taken. The registry checks the premise as the run goes: the first timer
+//! armed off the grid (a duration the case does not state, such as a
+//! computed backoff) stops the run as [`GridRun::OffGrid`], for the caller
+//! to run again at 1 ms.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -32,9 +41,9 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// One millisecond: turmoil's tick in every dshc simulation.
-#[cfg(feature = "turmoil")]
-const TICK: Duration = Duration::from_millis(1);
+/// One millisecond: turmoil's tick in every dshc simulation but a grid
+/// run's ([`run_on_grid`]).
+pub const TICK: Duration = Duration::from_millis(1);
 
 thread_local! {
     /// The registry of the simulation [`run`] drives on this thread.
@@ -51,6 +60,10 @@ struct Registry {
     next_id: Cell<u64>,
     skipped: Cell<Duration>,
     hosts: RefCell<Vec<tokio::runtime::Handle>>,
+    /// The simulation's tick: every deadline must be a multiple of it.
+    tick: Duration,
+    /// The first deadline armed off the grid of `tick`, if any.
+    off_grid: Cell<Option<Duration>>,
 }
 
 thread_local! {
@@ -105,6 +118,12 @@ impl Armed {
     fn new(after: Duration) -> Option<Armed> {
         let registry = active()?;
         let deadline = now_in(&registry)?.saturating_add(after);
+        if registry.tick > TICK
+            && registry.off_grid.get().is_none()
+            && deadline.as_nanos() % registry.tick.as_nanos() != 0
+        {
+            registry.off_grid.set(Some(deadline));
+        }
         let id = registry.next_id.get();
         registry.next_id.set(id + 1);
         registry.deadlines.borrow_mut().insert((deadline, id));
@@ -195,13 +214,44 @@ pub async fn timeout<F: Future>(
 /// turmoil's own error, naming the steps a step-by-step run would have
 /// taken. `latency` is its message latency: under one tick, a message sent
 /// late in a step can wait for delivery where [`turmoil::Sim::links`] does
-/// not show it, so nothing is skipped.
+/// not show it, so nothing is skipped. `sim` ticks 1 ms ([`TICK`]).
 pub fn run(
     sim: &mut turmoil::Sim<'_>,
     budget: Duration,
     latency: Duration,
     hosts: usize,
 ) -> turmoil::Result {
+    match run_on_grid(sim, budget, latency, TICK, hosts) {
+        GridRun::Exact(result) => result,
+        GridRun::OffGrid { .. } => unreachable!("every deadline is on the 1 ms grid"),
+    }
+}
+
+/// How a run on a tick's grid ended.
+#[cfg(feature = "turmoil")]
+#[derive(Debug)]
+pub enum GridRun {
+    /// Every timer fell on the grid: the 1 ms run's end, byte for byte.
+    Exact(turmoil::Result),
+    /// A timer was armed for `deadline`, off the grid: the run stopped
+    /// there, and only a 1 ms run can say what follows.
+    OffGrid {
+        /// The first deadline off the grid (simulated time, skips included).
+        deadline: Duration,
+    },
+}
+
+#[cfg(feature = "turmoil")]
+/// [`run`], for a `sim` built with a tick of `tick` (a whole number of
+/// milliseconds, dividing `budget` and `latency`): the same run as at 1 ms
+/// while every timer falls on the grid (see the module docs).
+pub fn run_on_grid(
+    sim: &mut turmoil::Sim<'_>,
+    budget: Duration,
+    latency: Duration,
+    tick: Duration,
+    hosts: usize,
+) -> GridRun {
     /// Puts the registry that was active back, even on a panic.
     struct Restore(Option<Rc<Registry>>);
     impl Drop for Restore {
@@ -219,10 +269,12 @@ pub fn run(
         next_id: Cell::new(0),
         skipped: Cell::new(Duration::ZERO),
         hosts: RefCell::default(),
+        tick,
+        off_grid: Cell::new(None),
     });
     let _restore = Restore(ACTIVE.with(|active| active.replace(Some(registry.clone()))));
     // No skipping at all: every host must enlist, which none then does.
-    let hosts = if latency < TICK { usize::MAX } else { hosts };
+    let hosts = if latency < tick { usize::MAX } else { hosts };
     run_with(sim, budget, hosts, &registry)
 }
 
@@ -232,20 +284,30 @@ fn run_with(
     budget: Duration,
     hosts: usize,
     registry: &Registry,
-) -> turmoil::Result {
-    // Counted as turmoil counts them: from 1, bumped after each step.
-    let mut steps: u128 = 1;
+) -> GridRun {
+    let tick = registry.tick;
     loop {
-        let finished = sim.step()?;
-        steps += 1;
+        let finished = match sim.step() {
+            Ok(finished) => finished,
+            Err(error) => return GridRun::Exact(Err(error)),
+        };
+        if let Some(deadline) = registry.off_grid.get() {
+            return GridRun::OffGrid { deadline };
+        }
         if finished {
-            return Ok(());
+            return GridRun::Exact(Ok(()));
         }
         let now = sim.elapsed() + registry.skipped.get();
-        if now > budget {
-            return Err(
-                format!("Ran for duration: {budget:?} steps: {steps} without completing").into(),
-            );
+        // A 1 ms run still steps to budget + 1 ms, where events can end
+        // it; on a coarser grid nothing happens there, so the run ends at
+        // the budget. Either way the 1 ms run's error, which counts its
+        // steps from 1 and bumps the count after each: budget + 2.
+        if now > budget || (now == budget && tick > TICK) {
+            return GridRun::Exact(Err(format!(
+                "Ran for duration: {budget:?} steps: {} without completing",
+                budget.as_millis() + 2
+            )
+            .into()));
         }
         if registry.hosts.borrow().len() != hosts || on_the_network(sim) {
             continue;
@@ -253,17 +315,17 @@ fn run_with(
         // Up to one tick before the earliest deadline (nothing armed: the
         // run waits for nothing, so up to the budget's end).
         let earliest = registry.deadlines.borrow().first().map(|(at, _)| *at);
-        let target = earliest.map_or(budget, |at| at.saturating_sub(TICK).min(budget));
-        let skip_ms = target.saturating_sub(now).as_millis();
-        if skip_ms == 0 {
+        let target = earliest.map_or(budget, |at| at.saturating_sub(tick).min(budget));
+        // Whole ticks, so that the clocks stay on the grid.
+        let ticks = target.saturating_sub(now).as_nanos() / tick.as_nanos();
+        let skip = Duration::from_nanos(u64::try_from(ticks * tick.as_nanos()).unwrap_or(0));
+        if skip.is_zero() {
             continue;
         }
-        let skip = Duration::from_millis(u64::try_from(skip_ms).unwrap_or(u64::MAX));
         for handle in registry.hosts.borrow().iter() {
             advance(handle, skip);
         }
         registry.skipped.set(registry.skipped.get() + skip);
-        steps += skip_ms;
     }
 }
 

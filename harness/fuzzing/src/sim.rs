@@ -17,7 +17,7 @@ use crate::generate::shrink;
 use crate::regression::{self, RegressionError};
 use dshc_model::session::event_kind;
 use dshc_oracle::invariants;
-use dshc_reference::run_case;
+use dshc_reference::{LOOP_LIMITS, Ticks, run_case, run_case_ticking};
 use dshc_runner::adapter::Reference;
 use dshc_runner::check::{Outcome, check_twice, describe_outcome};
 use dshc_scenario::format::{CommandExpect, Pattern, StepExpect};
@@ -43,23 +43,40 @@ fn violation(tag: &str, detail: impl Into<String>) -> Violation {
 
 /// Run a session twice and check every invariant; also return the first run.
 pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
+    check_session_against(scenario, Ticks::CaseGrid)
+}
+
+/// [`check_session`], its second run stepping as `second` says: with
+/// [`Ticks::EveryMs`], a difference between the two runs is the grid's
+/// (tag `grid`) unless a third run on the grid differs from the first too.
+pub fn check_session_against(
+    scenario: &Scenario,
+    second: Ticks,
+) -> (Vec<Violation>, Option<LoopRun>) {
     let facts = SessionFacts::of(scenario);
     let case = match compile("sim", scenario) {
         Ok(case) => case,
         Err(error) => return (vec![violation("generator", error.to_string())], None),
     };
-    let (first, second) = match (run_case(&case), run_case(&case)) {
+    let run = |ticks| run_case_ticking(&case, LOOP_LIMITS, ticks);
+    let (first, second_run) = match (run(Ticks::CaseGrid), run(second)) {
         (Ok(first), Ok(second)) => (first, second),
         (Err(error), _) | (_, Err(error)) => {
             return (vec![violation("generator", error.to_string())], None);
         }
     };
     let mut found = Vec::new();
-    if !dshc_oracle::same_bytes(&first, &second) {
-        found.push(violation(
-            "determinism",
-            "two runs of the same session differ",
-        ));
+    if !dshc_oracle::same_bytes(&first, &second_run) {
+        let grid_is_deterministic = second == Ticks::EveryMs
+            && run(Ticks::CaseGrid).is_ok_and(|third| dshc_oracle::same_bytes(&first, &third));
+        found.push(if grid_is_deterministic {
+            violation(
+                "grid",
+                "the run on the case's grid differs from the run every millisecond",
+            )
+        } else {
+            violation("determinism", "two runs of the same session differ")
+        });
     }
     let CaseResult {
         run: Some(run),
@@ -155,10 +172,23 @@ fn session_properties(scenario: &Scenario, facts: &SessionFacts, run: &LoopRun) 
     found
 }
 
+/// How a session's second run steps time to show a violation tagged `tag`:
+/// every millisecond for the grid's, on the grid for every other.
+pub fn second_run_showing(tag: &str) -> Ticks {
+    if tag == "grid" {
+        Ticks::EveryMs
+    } else {
+        Ticks::CaseGrid
+    }
+}
+
 /// Shrink a session while a violation with the same tag remains.
 pub fn shrink(scenario: &Scenario, tag: &str, max_attempts: usize) -> Scenario {
     shrink::shrink(scenario, max_attempts, |candidate| {
-        check_session(candidate).0.iter().any(|v| v.tag == tag)
+        check_session_against(candidate, second_run_showing(tag))
+            .0
+            .iter()
+            .any(|v| v.tag == tag)
     })
 }
 

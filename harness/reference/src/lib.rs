@@ -54,10 +54,30 @@ pub fn run_case_with_limits(
     case: &Case,
     limits: dshc_agent::LoopLimits,
 ) -> Result<CaseResult, CompileError> {
+    run_case_ticking(case, limits, Ticks::CaseGrid)
+}
+
+/// How a loop case's simulation steps time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ticks {
+    /// On the coarsest grid that divides every duration the case states,
+    /// and every millisecond if a timer falls off it (`loop_level::grid`):
+    /// the same bytes as [`Ticks::EveryMs`], for fewer steps.
+    CaseGrid,
+    /// One millisecond a step: what the grid is checked against.
+    EveryMs,
+}
+
+/// [`run_case_with_limits`], its loop simulation stepping as `ticks` says.
+pub fn run_case_ticking(
+    case: &Case,
+    limits: dshc_agent::LoopLimits,
+    ticks: Ticks,
+) -> Result<CaseResult, CompileError> {
     validate_case(case)?;
     Ok(match case.level {
         Level::Assembly => assembly_level::run_assembly_case(case),
-        Level::Loop => loop_level::run_loop_case(case, limits),
+        Level::Loop => loop_level::run_loop_case(case, limits, ticks),
     })
 }
 

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::exercised::Exercised;
 use dshc_fuzzing::generate::session::{generate_session, swarm};
-use dshc_fuzzing::sim::{Violation, check_session, shrink, steps_of, write_session};
+use dshc_fuzzing::sim::{
+    Violation, check_session_against, second_run_showing, shrink, steps_of, write_session,
+};
+use dshc_reference::Ticks;
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::Level;
 
@@ -48,6 +51,23 @@ pub struct Args {
     /// available]. The output is the same for every value.
     #[arg(long, short = 'j', value_parser = dshc_runner::parallel::parse_jobs)]
     jobs: Option<NonZeroUsize>,
+    /// Run each session's second run one millisecond a step instead of on
+    /// its grid, so that the two runs also check that the grid (the
+    /// coarsest tick every duration of a session divides) changes no byte:
+    /// a difference is a `grid` violation.
+    #[arg(long)]
+    check_grid: bool,
+}
+
+impl Args {
+    /// How each session's second run steps time.
+    fn second_run(&self) -> Ticks {
+        if self.check_grid {
+            Ticks::EveryMs
+        } else {
+            Ticks::CaseGrid
+        }
+    }
 }
 
 /// What one seed's sessions gave.
@@ -128,7 +148,7 @@ fn run_seed(
         args.jobs.unwrap_or_else(default_jobs),
         |index| {
             let scenario = generate_session(seed, index);
-            let (violations, outcome) = check_session(&scenario);
+            let (violations, outcome) = check_session_against(&scenario, args.second_run());
             let steps = outcome.as_ref().map_or(0, steps_of);
             (index, scenario, violations, steps)
         },
@@ -167,7 +187,8 @@ fn report_violation(
         crate::out!("  [{}] {}", violation.tag, violation.detail);
     }
     let minimal = shrink(scenario, &violations[0].tag, 400);
-    let remaining = check_session(&minimal).0;
+    let second = second_run_showing(&violations[0].tag);
+    let remaining = check_session_against(&minimal, second).0;
     crate::out!(
         "the shrunk session ({} steps) violates:",
         minimal.steps.len()
@@ -185,7 +206,12 @@ fn report_violation(
             Exit::HarnessBug
         }
     };
-    crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}");
+    let flag = if second == Ticks::EveryMs {
+        " --check-grid"
+    } else {
+        ""
+    };
+    crate::out!("replay with:\n  dshc sim --seed {seed} --session {index}{flag}");
     exit
 }
 

@@ -49,7 +49,15 @@ pub const FEATURES: &[Feature] = &[
     feature("routes", 2, 40),
     feature("time_context", 2, 40),
     feature("tmux_context", 2, 40),
+    // Times on the 1 ms grid, for fine interleavings; a session without it
+    // draws every duration on a coarser grid, which the reference then
+    // ticks on (`dshc-reference`'s `loop_level::grid`).
+    feature("fine_time", 20, 60),
 ];
+
+/// The grids a session's durations are drawn on when it does not keep
+/// `fine_time`, in ms.
+const COARSE_TICKS_MS: &[u64] = &[2, 5, 10];
 
 /// Separates the loop generator's swarm from the assembly one's.
 const SALT: u64 = 0x5E55_1011_0000_0002;
@@ -116,11 +124,22 @@ struct Generator {
     side_bound: bool,
     /// The world's optional parts, once drawn.
     world: WorldParts,
+    /// Every duration the session states is a multiple of this.
+    tick_ms: u64,
 }
 
 impl Generator {
     fn roll(&mut self, feature: &str) -> bool {
         self.swarm.roll(feature, &mut self.rng)
+    }
+
+    /// A duration in `low..low + span` ms, drawn uniformly from the
+    /// session's grid (its least multiple there when none is in range).
+    fn duration_ms(&mut self, low: u64, span: u64) -> u64 {
+        let tick = self.tick_ms;
+        let first = low.div_ceil(tick) * tick;
+        let count = (low + span).saturating_sub(first).div_ceil(tick).max(1);
+        first + tick * self.rng.below(count)
     }
 
     fn words(&mut self, max: u64) -> String {
@@ -187,7 +206,7 @@ impl Generator {
     }
 
     fn response(&mut self) -> ScriptEntry {
-        let delay_ms = self.rng.below(15);
+        let delay_ms = self.duration_ms(0, 15);
         let faults: Vec<FaultKind> = [
             ("rate_limit", FaultKind::RateLimit),
             ("server_error", FaultKind::ServerError),
@@ -269,7 +288,11 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         counter: 0,
         side_bound: false,
         world: WorldParts::default(),
+        tick_ms: 1,
     };
+    if !g.roll("fine_time") {
+        g.tick_ms = *g.rng.pick(COARSE_TICKS_MS);
+    }
     let mut steps = g.registry_steps();
     if g.roll("observers") {
         steps.extend(g.observers());
@@ -307,7 +330,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         }),
         simulation: Some(SimulationSpec {
             seed: seed ^ session,
-            latency_ms: 1 + g.rng.below(3),
+            latency_ms: g.tick_ms * (1 + g.rng.below(3)),
             ..SimulationSpec::default()
         }),
         tool_results,
@@ -379,7 +402,7 @@ impl Generator {
             };
             let responses = (0..12)
                 .map(|_| RouteResponse {
-                    delay_ms: self.rng.below(10),
+                    delay_ms: self.duration_ms(0, 10),
                     text: vec![self.words(2), self.words(1)],
                     ..RouteResponse::default()
                 })
@@ -580,7 +603,7 @@ impl Generator {
 
         if self.roll("steer") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
-                ms: 1 + self.rng.below(20),
+                ms: self.duration_ms(1, 20),
             })));
             steps.push(Command::Loop(LoopCommand::Steer(MessageCommand {
                 agent: None,
@@ -591,7 +614,7 @@ impl Generator {
         }
         if self.roll("inject") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
-                ms: 1 + self.rng.below(20),
+                ms: self.duration_ms(1, 20),
             })));
             steps.push(Command::Loop(LoopCommand::Inject(MessageCommand {
                 agent: None,
@@ -602,7 +625,7 @@ impl Generator {
         }
         if self.roll("cancel") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
-                ms: self.rng.below(25),
+                ms: self.duration_ms(0, 25),
             })));
             steps.push(Command::Loop(LoopCommand::Cancel(CancelCommand {
                 agent: None,
@@ -635,7 +658,7 @@ impl Generator {
         }
         if self.roll("long_wait") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
-                ms: self.rng.below(2_000),
+                ms: self.duration_ms(0, 2_000),
             })));
         }
     }
@@ -649,7 +672,8 @@ impl Generator {
             .map(|name| {
                 let mut ops = Vec::new();
                 if self.roll("clock_jump") {
-                    let ms = *self.rng.pick(&[-60_000, -1, 1, 1_000, 3_600_000]);
+                    let tick = self.tick_ms as i64;
+                    let ms = *self.rng.pick(&[-60_000, -tick, tick, 1_000, 3_600_000]);
                     ops.push(ToolOp::Act(ActOp::ClockJump(ActClockJump(ms))));
                 }
                 ToolResultSpec {
@@ -795,9 +819,10 @@ impl Generator {
     /// registry or call the header helpers, each as the case's swarm rolls.
     fn between_turns(&mut self, steps: &mut Vec<Command>) {
         if self.roll("clock_jump") {
+            let tick = self.tick_ms as i64;
             let ms = *self
                 .rng
-                .pick(&[-86_400_000, -60_000, -1, 1, 1_000, 3_600_000]);
+                .pick(&[-86_400_000, -60_000, -tick, tick, 1_000, 3_600_000]);
             steps.push(Command::Loop(LoopCommand::ClockJump(ClockJumpCommand {
                 ms,
             })));

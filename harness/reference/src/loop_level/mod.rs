@@ -32,6 +32,7 @@ use dshc_scenario::protocol::{
 };
 
 mod commands;
+mod grid;
 
 use crate::assembly_level::AssemblyCommands;
 use crate::driver::{Commands, run_commands};
@@ -473,29 +474,38 @@ fn layout_of(agent: &str, layout: PromptLayout, commands: &[Command]) -> Protoco
     }
 }
 
-/// A fresh simulation of `simulation` (seed, latency, budget, 1 ms ticks)
-/// with no host yet: the network every loop case runs on.
+/// A fresh simulation of `simulation` (seed, latency, budget) ticking
+/// `tick`, with no host yet: the network every loop case runs on.
 pub(crate) fn simulation<'a>(
     simulation: &dshc_scenario::protocol::SimulationSpec,
+    tick: Duration,
 ) -> turmoil::Sim<'a> {
     turmoil::Builder::new()
         .rng_seed(simulation.seed)
         .min_message_latency(Duration::from_millis(simulation.latency_ms))
         .max_message_latency(Duration::from_millis(simulation.latency_ms))
         .simulation_duration(Duration::from_millis(simulation.budget_ms))
-        .tick_duration(Duration::from_millis(1))
+        .tick_duration(tick)
         .build()
 }
 
-/// A fresh simulation (see `simulation`) with `provider` served on its host
-/// [`PROVIDER_HOST`]:[`PROVIDER_PORT`]: the network every loop case runs
-/// on, the reference's agent or a bridged implementation's requests
-/// (`adapter::bridge`).
+/// A fresh simulation (see `simulation`, 1 ms ticks) with `provider`
+/// served on its host [`PROVIDER_HOST`]:[`PROVIDER_PORT`]: the network
+/// every loop case runs on, the reference's agent or a bridged
+/// implementation's requests (`adapter::bridge`).
 pub fn provider_simulation<'a>(
     provider: &MockProvider,
     spec: &dshc_scenario::protocol::SimulationSpec,
 ) -> turmoil::Sim<'a> {
-    let mut sim = simulation(spec);
+    provider_simulation_ticking(provider, spec, mock_provider::sim_time::TICK)
+}
+
+fn provider_simulation_ticking<'a>(
+    provider: &MockProvider,
+    spec: &dshc_scenario::protocol::SimulationSpec,
+    tick: Duration,
+) -> turmoil::Sim<'a> {
+    let mut sim = simulation(spec, tick);
     let host_provider = provider.clone();
     sim.host(PROVIDER_HOST, move || {
         let provider = host_provider.clone();
@@ -509,30 +519,68 @@ pub fn provider_simulation<'a>(
     sim
 }
 
-/// Run a loop-level case in a fresh simulation, the mock provider in process.
-pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits) -> CaseResult {
+/// Run a loop-level case in a fresh simulation, the mock provider in
+/// process: as `ticks` says, on the case's grid (`grid::tick_of`) and again
+/// at 1 ms if a timer fell off it, or at 1 ms.
+pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, ticks: crate::Ticks) -> CaseResult {
     let Some(world) = case.world.clone() else {
         return failed_run("a loop case needs its world");
     };
-    let provider = match MockProvider::new(world.provider.clone()) {
-        Ok(provider) => provider,
-        Err(error) => return failed_run(&error.to_string()),
+    let every_ms = mock_provider::sim_time::TICK;
+    let tick = match ticks {
+        crate::Ticks::CaseGrid => grid::tick_of(case),
+        crate::Ticks::EveryMs => every_ms,
     };
-    let sim = provider_simulation(&provider, &world.simulation);
-    run_agent_in(sim, case, world, Some(provider), limits)
+    if tick > every_ms
+        && let Some(result) = run_in_process(case, world.clone(), limits, tick)
+    {
+        return result;
+    }
+    run_in_process(case, world, limits, every_ms)
+        .unwrap_or_else(|| failed_run("a 1 ms run cannot leave its grid"))
 }
 
-/// Run a loop case's agent on `sim`, whose provider host is in place.
-/// `provider` is that host's mock provider when it runs in process: its
-/// request log is the run's `requests`; without it they stay empty (the
-/// harness that answered the requests fills them in).
+/// One run of `run_loop_case` on a `tick` grid; `None` if it left the grid.
+fn run_in_process(
+    case: &Case,
+    world: LoopWorld,
+    limits: LoopLimits,
+    tick: Duration,
+) -> Option<CaseResult> {
+    let provider = match MockProvider::new(world.provider.clone()) {
+        Ok(provider) => provider,
+        Err(error) => return Some(failed_run(&error.to_string())),
+    };
+    let sim = provider_simulation_ticking(&provider, &world.simulation, tick);
+    run_agent_ticking(sim, case, world, Some(provider), limits, tick)
+}
+
+/// Run a loop case's agent on `sim`, whose provider host is in place and
+/// which ticks 1 ms. `provider` is that host's mock provider when it runs
+/// in process: its request log is the run's `requests`; without it they
+/// stay empty (the harness that answered the requests fills them in).
 pub(crate) fn run_agent_in(
-    mut sim: turmoil::Sim<'_>,
+    sim: turmoil::Sim<'_>,
     case: &Case,
     world: LoopWorld,
     provider: Option<MockProvider>,
     limits: LoopLimits,
 ) -> CaseResult {
+    let tick = mock_provider::sim_time::TICK;
+    run_agent_ticking(sim, case, world, provider, limits, tick)
+        .unwrap_or_else(|| failed_run("a 1 ms run cannot leave its grid"))
+}
+
+/// [`run_agent_in`] on a `sim` ticking `tick`; `None` if a timer fell off
+/// its grid.
+fn run_agent_ticking(
+    mut sim: turmoil::Sim<'_>,
+    case: &Case,
+    world: LoopWorld,
+    provider: Option<MockProvider>,
+    limits: LoopLimits,
+    tick: Duration,
+) -> Option<CaseResult> {
     let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
     let sink = output.clone();
     let case = case.clone();
@@ -546,14 +594,17 @@ pub(crate) fn run_agent_in(
         Ok(())
     });
     // The provider's host and the agent's: idle time is skipped.
-    let finished = mock_provider::sim_time::run(&mut sim, budget, latency, 2);
+    let finished = match mock_provider::sim_time::run_on_grid(&mut sim, budget, latency, tick, 2) {
+        mock_provider::sim_time::GridRun::Exact(finished) => finished,
+        mock_provider::sim_time::GridRun::OffGrid { .. } => return None,
+    };
     let mut result = output.borrow_mut().take().unwrap_or_default();
     if let Err(error) = finished {
         let run = result.run.get_or_insert_with(LoopRun::default);
         run.failure = Some(format!("the simulation did not finish: {error}"));
         run.requests = provider.as_ref().map(provider_requests).unwrap_or_default();
     }
-    result
+    Some(result)
 }
 
 pub(crate) fn failed_run(message: &str) -> CaseResult {

@@ -168,7 +168,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, link: &HarnessLink)
     if let Err(error) = MockProvider::new(world.provider.clone()) {
         return failed_run(&error.to_string());
     }
-    let mut sim = loop_level::simulation(&world.simulation);
+    let mut sim = loop_level::simulation(&world.simulation, mock_provider::sim_time::TICK);
     let host = BridgeHost {
         link: link.clone(),
         latency: Duration::from_millis(world.simulation.latency_ms),
