@@ -458,7 +458,8 @@ export function loopSkipReason(caseData, virtual) {
   const drivenAction = (command) =>
     (driven.has('tmux_context') && present(command.tmux)) ||
     (driven.has('session_reference') && present(command.set_session)) ||
-    (driven.has('agent_instructions') && (present(command.write_file) || present(command.remove_file)))
+    (driven.has('agent_instructions') && (present(command.write_file) || present(command.remove_file))) ||
+    (present(command.dispose) && driven.has(command.dispose))
   const undrivenAction = actions.some((command) => !drivenAction(command))
   if (undriven.length > 0 || undrivenAction) {
     return (
@@ -532,6 +533,9 @@ class LoopWorld extends CaseWorld {
     this.referencedSessions = undefined
     /** @type {any} */
     this.tmuxQuery = undefined
+    /** Each context plugin's fiber by its table name, until a `plugin`
+     * command disposes it. @type {Map<string, import('@deepseek-ai/cordis').Fiber>} */
+    this.contextPlugins = new Map()
     /** The agents' specs: `world.agent` first, then `world.agents`. */
     this.specs = [world.agent, ...(world.agents ?? [])]
     /** `{agent, dispose}` of each live agent by position in `specs` (replaced by `resume`). */
@@ -589,7 +593,9 @@ class LoopWorld extends CaseWorld {
     // A second registered route of one name is refused as a duplicate.
     for (const route of this.routes) if (route.spec.registered !== false) this.registerRoute(route)
     await loadPlugin(root, this.fibers, AgentLoop, { agents: [] })
-    for (const name of contextPluginOrder(world.plugins)) await this.loadContextPlugin(name, world.plugins[name])
+    for (const name of contextPluginOrder(world.plugins)) {
+      this.contextPlugins.set(name, await this.loadContextPlugin(name, world.plugins[name]))
+    }
     root.on('agent/error', ({ agent, turn, step, error }) => {
       this.live.push({ type: 'agent/error', agent: agent?.id, data: { turn, step, error: messageOf(error) } })
     })
@@ -885,6 +891,14 @@ class LoopWorld extends CaseWorld {
       if (this.referencedSessions === undefined) throw this.unsupported(command)
       this.referencedSessions[command.set_session.id] = command.set_session.session
       return undefined
+    }
+    if (present(command.dispose)) {
+      // The plugin's own fiber: its listeners go with it; the seams it read
+      // through (the scripted shell, files, session query) stay loaded.
+      const fiber = this.contextPlugins.get(command.dispose)
+      if (fiber === undefined) throw this.unsupported(command)
+      this.contextPlugins.delete(command.dispose)
+      return fiber.dispose()
     }
     throw this.unsupported(command)
   }

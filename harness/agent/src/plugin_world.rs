@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use indexmap::IndexMap;
 
-use crate::plugin_config::{PluginsConfig, ReferencedSession, TmuxQuery};
+use crate::plugin_config::{PluginName, PluginsConfig, ReferencedSession, TmuxQuery};
 use crate::posix_path;
 
 /// One file of the fake file system.
@@ -107,6 +107,9 @@ pub struct World {
     pub tmux: Option<TmuxQuery>,
     /// Other sessions, for session-reference.
     pub sessions: IndexMap<String, ReferencedSession>,
+    /// The plugins disposed so far (`dispose`): agents created later leave
+    /// them out.
+    pub disposed: BTreeSet<PluginName>,
 }
 
 /// The [`World`] shared by every agent of a run (a resumed agent sees the

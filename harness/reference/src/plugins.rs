@@ -93,7 +93,7 @@ fn agent_instructions_config(
     }
 }
 
-fn plugin_name(name: spec::PluginName) -> agent::PluginName {
+pub(crate) fn plugin_name(name: spec::PluginName) -> agent::PluginName {
     match name {
         spec::PluginName::TimeContext => agent::PluginName::TimeContext,
         spec::PluginName::TmuxContext => agent::PluginName::TmuxContext,
@@ -156,9 +156,10 @@ fn referenced_session(session: &spec::ReferencedSession) -> agent::ReferencedSes
     }
 }
 
-/// A `do = "plugin"` command as a change of the plugins' inputs.
-pub(crate) fn input_change(action: &spec::PluginAction) -> agent::InputChange {
-    match action {
+/// A `do = "plugin"` command as a change of the plugins' inputs; `None`
+/// for `dispose`, which changes none.
+pub(crate) fn input_change(action: &spec::PluginAction) -> Option<agent::InputChange> {
+    Some(match action {
         spec::PluginAction::Tmux(query) => agent::InputChange::Tmux(tmux_query(query)),
         spec::PluginAction::WriteFile(spec::WriteFileAction { path, content }) => {
             agent::InputChange::WriteFile {
@@ -173,5 +174,6 @@ pub(crate) fn input_change(action: &spec::PluginAction) -> agent::InputChange {
                 session: referenced_session(session),
             }
         }
-    }
+        spec::PluginAction::Dispose(_) => return None,
+    })
 }

@@ -29,7 +29,7 @@ use std::rc::Rc;
 use indexmap::{IndexMap, IndexSet};
 use serde_json::{Map, Value, json};
 
-use super::config::AgentInstructionsConfig;
+use super::config::{AgentInstructionsConfig, PluginName};
 use super::{FakeFs, on_pre_step, warn};
 use crate::listeners::Decision;
 use crate::{Agent, user_message};
@@ -412,6 +412,12 @@ impl Plugin {
     /// `session/event`: stage touches while a step is open, queue them at
     /// `step/end` (or at once outside a step).
     fn observe(self: &Rc<Self>, agent: &crate::WeakAgent, event: &Event) {
+        if agent
+            .upgrade()
+            .is_none_or(|agent| super::is_disposed(&agent, PluginName::AgentInstructions))
+        {
+            return;
+        }
         let mut spawn = false;
         {
             let mut tracker = self.tracker.borrow_mut();
@@ -515,49 +521,54 @@ pub fn install(agent: &Agent, spec: &AgentInstructionsConfig) -> Result<(), JsEr
         observer.observe(&weak, event);
         Ok(())
     }));
-    on_pre_step(agent, 3, false, move |agent, payload, next| {
-        let plugin = plugin.clone();
-        async move {
-            let decision = next.call().await?;
-            plugin.drain_projections(&agent);
-            let pending = pending_workspace(&agent);
-            if payload.signal.is_aborted() {
-                return Err(JsError::abort());
-            }
-            let desired = plugin.compose(&agent, &payload.messages, &pending, &[]);
-            if payload.signal.is_aborted() {
-                return Err(JsError::abort());
-            }
-            let mut messages = match decision {
-                Decision::Reject => {
-                    plugin.sync_inbox(&agent, &payload.messages, desired)?;
-                    return Ok(Decision::Reject);
+    on_pre_step(
+        agent,
+        PluginName::AgentInstructions,
+        false,
+        move |agent, payload, next| {
+            let plugin = plugin.clone();
+            async move {
+                let decision = next.call().await?;
+                plugin.drain_projections(&agent);
+                let pending = pending_workspace(&agent);
+                if payload.signal.is_aborted() {
+                    return Err(JsError::abort());
                 }
-                Decision::Enter(messages) if payload.step == 1 && messages.is_empty() => {
-                    plugin.sync_inbox(&agent, &payload.messages, desired)?;
+                let desired = plugin.compose(&agent, &payload.messages, &pending, &[]);
+                if payload.signal.is_aborted() {
+                    return Err(JsError::abort());
+                }
+                let mut messages = match decision {
+                    Decision::Reject => {
+                        plugin.sync_inbox(&agent, &payload.messages, desired)?;
+                        return Ok(Decision::Reject);
+                    }
+                    Decision::Enter(messages) if payload.step == 1 && messages.is_empty() => {
+                        plugin.sync_inbox(&agent, &payload.messages, desired)?;
+                        return Ok(Decision::Enter(messages));
+                    }
+                    Decision::Enter(messages) => messages,
+                };
+                for message in &pending {
+                    inbox_remove(&agent, &message["id"])?;
+                }
+                let Some(desired) = desired else {
+                    return Ok(Decision::Enter(messages));
+                };
+                if messages.iter().any(|m| same_payload(m, &desired)) {
                     return Ok(Decision::Enter(messages));
                 }
-                Decision::Enter(messages) => messages,
-            };
-            for message in &pending {
-                inbox_remove(&agent, &message["id"])?;
+                // `messages.includes(m)` is identity upstream; an unedited claimed
+                // message is the same value here.
+                let index = messages
+                    .iter()
+                    .rposition(|m| payload.messages.contains(m))
+                    .map_or(0, |i| i + 1);
+                messages.insert(index, desired);
+                Ok(Decision::Enter(messages))
             }
-            let Some(desired) = desired else {
-                return Ok(Decision::Enter(messages));
-            };
-            if messages.iter().any(|m| same_payload(m, &desired)) {
-                return Ok(Decision::Enter(messages));
-            }
-            // `messages.includes(m)` is identity upstream; an unedited claimed
-            // message is the same value here.
-            let index = messages
-                .iter()
-                .rposition(|m| payload.messages.contains(m))
-                .map_or(0, |i| i + 1);
-            messages.insert(index, desired);
-            Ok(Decision::Enter(messages))
-        }
-    });
+        },
+    );
     Ok(())
 }
 

@@ -74,7 +74,11 @@ fn registration_order(spec: &PluginsConfig) -> Result<Vec<PluginName>, JsError> 
 pub fn install(agent: &Agent, spec: &PluginsConfig, clock: &Clock) -> Result<(), JsError> {
     let world = agent.context().plugin_world.clone();
     world.init(spec);
+    let disposed = world.with(|world| world.disposed.clone());
     for name in registration_order(spec)? {
+        if disposed.contains(&name) {
+            continue;
+        }
         match name {
             PluginName::TimeContext => {
                 if let Some(config) = &spec.time_context {
@@ -101,6 +105,26 @@ pub fn install(agent: &Agent, spec: &PluginsConfig, clock: &Clock) -> Result<(),
     Ok(())
 }
 
+/// Dispose plugin `name`, as disposing its fiber does upstream: its
+/// listeners leave every agent of `agents` (the run's live ones), and no
+/// agent created later installs it. Its messages already logged stay.
+pub fn dispose<'a>(agents: impl IntoIterator<Item = &'a Agent>, name: PluginName) {
+    for agent in agents {
+        agent.listeners().pre_step.remove(listener_id(name));
+        agent.context().plugin_world.with_mut(|world| {
+            world.disposed.insert(name);
+        });
+    }
+}
+
+/// Whether plugin `name` was disposed in this run.
+fn is_disposed(agent: &Agent, name: PluginName) -> bool {
+    agent
+        .context()
+        .plugin_world
+        .with(|world| world.disposed.contains(&name))
+}
+
 /// Change a plugin's outside inputs.
 pub fn change_input(agent: &Agent, change: &InputChange) {
     let world = &agent.context().plugin_world;
@@ -120,8 +144,20 @@ pub fn change_input(agent: &Agent, change: &InputChange) {
 /// Listener ids of the plugins (distinct from scripted listeners' hashes).
 const LISTENER_BASE: u64 = 0x706c_7567_696e_0000;
 
-/// Register a pre-step listener whose body gets a strong agent handle.
-fn on_pre_step<F, Fut>(agent: &Agent, id: u64, prepend: bool, body: F)
+/// The id of plugin `name`'s pre-step listener.
+fn listener_id(name: PluginName) -> u64 {
+    LISTENER_BASE
+        + match name {
+            PluginName::TimeContext => 1,
+            PluginName::TmuxContext => 2,
+            PluginName::AgentInstructions => 3,
+            PluginName::SessionReference => 4,
+        }
+}
+
+/// Register plugin `name`'s pre-step listener, whose body gets a strong
+/// agent handle.
+fn on_pre_step<F, Fut>(agent: &Agent, name: PluginName, prepend: bool, body: F)
 where
     F: Fn(Agent, Rc<PreStepPayload>, Continuation<PreStepPayload, Decision>) -> Fut + 'static,
     Fut: Future<Output = Result<Decision, JsError>> + 'static,
@@ -129,7 +165,7 @@ where
     let weak = agent.downgrade();
     let body = Rc::new(body);
     agent.listeners().pre_step.on(
-        LISTENER_BASE + id,
+        listener_id(name),
         prepend,
         Rc::new(
             move |payload: Rc<PreStepPayload>,

@@ -16,7 +16,7 @@ use std::rc::Rc;
 use serde_json::{Map, Value, json};
 
 use super::base64url;
-use super::config::{ReferencedSession, SessionReferenceConfig, SurfaceRole};
+use super::config::{PluginName, ReferencedSession, SessionReferenceConfig, SurfaceRole};
 use super::on_pre_step;
 use crate::Agent;
 use crate::listeners::Decision;
@@ -641,17 +641,22 @@ pub fn install(agent: &Agent, spec: &SessionReferenceConfig) -> Result<(), JsErr
         max_references: max_references as usize,
         max_reference_bytes: max_reference_bytes as usize,
     });
-    on_pre_step(agent, 4, true, move |agent, _payload, next| {
-        let config = config.clone();
-        async move {
-            match next.call().await? {
-                Decision::Reject => Ok(Decision::Reject),
-                Decision::Enter(messages) => Ok(Decision::Enter(prepare_direct_messages(
-                    &agent, &config, messages,
-                )?)),
+    on_pre_step(
+        agent,
+        PluginName::SessionReference,
+        true,
+        move |agent, _payload, next| {
+            let config = config.clone();
+            async move {
+                match next.call().await? {
+                    Decision::Reject => Ok(Decision::Reject),
+                    Decision::Enter(messages) => Ok(Decision::Enter(prepare_direct_messages(
+                        &agent, &config, messages,
+                    )?)),
+                }
             }
-        }
-    });
+        },
+    );
     Ok(())
 }
 

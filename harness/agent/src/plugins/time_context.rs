@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::config::TimeContextConfig;
+use super::config::{PluginName, TimeContextConfig};
 use super::{
     latest_plugin_message, on_pre_step, refresh_interval, snapshot_source, text_message,
     within_interval,
@@ -335,52 +335,57 @@ pub fn install(agent: &Agent, spec: &TimeContextConfig, clock: Clock) -> Result<
         zones,
         clock,
     });
-    on_pre_step(agent, 1, true, move |agent, payload, next| {
-        let config = config.clone();
-        async move {
-            let decision = next.call().await?;
-            let Decision::Enter(mut messages) = decision else {
-                return Ok(Decision::Reject);
-            };
-            if payload.signal.is_aborted() {
-                return Ok(Decision::Enter(messages));
-            }
-            let now = (config.clock)();
-            let session = agent.session();
-            let last =
-                session.with_events(|events| latest_plugin_message(events, NAME).map(|e| e.time));
-            if within_interval(config.interval, last, now) {
-                return Ok(Decision::Enter(messages));
-            }
-            let (previous, request) = session.with_events(|events| {
-                let previous = if payload.step == 1 {
-                    preceding_message_time(events)
-                } else {
-                    preceding_step_context_time(events, payload.turn)
+    on_pre_step(
+        agent,
+        PluginName::TimeContext,
+        true,
+        move |agent, payload, next| {
+            let config = config.clone();
+            async move {
+                let decision = next.call().await?;
+                let Decision::Enter(mut messages) = decision else {
+                    return Ok(Decision::Reject);
                 };
-                (previous, request_messages(events, payload.turn, &messages))
-            });
-            let browser = derive_browser_zone(&request, &config.zones)?;
-            let zone = match &browser {
-                BrowserZone::Resolved(zone) => config
-                    .zones
-                    .resolve(zone)
-                    .unwrap_or_else(|| config.fallback.clone()),
-                _ => config.fallback.clone(),
-            };
-            let text = render_text(
-                now,
-                payload.turn,
-                payload.step,
-                previous,
-                (&zone.0, zone.1),
-                &browser,
-            );
-            let ids = &agent.context().ids;
-            messages.push(text_message(ids, &text, snapshot_source(NAME, &text)));
-            Ok(Decision::Enter(messages))
-        }
-    });
+                if payload.signal.is_aborted() {
+                    return Ok(Decision::Enter(messages));
+                }
+                let now = (config.clock)();
+                let session = agent.session();
+                let last = session
+                    .with_events(|events| latest_plugin_message(events, NAME).map(|e| e.time));
+                if within_interval(config.interval, last, now) {
+                    return Ok(Decision::Enter(messages));
+                }
+                let (previous, request) = session.with_events(|events| {
+                    let previous = if payload.step == 1 {
+                        preceding_message_time(events)
+                    } else {
+                        preceding_step_context_time(events, payload.turn)
+                    };
+                    (previous, request_messages(events, payload.turn, &messages))
+                });
+                let browser = derive_browser_zone(&request, &config.zones)?;
+                let zone = match &browser {
+                    BrowserZone::Resolved(zone) => config
+                        .zones
+                        .resolve(zone)
+                        .unwrap_or_else(|| config.fallback.clone()),
+                    _ => config.fallback.clone(),
+                };
+                let text = render_text(
+                    now,
+                    payload.turn,
+                    payload.step,
+                    previous,
+                    (&zone.0, zone.1),
+                    &browser,
+                );
+                let ids = &agent.context().ids;
+                messages.push(text_message(ids, &text, snapshot_source(NAME, &text)));
+                Ok(Decision::Enter(messages))
+            }
+        },
+    );
     Ok(())
 }
 

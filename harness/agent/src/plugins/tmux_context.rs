@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 
-use super::config::{TmuxContextConfig, TmuxPane, TmuxQuery};
+use super::config::{PluginName, TmuxContextConfig, TmuxPane, TmuxQuery};
 use super::{
     latest_plugin_message, on_pre_step, refresh_interval, snapshot_source, text_message, warn,
     within_interval,
@@ -78,44 +78,50 @@ pub fn install(agent: &Agent, spec: &TmuxContextConfig, clock: Clock) -> Result<
     let interval = refresh_interval(NAME, spec.refresh_interval_ms)?;
     let shell = spec.shell;
     let clock = Rc::new(clock);
-    on_pre_step(agent, 2, true, move |agent, payload, next| {
-        let clock = clock.clone();
-        async move {
-            let decision = next.call().await?;
-            let Decision::Enter(messages) = decision else {
-                return Ok(Decision::Reject);
-            };
-            if payload.signal.is_aborted() || payload.step != 1 || !shell {
-                return Ok(Decision::Enter(messages));
-            }
-            // `latestInjectedState`: the latest injection whose first block
-            // is not text counts as no injection at all.
-            let previous = agent.session().with_events(|events| {
-                latest_plugin_message(events, NAME).and_then(|event| {
-                    let block = &event.data["content"][0];
-                    (block["type"] == "text").then(|| {
-                        let text = block["text"].as_str().unwrap_or_default();
-                        (state_of_reading(text), event.time)
+    on_pre_step(
+        agent,
+        PluginName::TmuxContext,
+        true,
+        move |agent, payload, next| {
+            let clock = clock.clone();
+            async move {
+                let decision = next.call().await?;
+                let Decision::Enter(messages) = decision else {
+                    return Ok(Decision::Reject);
+                };
+                if payload.signal.is_aborted() || payload.step != 1 || !shell {
+                    return Ok(Decision::Enter(messages));
+                }
+                // `latestInjectedState`: the latest injection whose first block
+                // is not text counts as no injection at all.
+                let previous = agent.session().with_events(|events| {
+                    latest_plugin_message(events, NAME).and_then(|event| {
+                        let block = &event.data["content"][0];
+                        (block["type"] == "text").then(|| {
+                            let text = block["text"].as_str().unwrap_or_default();
+                            (state_of_reading(text), event.time)
+                        })
                     })
-                })
-            });
-            if within_interval(interval, previous.as_ref().map(|p| p.1), (clock)()) {
-                return Ok(Decision::Enter(messages));
+                });
+                if within_interval(interval, previous.as_ref().map(|p| p.1), (clock)()) {
+                    return Ok(Decision::Enter(messages));
+                }
+                let Some(pane) = query(&agent) else {
+                    return Ok(Decision::Enter(messages));
+                };
+                let state = render_state(&pane);
+                if previous.as_ref().is_some_and(|p| p.0 == state) {
+                    return Ok(Decision::Enter(messages));
+                }
+                let text = render_reading(&pane, payload.turn);
+                let message =
+                    text_message(&agent.context().ids, &text, snapshot_source(NAME, &text));
+                Ok(Decision::Enter(
+                    std::iter::once(message).chain(messages).collect(),
+                ))
             }
-            let Some(pane) = query(&agent) else {
-                return Ok(Decision::Enter(messages));
-            };
-            let state = render_state(&pane);
-            if previous.as_ref().is_some_and(|p| p.0 == state) {
-                return Ok(Decision::Enter(messages));
-            }
-            let text = render_reading(&pane, payload.turn);
-            let message = text_message(&agent.context().ids, &text, snapshot_source(NAME, &text));
-            Ok(Decision::Enter(
-                std::iter::once(message).chain(messages).collect(),
-            ))
-        }
-    });
+        },
+    );
     Ok(())
 }
 

@@ -21,7 +21,7 @@ use dshc_scenario::protocol::{
 
 use super::{LoopAgent, LoopCommands};
 use crate::loop_listeners::ListenerWorld;
-use crate::plugins::input_change;
+use crate::plugins::{input_change, plugin_name};
 use crate::scripted;
 use dshc_model::session::event_kind;
 
@@ -154,7 +154,12 @@ impl LoopCommands {
     }
 
     pub(super) fn plugin(&self, action: &PluginAction) -> Result<(), JsError> {
-        dshc_agent::plugins::change_input(&self.agents[0].agent, &input_change(action));
+        if let PluginAction::Dispose(name) = action {
+            let agents = self.agents.iter().map(|loop_agent| &loop_agent.agent);
+            dshc_agent::plugins::dispose(agents, plugin_name(*name));
+        } else if let Some(change) = input_change(action) {
+            dshc_agent::plugins::change_input(&self.agents[0].agent, &change);
+        }
         Ok(())
     }
 

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::{CompileError, MAX_EPOCH_MS, MAX_VIRTUAL_TIME_MS, addressed_agent, fail};
 use crate::protocol::{
-    AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, RouteSpec, ScriptedError,
-    SimulationSpec,
+    AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, PluginAction, PluginName,
+    PluginsSpec, RouteSpec, ScriptedError, SimulationSpec,
 };
 
 /// A loop case's world and what its commands say of it: the provider's
@@ -34,6 +34,7 @@ pub(super) fn check_world(
     check_agent_options(&agents)?;
     check_messages_and_agents(commands, &agents, path_of)?;
     check_route_commands(commands, &world.routes, path_of)?;
+    check_plugin_commands(commands, &world.plugins, path_of)?;
     check_clock(&world.simulation, commands)?;
     check_clock_stays_after_the_epoch(&world.simulation, commands, path_of)
 }
@@ -75,6 +76,39 @@ fn check_messages_and_agents(
             return fail(
                 &format!("{}.agent", path_of(index)),
                 format!("no agent has id {id:?}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `plugin.dispose` names a configured plugin.
+fn check_plugin_commands(
+    commands: &[Command],
+    plugins: &PluginsSpec,
+    path_of: &dyn Fn(usize) -> String,
+) -> Result<(), CompileError> {
+    for (index, command) in commands.iter().enumerate() {
+        let Command::Loop(LoopCommand::Plugin(PluginAction::Dispose(name))) = command else {
+            continue;
+        };
+        if !plugins.configures(*name) {
+            let configured: Vec<&str> = PluginName::ALL
+                .into_iter()
+                .filter(|plugin| plugins.configures(*plugin))
+                .map(PluginName::table)
+                .collect();
+            return fail(
+                &format!("{}.dispose", path_of(index)),
+                format!(
+                    "{:?} is not configured in `[plugins]`, so it cannot be disposed (configured: {})",
+                    name.table(),
+                    if configured.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        configured.join(", ")
+                    }
+                ),
             );
         }
     }

@@ -62,6 +62,38 @@ pub enum PluginName {
     SessionReference,
 }
 
+impl PluginName {
+    /// Every plugin, in the default registration order.
+    pub const ALL: [PluginName; 4] = [
+        PluginName::AgentInstructions,
+        PluginName::TimeContext,
+        PluginName::TmuxContext,
+        PluginName::SessionReference,
+    ];
+
+    /// Its `[plugins]` table name.
+    pub fn table(self) -> &'static str {
+        match self {
+            PluginName::TimeContext => "time_context",
+            PluginName::TmuxContext => "tmux_context",
+            PluginName::AgentInstructions => "agent_instructions",
+            PluginName::SessionReference => "session_reference",
+        }
+    }
+}
+
+impl PluginsSpec {
+    /// Whether `[plugins]` configures `name`.
+    pub fn configures(&self, name: PluginName) -> bool {
+        match name {
+            PluginName::TimeContext => self.time_context.is_some(),
+            PluginName::TmuxContext => self.tmux_context.is_some(),
+            PluginName::AgentInstructions => self.agent_instructions.is_some(),
+            PluginName::SessionReference => self.session_reference.is_some(),
+        }
+    }
+}
+
 /// time-context config (10 TC1–TC4). Stand-in for the host's time zone
 /// database: zones are fixed UTC offsets named in `zones` (no daylight
 /// saving); `UTC` is always known.
@@ -264,6 +296,10 @@ pub enum PluginAction {
     RemoveFile(String),
     /// Replace another session's surface (later reads see the new one).
     SetSession(SetSessionAction),
+    /// Dispose a configured plugin, as disposing its fiber does: its
+    /// listeners leave every agent, agents created later (a `resume`) go
+    /// without it, and what it logged stays.
+    Dispose(PluginName),
 }
 
 /// Write a file.

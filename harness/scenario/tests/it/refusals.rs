@@ -242,6 +242,11 @@ const REFUSALS: &[Refusal] = &[
     ),
     fixture(
         WORLD,
+        "so it cannot be disposed (configured: ",
+        "plugin_dispose_of_an_unconfigured_plugin",
+    ),
+    fixture(
+        WORLD,
         " ms of virtual time per case",
         "simulation_budget_over_the_limit",
     ),
