@@ -413,13 +413,36 @@ class ScriptedRoute extends LlmAdapter {
     this.spec = spec
     this.calls = calls
     this.count = 0
+    /** What `settle` gave each pending model. @type {Map<string, any>} */
+    this.settled = new Map()
+    /** The lookups waiting on each pending model. @type {Map<string, (() => void)[]>} */
+    this.waiting = new Map()
   }
 
   resolveModel(provider, model, signal) {
     const resolution = this.spec.models?.[model] ?? this.spec.model ?? { returns: {} }
+    if (resolution !== 'pending') return this.answer(provider, model, resolution, signal)
+    // A plain deferred: the signal does not end it, only `settle`.
+    const settled = this.settled.has(model)
+      ? Promise.resolve()
+      : new Promise((resolve) => this.waiting.set(model, [...(this.waiting.get(model) ?? []), () => resolve(undefined)]))
+    return settled.then(() => this.answer(provider, model, this.settled.get(model), signal))
+  }
+
+  /** What `resolveModel` answers for a settled `resolution`. */
+  answer(provider, model, resolution, signal) {
     if (resolution === 'blocks') return untilAborted(signal)
     if (present(resolution.rejects)) return Promise.reject(scriptedError(resolution.rejects))
     return Promise.resolve({ provider, id: model, name: model, ...copyJson(resolution.returns) })
+  }
+
+  /** Settle `model`'s pending resolution for the lookups waiting on it and
+   * every later one. */
+  settle(model, resolution) {
+    this.settled.set(model, resolution)
+    const waiting = this.waiting.get(model) ?? []
+    this.waiting.delete(model)
+    for (const resolve of waiting) resolve()
   }
 
   async *stream(options) {
@@ -861,6 +884,11 @@ class LoopWorld extends CaseWorld {
             }),
           ),
         )
+      }
+      case 'settle_model': {
+        const resolution = present(command.returns) ? { returns: command.returns } : { rejects: command.rejects }
+        this.routeNamed(command.provider, command.route ?? 0).settle(command.model, resolution)
+        return undefined
       }
       case 'unregister_route': {
         const handle = this.routeHandles.get(command.provider)

@@ -7,7 +7,7 @@
 //! The types here are the agent's own (the harness converts the scenario's
 //! route spec), so the agent crate stays independent of the scenario format.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -66,6 +66,10 @@ pub enum Resolution {
     Rejects(ScriptedFailure),
     /// Settle only when the lookup's signal aborts.
     Blocks,
+    /// Wait, whatever the signal does, until [`ScriptedRoute::settle`]
+    /// gives this model its resolution (every waiting lookup, and every
+    /// later one, gets it).
+    Pending,
 }
 
 /// One scripted `stream()` call.
@@ -94,6 +98,10 @@ pub struct ScriptedRoute {
     /// One per `stream()` call.
     pub responses: Vec<ScriptedResponse>,
     calls: Cell<usize>,
+    /// What [`ScriptedRoute::settle`] gave a pending model, by model id.
+    settled: RefCell<BTreeMap<String, Resolution>>,
+    /// Wakes the lookups waiting on a pending model.
+    settling: tokio::sync::Notify,
 }
 
 impl ScriptedRoute {
@@ -110,17 +118,46 @@ impl ScriptedRoute {
             resolutions,
             responses,
             calls: Cell::new(0),
+            settled: RefCell::default(),
+            settling: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Settle `model`'s pending resolution: the lookups waiting on it, and
+    /// every later one, get `resolution`. A model that is not pending is
+    /// refused.
+    pub fn settle(&self, model: &str, resolution: Resolution) -> Result<(), JsError> {
+        if *self.resolution_of(model) != Resolution::Pending {
+            return Err(JsError::error(format!(
+                "route {:?} model {model:?} is not pending",
+                self.provider
+            )));
+        }
+        self.settled
+            .borrow_mut()
+            .insert(model.to_owned(), resolution);
+        self.settling.notify_waiters();
+        Ok(())
+    }
+
+    fn resolution_of(&self, model: &str) -> &Resolution {
+        self.resolutions
+            .get(model)
+            .unwrap_or(&self.default_resolution)
     }
 
     /// `resolveModel(provider, model, signal)` followed by upstream's
     /// validation of what it returned.
     pub async fn resolve(&self, model: &str, signal: &AbortSignal) -> Result<ModelInfo, JsError> {
-        let resolution = self
-            .resolutions
-            .get(model)
-            .unwrap_or(&self.default_resolution);
-        match resolution {
+        let mut resolution = self.resolution_of(model).clone();
+        while resolution == Resolution::Pending {
+            let settled = self.settled.borrow().get(model).cloned();
+            match settled {
+                Some(settled) => resolution = settled,
+                None => self.settling.notified().await,
+            }
+        }
+        match &resolution {
             Resolution::Returns(metadata) => {
                 let mut resolved = Map::new();
                 resolved.insert("provider".into(), json!(self.provider));
@@ -130,7 +167,7 @@ impl ScriptedRoute {
                 validate_model_info(&self.provider, model, &resolved)
             }
             Resolution::Rejects(failure) => Err(failure.to_error()),
-            Resolution::Blocks => {
+            Resolution::Blocks | Resolution::Pending => {
                 signal.aborted().await;
                 Err(JsError::abort())
             }

@@ -14,9 +14,9 @@ use dshc_model::session::{Session, SurfaceMeta, SurfaceOp};
 use dshc_model::{AbortSignal, JsError};
 use dshc_scenario::protocol::{
     AppendCommand, CancelCommand, ClockJumpCommand, CompactCommand, DisposeAgentCommand,
-    DisposeCommand, FirePreStepCommand, JsJson, LoopListenerCommand, Observation, PluginAction,
-    ReadSessionCommand, RegisterRouteCommand, ResumeCommand, RouteCommand, WaitCommand,
-    WaitIdleCommand,
+    DisposeCommand, FirePreStepCommand, JsJson, LoopListenerCommand, ModelResolution, Observation,
+    PluginAction, ReadSessionCommand, RegisterRouteCommand, ResumeCommand, RouteCommand,
+    SettleModelCommand, WaitCommand, WaitIdleCommand,
 };
 
 use super::{LoopAgent, LoopCommands};
@@ -241,6 +241,18 @@ impl LoopCommands {
         let route = self.route(&command.provider, command.route)?;
         self.context
             .register_route(&command.provider, AdapterRoute::Scripted(route))
+    }
+
+    /// `settle_model`: the route's pending model resolves or rejects, for
+    /// the lookups waiting and every later one.
+    pub(super) fn settle_model(&self, command: &SettleModelCommand) -> Result<(), JsError> {
+        let resolution = match (&command.returns, &command.rejects) {
+            (Some(metadata), _) => ModelResolution::Returns(metadata.clone()),
+            (None, Some(error)) => ModelResolution::Rejects(error.clone()),
+            (None, None) => return Err(JsError::error("settle_model settles with nothing")),
+        };
+        self.route(&command.provider, command.route)?
+            .settle(&command.model, super::route_resolution(&resolution))
     }
 
     /// `unregister_route`: only a scripted route the case registered.

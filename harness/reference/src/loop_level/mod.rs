@@ -106,20 +106,29 @@ fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsErr
     Ok(Some((spec.provider.clone(), route)))
 }
 
-/// The world's scripted routes, each with its own script cursor.
-fn scripted_routes(world: &LoopWorld) -> Vec<Rc<ScriptedRoute>> {
-    let failure = |error: &ScriptedError| ScriptedFailure {
+/// A scripted error as the agent's.
+fn scripted_failure(error: &ScriptedError) -> ScriptedFailure {
+    ScriptedFailure {
         message: error.message.clone(),
         code: error.code.clone(),
         status: error.status,
         provider_retry_after_ms: error.provider_retry_after_ms,
         request_id: error.request_id.clone(),
-    };
-    let resolution = |resolution: &ModelResolution| match resolution {
+    }
+}
+
+/// A route's model resolution as the agent's.
+fn route_resolution(resolution: &ModelResolution) -> Resolution {
+    match resolution {
         ModelResolution::Returns(metadata) => Resolution::Returns(metadata.clone()),
-        ModelResolution::Rejects(error) => Resolution::Rejects(failure(error)),
+        ModelResolution::Rejects(error) => Resolution::Rejects(scripted_failure(error)),
         ModelResolution::Blocks => Resolution::Blocks,
-    };
+        ModelResolution::Pending => Resolution::Pending,
+    }
+}
+
+/// The world's scripted routes, each with its own script cursor.
+fn scripted_routes(world: &LoopWorld) -> Vec<Rc<ScriptedRoute>> {
     world
         .routes
         .iter()
@@ -130,17 +139,17 @@ fn scripted_routes(world: &LoopWorld) -> Vec<Rc<ScriptedRoute>> {
                 .map(|response| ScriptedResponse {
                     delay_ms: response.delay_ms,
                     parts: response.expanded_parts(),
-                    error: response.error.as_ref().map(failure),
+                    error: response.error.as_ref().map(scripted_failure),
                     hangs: response.hangs,
                 })
                 .collect();
             Rc::new(ScriptedRoute::new(
                 route.provider.clone(),
-                resolution(&route.model),
+                route_resolution(&route.model),
                 route
                     .models
                     .iter()
-                    .map(|(id, r)| (id.clone(), resolution(r)))
+                    .map(|(id, r)| (id.clone(), route_resolution(r)))
                     .collect(),
                 responses,
             ))
@@ -432,6 +441,7 @@ impl LoopCommands {
             LoopCommand::ClockJump(c) => self.clock_jump(c),
             LoopCommand::RegisterRoute(c) => self.register_route(c),
             LoopCommand::UnregisterRoute(c) => self.unregister_route(c),
+            LoopCommand::SettleModel(c) => self.settle_model(c),
         }
     }
 }

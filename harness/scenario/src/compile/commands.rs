@@ -183,6 +183,7 @@ impl Compiler {
             | Command::Loop(LoopCommand::Plugin(_))
             | Command::Loop(LoopCommand::RegisterRoute(_))
             | Command::Loop(LoopCommand::UnregisterRoute(_))
+            | Command::Loop(LoopCommand::SettleModel(_))
             | Command::Loop(LoopCommand::Append(_))
             | Command::Loop(LoopCommand::ReadSession(_))
             | Command::Loop(LoopCommand::FirePreStep(_))

@@ -245,7 +245,8 @@ pub fn addressed_agent(command: &Command) -> Option<&str> {
         | LoopCommand::Plugin(_)
         | LoopCommand::ClockJump(_)
         | LoopCommand::RegisterRoute(_)
-        | LoopCommand::UnregisterRoute(_) => return None,
+        | LoopCommand::UnregisterRoute(_)
+        | LoopCommand::SettleModel(_) => return None,
     };
     agent.as_deref()
 }

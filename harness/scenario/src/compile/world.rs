@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{CompileError, MAX_EPOCH_MS, MAX_VIRTUAL_TIME_MS, addressed_agent, fail};
 use crate::protocol::{
     AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, PluginAction, PluginName,
-    PluginsSpec, RouteSpec, ScriptedError, SimulationSpec,
+    PluginsSpec, RouteSpec, ScriptedError, SettleModelCommand, SimulationSpec,
 };
 
 /// A loop case's world and what its commands say of it: the provider's
@@ -126,6 +126,7 @@ fn check_route_commands(
         let (provider, route) = match command {
             Command::Loop(LoopCommand::RegisterRoute(c)) => (&c.provider, c.route),
             Command::Loop(LoopCommand::UnregisterRoute(c)) => (&c.provider, 0),
+            Command::Loop(LoopCommand::SettleModel(c)) => (&c.provider, c.route),
             _ => continue,
         };
         let named = routes.iter().filter(|r| &r.provider == provider).count();
@@ -143,6 +144,40 @@ fn check_route_commands(
                 ),
             );
         }
+        if let Command::Loop(LoopCommand::SettleModel(settle)) = command {
+            let spec = routes
+                .iter()
+                .filter(|r| &r.provider == provider)
+                .nth(route)
+                .expect("counted above");
+            check_settle_model(settle, spec, &path_of(index))?;
+        }
+    }
+    Ok(())
+}
+
+/// `settle_model` settles a pending model of its route, with exactly one
+/// of `returns` and `rejects`.
+fn check_settle_model(
+    settle: &SettleModelCommand,
+    route: &RouteSpec,
+    path: &str,
+) -> Result<(), CompileError> {
+    if settle.returns.is_some() == settle.rejects.is_some() {
+        return fail(
+            path,
+            "`settle_model` has exactly one of `returns` and `rejects`",
+        );
+    }
+    let resolution = route.models.get(&settle.model).unwrap_or(&route.model);
+    if *resolution != ModelResolution::Pending {
+        return fail(
+            &format!("{path}.model"),
+            format!(
+                "the route's resolution of {:?} is not `pending`, so there is nothing to settle",
+                settle.model
+            ),
+        );
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ use super::loop_commands::{
     AppendCommand, CancelCommand, CanonicalHeaderCommand, ClockJumpCommand, CompactCommand,
     DisposeAgentCommand, FirePreStepCommand, FoldHeaderCommand, HeaderEqualsCommand,
     LoopListenerCommand, MessageCommand, ReadSessionCommand, RegisterRouteCommand, ResumeCommand,
-    RouteCommand, WaitCommand, WaitIdleCommand,
+    RouteCommand, SettleModelCommand, WaitCommand, WaitIdleCommand,
 };
 use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
 use super::plugins::PluginAction;
@@ -215,6 +215,8 @@ commands_by_level! {
         "register_route" => RegisterRoute(RegisterRouteCommand),
         /// Loop: dispose the route's current registration (a no-op when it has none).
         "unregister_route" => UnregisterRoute(RouteCommand),
+        /// Loop: settle a scripted route's pending model resolution.
+        "settle_model" => SettleModel(SettleModelCommand),
     }
 }
 

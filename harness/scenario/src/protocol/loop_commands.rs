@@ -247,6 +247,27 @@ pub struct RouteCommand {
     pub provider: String,
 }
 
+/// Settles a scripted route's pending model resolution
+/// (`model = "pending"`): the lookups waiting on it, and every later one,
+/// resolve with `returns` or reject with `rejects` (exactly one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettleModelCommand {
+    /// The route's provider name.
+    pub provider: String,
+    /// Which of the world's routes with that name (as `register_route`'s).
+    #[serde(default, skip_serializing_if = "super::serde_defaults::is_zero")]
+    pub route: usize,
+    /// The model whose resolution is pending.
+    pub model: String,
+    /// Resolve with this metadata (as a route's `model.returns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Reject with this error (as a route's `model.rejects`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejects: Option<super::ScriptedError>,
+}
+
 /// Registers one of the world's scripted routes under its name.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

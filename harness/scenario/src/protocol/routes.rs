@@ -50,6 +50,9 @@ pub enum ModelResolution {
     Rejects(ScriptedError),
     /// Never settle until the lookup's signal aborts, then reject with its reason.
     Blocks,
+    /// Stay pending, whatever the lookup's signal does, until a
+    /// `settle_model` step settles it.
+    Pending,
 }
 
 impl Default for ModelResolution {

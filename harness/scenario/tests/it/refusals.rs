@@ -247,6 +247,16 @@ const REFUSALS: &[Refusal] = &[
     ),
     fixture(
         WORLD,
+        "is not `pending`, so there is nothing to settle",
+        "settle_model_of_a_model_that_is_not_pending",
+    ),
+    fixture(
+        WORLD,
+        "`settle_model` has exactly one of `returns` and `rejects`",
+        "settle_model_with_returns_and_rejects",
+    ),
+    fixture(
+        WORLD,
         " ms of virtual time per case",
         "simulation_budget_over_the_limit",
     ),

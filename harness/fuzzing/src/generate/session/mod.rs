@@ -56,6 +56,7 @@ pub const FEATURES: &[Feature] = &[
     // draws every duration on a coarser grid, which the reference then
     // ticks on (`dshc-reference`'s `loop_level::grid`).
     feature("dispose_plugin", 2, 30),
+    feature("pending_model", 5, 50),
     feature("fine_time", 20, 60),
 ];
 

@@ -16,6 +16,8 @@ pub(super) struct WorldParts {
     pub(super) agents: Vec<AgentSpec>,
     pub(super) routes: Vec<RouteSpec>,
     pub(super) plugins: Option<PluginsSpec>,
+    /// Whether the routes' pending model lookup was settled (`settle_model`).
+    pub(super) settled: bool,
 }
 
 /// The second agent's id and its route.
@@ -54,6 +56,7 @@ impl Generator {
                 ..AgentSpec::default()
             });
             let model = match self.rng.below(3) {
+                _ if self.roll("pending_model") => ModelResolution::Pending,
                 0 => ModelResolution::default(),
                 1 => ModelResolution::Returns(serde_json::Map::from_iter([
                     ("context".to_string(), json!({"contextWindow": 64_000})),
@@ -130,6 +133,30 @@ impl Generator {
                 content: None,
                 source: None,
             })));
+            // A pending lookup holds the turn until it is settled, for
+            // every route of the name (they share the model's resolution).
+            let pending = self.world.routes.first().map(|route| &route.model)
+                == Some(&ModelResolution::Pending);
+            if pending && !self.world.settled {
+                self.world.settled = true;
+                steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {
+                    ms: self.duration_ms(0, 20),
+                })));
+                for route in 0..self.world.routes.len() {
+                    steps.push(Command::Loop(LoopCommand::SettleModel(
+                        SettleModelCommand {
+                            provider: ROUTE.into(),
+                            route,
+                            model: "m1".into(),
+                            returns: Some(serde_json::Map::from_iter([(
+                                "defaultMaxTokens".to_string(),
+                                json!(1_024),
+                            )])),
+                            rejects: None,
+                        },
+                    )));
+                }
+            }
             steps.push(Command::Loop(LoopCommand::WaitIdle(WaitIdleCommand {
                 agent: None,
             })));
