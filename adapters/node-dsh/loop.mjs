@@ -408,10 +408,16 @@ function untilAborted(signal) {
  * records the options it received (without the signal) in `calls`.
  */
 class ScriptedRoute extends LlmAdapter {
-  constructor(spec, calls) {
+  /**
+   * @param {any} spec the route's spec
+   * @param {any[]} calls where each `stream()` call's options go
+   * @param {(sessionId: string, call: number) => Acting | undefined} acting an invocation on the agent of that session, for `{act}` parts
+   */
+  constructor(spec, calls, acting) {
     super()
     this.spec = spec
     this.calls = calls
+    this.acting = acting
     this.count = 0
     /** What `settle` gave each pending model. @type {Map<string, any>} */
     this.settled = new Map()
@@ -455,7 +461,9 @@ class ScriptedRoute extends LlmAdapter {
     }
     if (response.delay_ms > 0) await sleep(response.delay_ms)
     for (const part of response.parts ?? []) {
-      if (Object.keys(part).length === 1 && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
+      const only = Object.keys(part).length === 1
+      if (only && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
+      else if (only && present(part.act)) this.acting(rest.sessionId, this.count)?.act(part.act)
       else yield copyJson(part)
     }
     if (response.hangs === true) await untilAborted(signal)
@@ -571,7 +579,7 @@ class LoopWorld extends CaseWorld {
     this.recorded = []
     /** The world's scripted routes in `routes` order, each with its own
      * script cursor, and the registration in force under each name. */
-    this.routes = (world.routes ?? []).map((spec) => new ScriptedRoute(spec, this.llmCalls))
+    this.routes = (world.routes ?? []).map((spec) => new ScriptedRoute(spec, this.llmCalls, (sessionId, call) => this.routeActing(sessionId, call)))
     this.routeHandles = new Map()
     // Registrations and listeners scoped to an agent's name go through the
     // live agent's context; `assemble {scope}` uses the agent as the key.
@@ -586,6 +594,14 @@ class LoopWorld extends CaseWorld {
   }
 
   /** The position of the agent `id` names (the first of that id; default the first agent). */
+  /** An invocation of a route's `{act}` parts on the agent whose session made
+   * the call, if one has it; records nothing (a route receives no fields). */
+  routeActing(sessionId, call) {
+    const position = this.handles.findIndex((handle) => handle.agent.session.id === sessionId)
+    if (position < 0) return undefined
+    return new Acting(this, position, this.handles[position].agent, 'route', call, () => ({}))
+  }
+
   position(id) {
     const position = present(id) ? this.specs.findIndex((spec) => spec.id === id) : 0
     return Math.max(0, position)

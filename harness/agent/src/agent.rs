@@ -341,7 +341,13 @@ pub struct LoopContext {
     /// Bytes of the requests built so far in the run
     /// ([`LoopLimits::max_request_bytes`]).
     pub request_bytes: Rc<Cell<u64>>,
+    /// What a scripted route's `{act = op}` part does to the agent whose
+    /// call it answers (the harness's act ops); none: such parts do nothing.
+    pub route_actor: Option<RouteActor>,
 }
+
+/// Runs one act op (as JSON) on an agent: a scripted route's `{act}` part.
+pub type RouteActor = Rc<dyn Fn(&Agent, &serde_json::Value) -> Result<(), JsError>>;
 
 impl LoopContext {
     /// Whether a limit was reached: the run is over, and no agent starts

@@ -174,8 +174,9 @@ impl ScriptedRoute {
         }
     }
 
-    /// Start the next `stream()` call.
-    pub fn stream(&self, signal: AbortSignal) -> ScriptedStream {
+    /// Start the next `stream()` call; `act` runs its `{act = op}` parts
+    /// (none without it).
+    pub fn stream(&self, signal: AbortSignal, act: Option<PartAct>) -> ScriptedStream {
         let call = self.calls.get() + 1;
         self.calls.set(call);
         let response = match self.responses.get(call - 1) {
@@ -198,9 +199,15 @@ impl ScriptedRoute {
             hangs: response.hangs,
             signal,
             done: false,
+            act,
         }
     }
 }
+
+/// Runs a scripted response's `{act = op}` part (the op as JSON) on the
+/// agent that made the call; an error is the stream's, as a throw inside
+/// upstream's generator is.
+pub type PartAct = Box<dyn Fn(&Value) -> Result<(), JsError>>;
 
 /// The chunks of one scripted call, in virtual time.
 pub struct ScriptedStream {
@@ -210,6 +217,7 @@ pub struct ScriptedStream {
     hangs: bool,
     signal: AbortSignal,
     done: bool,
+    act: Option<PartAct>,
 }
 
 impl ScriptedStream {
@@ -227,11 +235,16 @@ impl ScriptedStream {
             mock_provider::sim_time::sleep(Duration::from_millis(delay_ms)).await;
         }
         while let Some(part) = self.parts.pop_front() {
-            match part.get("sleep_ms").and_then(Value::as_u64) {
-                Some(ms) if part.as_object().is_some_and(|o| o.len() == 1) => {
-                    mock_provider::sim_time::sleep(Duration::from_millis(timer_delay_ms(ms))).await;
+            let only = part.as_object().is_some_and(|o| o.len() == 1);
+            if let (true, Some(ms)) = (only, part.get("sleep_ms").and_then(Value::as_u64)) {
+                mock_provider::sim_time::sleep(Duration::from_millis(timer_delay_ms(ms))).await;
+            } else if let (true, Some(op)) = (only, part.get("act")) {
+                if let Some(Err(error)) = self.act.as_ref().map(|act| act(op)) {
+                    self.done = true;
+                    return Some(failure_chunk(&error, self.signal.is_aborted()));
                 }
-                _ => return Some(part),
+            } else {
+                return Some(part);
             }
         }
         self.done = true;

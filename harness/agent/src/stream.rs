@@ -220,7 +220,14 @@ impl Agent {
                     at: self.0.session.len(),
                     request: Value::clone(request),
                 });
-                Chunks::Scripted(scripted.stream(signal.clone()))
+                let act = self.0.context.route_actor.clone().map(|actor| {
+                    let agent = self.downgrade();
+                    Box::new(move |op: &Value| match agent.upgrade() {
+                        Some(agent) => actor(&agent, op),
+                        None => Ok(()),
+                    }) as crate::scripted_route::PartAct
+                });
+                Chunks::Scripted(scripted.stream(signal.clone(), act))
             }
         };
         throw_if_aborted(signal)?;

@@ -25,7 +25,7 @@ use dshc_model::js::JsValue;
 use dshc_model::session::{Clock, Session, SessionMeta};
 use dshc_model::{JsError, Registry, ScopeKey};
 use dshc_scenario::protocol::{
-    AgentRun, AgentSpec, AssemblyCommand, Case, CaseResult, Command, JsJson, LayoutSection,
+    ActOp, AgentRun, AgentSpec, AssemblyCommand, Case, CaseResult, Command, JsJson, LayoutSection,
     LoopCommand, LoopRun, LoopWorld, MessageCommand, ModelResolution, Observation,
     PromptLayout as ProtocolLayout, ProviderRequest, RecordField, ScriptedError, ToolOp,
     ToolResultSpec,
@@ -125,6 +125,31 @@ fn route_resolution(resolution: &ModelResolution) -> Resolution {
         ModelResolution::Blocks => Resolution::Blocks,
         ModelResolution::Pending => Resolution::Pending,
     }
+}
+
+/// What a scripted route's `{act = op}` part does: the act op on the agent
+/// whose call the route answers, as a listener's would run (it records
+/// nothing: a route receives no fields).
+fn route_actor(
+    journal: &Journal,
+    armed_timers: &ArmedTimers,
+    scripted: &Rc<World>,
+    wall_clock: &Rc<std::cell::Cell<i64>>,
+) -> dshc_agent::RouteActor {
+    let (journal, armed_timers) = (journal.clone(), armed_timers.clone());
+    let (scripted, wall_clock) = (scripted.clone(), wall_clock.clone());
+    Rc::new(move |agent: &Agent, op: &Value| {
+        let op: ActOp = serde_json::from_value(op.clone())
+            .map_err(|error| JsError::error(format!("a route's act: {error}")))?;
+        let world = ListenerWorld {
+            journal: journal.clone(),
+            dispose: loop_listeners::dispose_later(agent.downgrade(), scripted.clone()),
+            armed_timers: armed_timers.clone(),
+            wall_clock_jumped_ms: wall_clock.clone(),
+        };
+        let facts: loop_listeners::Facts = Rc::new(|_| Value::Null);
+        Acting::new(agent.downgrade(), world, "route".into(), 0, facts).act(&op)
+    })
 }
 
 /// The world's scripted routes, each with its own script cursor.
@@ -724,6 +749,12 @@ async fn drive(
         steps_opened: Rc::new(std::cell::Cell::new(0)),
         turns_started: Rc::new(std::cell::Cell::new(0)),
         request_bytes: Rc::new(std::cell::Cell::new(0)),
+        route_actor: Some(route_actor(
+            &journal,
+            &armed_timers,
+            &scripted,
+            &clock.jumped_ms,
+        )),
     };
     let routes = scripted_routes(&world);
     let setup = context

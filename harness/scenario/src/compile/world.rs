@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{CompileError, MAX_EPOCH_MS, MAX_VIRTUAL_TIME_MS, addressed_agent, fail};
 use crate::protocol::{
-    AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, PluginAction, PluginName,
+    ActOp, AgentSpec, Command, LoopCommand, LoopWorld, ModelResolution, PluginAction, PluginName,
     PluginsSpec, RouteSpec, ScriptedError, SettleModelCommand, SimulationSpec,
 };
 
@@ -282,10 +282,12 @@ fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
                     return fail(&part_path, "a part is an object");
                 };
                 let pause = object.len() == 1 && object.get("sleep_ms").is_some_and(Value::is_u64);
-                if !pause && !object.get("type").is_some_and(Value::is_string) {
+                if let (1, Some(op)) = (object.len(), object.get("act")) {
+                    check_route_act(&format!("{part_path}.act"), op)?;
+                } else if !pause && !object.get("type").is_some_and(Value::is_string) {
                     return fail(
                         &part_path,
-                        "a part has a string `type`, or is a pause `{ sleep_ms = N }`",
+                        "a part has a string `type`, or is a pause `{ sleep_ms = N }` or an act `{ act = op }`",
                     );
                 }
             }
@@ -295,6 +297,23 @@ fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
         }
     }
     Ok(())
+}
+
+/// A route's `{ act = op }` part: one act op that does not wait (a pause
+/// is its own part) and records nothing (a route receives no fields).
+fn check_route_act(path: &str, op: &Value) -> Result<(), CompileError> {
+    match serde_json::from_value::<ActOp>(op.clone()) {
+        Err(error) => fail(path, format!("a route's act is one act op: {error}")),
+        Ok(ActOp::SleepMs(_)) => fail(
+            path,
+            "a route pauses with a `{ sleep_ms = N }` part, not an act",
+        ),
+        Ok(ActOp::Record(_)) => fail(
+            path,
+            "a route's act cannot record: a route receives no fields",
+        ),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// An `LlmError`'s own constructor checks, so every implementation can build it.

@@ -100,7 +100,10 @@ pub struct RouteResponse {
     pub delay_ms: u64,
     /// Adapter-level stream parts, yielded as given (`{type = "block-start",
     /// index, blockType}`, `text-delta`, `reasoning-delta`, `tool-call-delta`,
-    /// `block-end`, `usage`, `finish`), and `{sleep_ms = N}` pauses between them.
+    /// `block-end`, `usage`, `finish`), with `{sleep_ms = N}` pauses and
+    /// `{act = op}` acts between them (one act op, not `record` nor
+    /// `sleep_ms`, on the agent whose call the route answers, run inside the
+    /// generator: a throw is the stream's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<Value>,
     /// Shorthand: a reasoning block streamed as these deltas.

@@ -257,6 +257,21 @@ const REFUSALS: &[Refusal] = &[
     ),
     fixture(
         WORLD,
+        "a route's act cannot record",
+        "route_act_that_records",
+    ),
+    fixture(
+        WORLD,
+        "a route's act is one act op: ",
+        "route_act_that_is_no_act_op",
+    ),
+    fixture(
+        WORLD,
+        "a route pauses with a `{ sleep_ms = N }` part, not an act",
+        "route_act_that_sleeps",
+    ),
+    fixture(
+        WORLD,
         " ms of virtual time per case",
         "simulation_budget_over_the_limit",
     ),

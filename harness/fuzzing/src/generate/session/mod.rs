@@ -57,6 +57,7 @@ pub const FEATURES: &[Feature] = &[
     // ticks on (`dshc-reference`'s `loop_level::grid`).
     feature("dispose_plugin", 2, 30),
     feature("pending_model", 5, 50),
+    feature("route_act", 5, 50),
     feature("fine_time", 20, 60),
 ];
 

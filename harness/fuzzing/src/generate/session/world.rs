@@ -70,13 +70,7 @@ impl Generator {
                     request_id: None,
                 }),
             };
-            let responses = (0..12)
-                .map(|_| RouteResponse {
-                    delay_ms: self.duration_ms(0, 10),
-                    text: vec![self.words(2), self.words(1)],
-                    ..RouteResponse::default()
-                })
-                .collect();
+            let responses = (0..12).map(|_| self.route_response()).collect();
             world.routes.push(RouteSpec {
                 provider: ROUTE.into(),
                 registered: true,
@@ -118,6 +112,37 @@ impl Generator {
             world.plugins = Some(plugins);
         }
         world
+    }
+
+    /// One response of the second agent's route: two text pieces, and, as
+    /// the swarm rolls, an act between them inside the stream.
+    fn route_response(&mut self) -> RouteResponse {
+        let delay_ms = self.duration_ms(0, 10);
+        let (first, second) = (self.words(2), self.words(1));
+        if !self.roll("route_act") {
+            return RouteResponse {
+                delay_ms,
+                text: vec![first, second],
+                ..RouteResponse::default()
+            };
+        }
+        let tick = self.tick_ms as i64;
+        let act = match self.rng.below(3) {
+            0 => json!({"steer": self.words(2)}),
+            1 => json!({"cancel": {}}),
+            _ => json!({"clock_jump": tick}),
+        };
+        let delta = |text: String| json!({"type": "text-delta", "index": 0, "text": text});
+        RouteResponse {
+            delay_ms,
+            parts: vec![
+                delta(first),
+                json!({ "act": act }),
+                delta(second),
+                json!({"type": "finish", "reason": {"kind": "stop"}}),
+            ],
+            ..RouteResponse::default()
+        }
     }
 
     /// Between turns, the world's parts: the second agent runs a turn, its
