@@ -78,6 +78,7 @@ const LOOP_EVENTS = {
   on_turn_stopping: 'agent/turn-stopping',
   on_status: 'agent/status',
   on_session_event: 'session/event',
+  on_llm_stream: 'llm/stream',
 }
 
 /** Context plugins run on upstream on the harness's clock. */
@@ -471,6 +472,17 @@ class ScriptedRoute extends LlmAdapter {
   }
 }
 
+/** The stream an `llm/stream` listener serves: `parts` as a route's
+ * response gives them (pauses and acts included). */
+async function* servedStream(parts, acting) {
+  for (const part of parts) {
+    const only = Object.keys(part).length === 1
+    if (only && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
+    else if (only && present(part.act)) acting?.act(part.act)
+    else yield copyJson(part)
+  }
+}
+
 function messageOf(error) {
   return error instanceof Error ? error.message : String(error)
 }
@@ -579,7 +591,7 @@ class LoopWorld extends CaseWorld {
     this.recorded = []
     /** The world's scripted routes in `routes` order, each with its own
      * script cursor, and the registration in force under each name. */
-    this.routes = (world.routes ?? []).map((spec) => new ScriptedRoute(spec, this.llmCalls, (sessionId, call) => this.routeActing(sessionId, call)))
+    this.routes = (world.routes ?? []).map((spec) => new ScriptedRoute(spec, this.llmCalls, (sessionId, call) => this.actingOnCaller(sessionId, 'route', call)))
     this.routeHandles = new Map()
     // Registrations and listeners scoped to an agent's name go through the
     // live agent's context; `assemble {scope}` uses the agent as the key.
@@ -594,12 +606,13 @@ class LoopWorld extends CaseWorld {
   }
 
   /** The position of the agent `id` names (the first of that id; default the first agent). */
-  /** An invocation of a route's `{act}` parts on the agent whose session made
-   * the call, if one has it; records nothing (a route receives no fields). */
-  routeActing(sessionId, call) {
+  /** An invocation acting on the agent whose session made a model call, if
+   * one has it: a route's `{act}` parts (which record nothing), an
+   * `llm/stream` middleware's ops. */
+  actingOnCaller(sessionId, listener, call, facts = () => ({})) {
     const position = this.handles.findIndex((handle) => handle.agent.session.id === sessionId)
     if (position < 0) return undefined
-    return new Acting(this, position, this.handles[position].agent, 'route', call, () => ({}))
+    return new Acting(this, position, this.handles[position].agent, listener, call, facts)
   }
 
   position(id) {
@@ -864,6 +877,7 @@ class LoopWorld extends CaseWorld {
       case 'on_turn_stopping':
       case 'on_status':
       case 'on_session_event':
+      case 'on_llm_stream':
         this.loopListener(command)
         return undefined
       case 'plugin':
@@ -1041,10 +1055,35 @@ class LoopWorld extends CaseWorld {
           return invoked(() => ({ event: { type: event.type, seq: event.seq } }))?.runContained(ops)
         }
         break
+      case 'on_llm_stream':
+        // dsh-llm's waterfall is synchronous: the ops run at the call and
+        // the listener returns the last stream `next` or `serve` gave.
+        // The runtime's middleware acts on the agent making the call.
+        listener = (options, next) => {
+          calls += 1
+          if (present(command.calls) && !command.calls.includes(calls)) return next()
+          const acting = this.actingOnCaller(options.sessionId, command.id, calls, () => ({ provider: options.provider }))
+          if (acting === undefined) return next()
+          let stream
+          let decided = false
+          for (const op of ops) {
+            if (op === 'next') [stream, decided] = [next(), true]
+            else if (op !== null && typeof op === 'object' && 'serve' in op) {
+              // Its acts land on the calling agent, as a route's do.
+              stream = servedStream(op.serve, acting)
+              decided = true
+            }
+            else acting.act(op)
+          }
+          return decided ? stream : next()
+        }
+        break
       default:
         throw this.unsupported(command.do)
     }
-    const context = command.do === 'on_session_event' ? this.root : agent.ctx
+    // Session events and the LLM runtime's calls are not an agent's: their
+    // listeners go on the root, which sees every one.
+    const context = command.do === 'on_session_event' || command.do === 'on_llm_stream' ? this.root : agent.ctx
     const disposer = context.on(LOOP_EVENTS[command.do], listener, { prepend: command.prepend === true })
     this.disposers.set(command.id, disposer)
   }

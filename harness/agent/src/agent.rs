@@ -26,7 +26,7 @@ use dshc_model::{
 };
 
 use crate::context::{AdapterRoute, Ids, LlmCall, LoopLimits, logger_warn};
-use crate::listeners::{LocalFuture, LoopListeners};
+use crate::listeners::{Listeners, LocalFuture, LoopListeners};
 use crate::plugin_world::SharedWorld;
 use dshc_model::session::event_kind;
 
@@ -344,7 +344,25 @@ pub struct LoopContext {
     /// What a scripted route's `{act = op}` part does to the agent whose
     /// call it answers (the harness's act ops); none: such parts do nothing.
     pub route_actor: Option<RouteActor>,
+    /// `llm/stream` middleware, on the LLM runtime: every agent's calls.
+    pub llm_stream: Rc<Listeners<LlmStreamFn>>,
 }
+
+/// What an `llm/stream` middleware gives back: `None` for the adapter's
+/// stream (what the innermost `next()` returns), or the parts of a stream
+/// it serves itself.
+pub type LlmStreamAnswer = Option<Vec<serde_json::Value>>;
+
+/// An `llm/stream` middleware: called with the calling agent, the request
+/// and `next` (the inner middleware, then the adapter), synchronously, as
+/// dsh-llm's waterfall calls it; an error is thrown to the loop.
+pub type LlmStreamFn = Rc<
+    dyn Fn(
+        &Agent,
+        &serde_json::Value,
+        &dyn Fn() -> Result<LlmStreamAnswer, JsError>,
+    ) -> Result<LlmStreamAnswer, JsError>,
+>;
 
 /// Runs one act op (as JSON) on an agent: a scripted route's `{act}` part.
 pub type RouteActor = Rc<dyn Fn(&Agent, &serde_json::Value) -> Result<(), JsError>>;

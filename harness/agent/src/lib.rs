@@ -29,7 +29,7 @@ mod tools;
 pub mod transport;
 
 pub use agent::{
-    Agent, AgentOptions, AgentStatus, LaidOutSection, LoopContext, PromptLayout, RouteActor,
-    ToolCall, ToolOutcome, ToolRunner, WeakAgent,
+    Agent, AgentOptions, AgentStatus, LaidOutSection, LlmStreamAnswer, LlmStreamFn, LoopContext,
+    PromptLayout, RouteActor, ToolCall, ToolOutcome, ToolRunner, WeakAgent,
 };
 pub use context::{AdapterRoute, Ids, LlmCall, LoopLimits, WireRoute, logger_warn, user_message};

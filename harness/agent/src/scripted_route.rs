@@ -209,6 +209,22 @@ impl ScriptedRoute {
 /// upstream's generator is.
 pub type PartAct = Box<dyn Fn(&Value) -> Result<(), JsError>>;
 
+impl ScriptedStream {
+    /// A stream of `parts` (with pauses and acts) that an `llm/stream`
+    /// middleware serves itself.
+    pub fn served(parts: Vec<Value>, signal: AbortSignal, act: Option<PartAct>) -> ScriptedStream {
+        ScriptedStream {
+            delay_ms: 0,
+            parts: parts.into(),
+            error: None,
+            hangs: false,
+            signal,
+            done: false,
+            act,
+        }
+    }
+}
+
 /// The chunks of one scripted call, in virtual time.
 pub struct ScriptedStream {
     delay_ms: u64,

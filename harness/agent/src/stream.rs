@@ -17,7 +17,7 @@ use dshc_model::js::object;
 use dshc_model::llm::BlockAssembler;
 use dshc_model::session::SurfaceMeta;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, LlmStreamAnswer, LlmStreamFn};
 use crate::context::{AdapterRoute, LlmCall, throw_if_aborted};
 use crate::scripted_route::ScriptedStream;
 use crate::transport::ChunkStream;
@@ -69,6 +69,33 @@ fn no_adapter_chunk(provider: &str) -> Value {
 }
 
 impl Agent {
+    /// The `llm/stream` middleware's answer for `request`, outermost first,
+    /// each calling the next (synchronously); `None`: the adapter's stream.
+    fn llm_stream_middleware(&self, request: &Value) -> Result<LlmStreamAnswer, JsError> {
+        fn call(
+            agent: &Agent,
+            request: &Value,
+            middleware: &[LlmStreamFn],
+        ) -> Result<LlmStreamAnswer, JsError> {
+            match middleware.split_first() {
+                None => Ok(None),
+                Some((outer, inner)) => outer(agent, request, &|| call(agent, request, inner)),
+            }
+        }
+        call(self, request, &self.0.context.llm_stream.snapshot())
+    }
+
+    /// What a scripted stream's `{act}` parts do: the harness's act, on
+    /// this agent.
+    fn part_act(&self) -> Option<crate::scripted_route::PartAct> {
+        let actor = self.0.context.route_actor.clone()?;
+        let agent = self.downgrade();
+        Some(Box::new(move |op: &Value| match agent.upgrade() {
+            Some(agent) => actor(&agent, op),
+            None => Ok(()),
+        }))
+    }
+
     /// Log one `assistant/chunk` and feed it to the assembler.
     fn log_chunk(&self, log: &mut AttemptLog, chunk: Value) -> Result<(), JsError> {
         let event = self.append(
@@ -199,14 +226,19 @@ impl Agent {
             Some(route) => self.for_adapter(request, route),
             None => Rc::clone(request),
         };
-        let mut chunks = match route {
-            None => {
+        let served = self.llm_stream_middleware(request)?;
+        let mut chunks = match (served, route) {
+            (Some(parts), _) => {
+                let act = self.part_act();
+                Chunks::Scripted(ScriptedStream::served(parts, signal.clone(), act))
+            }
+            (None, None) => {
                 let provider = request["provider"].as_str().unwrap_or_default();
                 throw_if_aborted(signal)?;
                 self.log_chunk(log, no_adapter_chunk(provider))?;
                 return throw_if_aborted(signal);
             }
-            Some(AdapterRoute::Wire(wire)) => {
+            (None, Some(AdapterRoute::Wire(wire))) => {
                 let probe = signal.clone();
                 Chunks::Wire(ChunkStream::new(
                     wire.connection,
@@ -214,20 +246,13 @@ impl Agent {
                     Box::new(move || probe.is_aborted()),
                 ))
             }
-            Some(AdapterRoute::Scripted(scripted)) => {
+            (None, Some(AdapterRoute::Scripted(scripted))) => {
                 self.0.context.llm_calls.borrow_mut().push(LlmCall {
                     session: self.0.session.id(),
                     at: self.0.session.len(),
                     request: Value::clone(request),
                 });
-                let act = self.0.context.route_actor.clone().map(|actor| {
-                    let agent = self.downgrade();
-                    Box::new(move |op: &Value| match agent.upgrade() {
-                        Some(agent) => actor(&agent, op),
-                        None => Ok(()),
-                    }) as crate::scripted_route::PartAct
-                });
-                Chunks::Scripted(scripted.stream(signal.clone(), act))
+                Chunks::Scripted(scripted.stream(signal.clone(), self.part_act()))
             }
         };
         throw_if_aborted(signal)?;

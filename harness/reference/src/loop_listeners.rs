@@ -25,8 +25,8 @@ use dshc_model::runtime_context::is_owned;
 use dshc_model::session::Event;
 use dshc_model::{AbortSignal, JsError};
 use dshc_scenario::protocol::{
-    ActOp, LoopListenerCommand, MessageArg, PreStepOp, RecordField, RequestErrorOp, RequestOp,
-    ThrowArg,
+    ActOp, LlmStreamOp, LoopListenerCommand, MessageArg, PreStepOp, RecordField, RequestErrorOp,
+    RequestOp, ThrowArg,
 };
 
 /// The run's journal of what acting listeners recorded, in order.
@@ -40,8 +40,9 @@ pub type DisposeFn = Rc<dyn Fn()>;
 pub struct ListenerWorld {
     /// Where `record` appends.
     pub journal: Journal,
-    /// Disposes the listener's agent.
-    pub dispose: DisposeFn,
+    /// The scripted registrations, whose scope an act's `dispose_agent`
+    /// drops with the agent.
+    pub scripted: Rc<World>,
     /// The run's count of scripted sleeps now waiting on a timer.
     pub armed_timers: ArmedTimers,
     /// How far `clock_jump` (command or act) has moved the wall clock.
@@ -180,7 +181,7 @@ impl Acting {
                 args.keep_inbox,
             ),
             (ActOp::DisposeAgent, Some(_)) => {
-                (self.world.dispose)();
+                dispose_later(self.agent.clone(), self.world.scripted.clone())();
                 Ok(())
             }
             (ActOp::Followup(arg), Some(agent)) => agent.followup(message(arg, &agent)),
@@ -513,6 +514,51 @@ pub fn on_status(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCom
             }
         }),
     );
+}
+
+/// Register an `llm/stream` middleware on the LLM runtime (it sees every
+/// agent's calls). Its ops run at the call, in order; it returns the
+/// stream of the last `next` or `serve`, `next()`'s when neither ran.
+pub fn on_llm_stream(
+    agent: &Agent,
+    world: &ListenerWorld,
+    command: &LoopListenerCommand<LlmStreamOp>,
+) {
+    let scripted = Scripted::new(agent, world, command);
+    let middleware: dshc_agent::LlmStreamFn = Rc::new(
+        move |caller: &Agent,
+              request: &Value,
+              next: &dyn Fn() -> Result<dshc_agent::LlmStreamAnswer, JsError>| {
+            if !acts(&scripted.calls, &scripted.counter) {
+                return next();
+            }
+            // The runtime's middleware acts on the agent making the call.
+            let provider = request["provider"].clone();
+            let acting = Acting::new(
+                caller.downgrade(),
+                scripted.world.clone(),
+                scripted.listener.clone(),
+                scripted.counter.get(),
+                Rc::new(move |_| provider.clone()),
+            );
+            let mut answer = None;
+            for op in scripted.ops.iter() {
+                match op {
+                    LlmStreamOp::Next => answer = Some(next()?),
+                    LlmStreamOp::Serve(parts) => answer = Some(Some(parts.clone())),
+                    LlmStreamOp::Act(op) => acting.act(op)?,
+                }
+            }
+            match answer {
+                Some(answer) => Ok(answer),
+                None => next(),
+            }
+        },
+    );
+    agent
+        .context()
+        .llm_stream
+        .on(listener_id(&command.id), command.prepend, middleware);
 }
 
 /// Register a `session/event` observer on the agent's session (contained:

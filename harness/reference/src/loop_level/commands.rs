@@ -122,9 +122,15 @@ impl LoopCommands {
         }
         let old = self.agents[position].agent.clone();
         old.when_idle().await;
+        // The seed is the log as it stands; then the old agent is disposed
+        // as `dispose_agent` does (its cancel clears a pending inbox, which
+        // the old session logs, after the seed was taken).
+        let seed = old.session().events();
+        old.cancel(json!({"kind": "disposed"}), false)?;
+        old.when_idle().await;
         self.drop_agent_scope(&spec.id);
         let old = old.session();
-        let session = Session::from_seed(&old.id(), old.cwd(), old.events(), self.clock.clone())?;
+        let session = Session::from_seed(&old.id(), old.cwd(), seed, self.clock.clone())?;
         let agent = Self::new_agent(&self.context, &self.world, &spec, session, &self.clock)?;
         self.agents[position] = LoopAgent { spec, agent };
         Ok(())
@@ -145,11 +151,7 @@ impl LoopCommands {
         command: &LoopListenerCommand<Op>,
         register: fn(&Agent, &ListenerWorld, &LoopListenerCommand<Op>),
     ) -> Result<(), JsError> {
-        register(
-            self.agent(&command.agent),
-            &self.listener_world(&command.agent),
-            command,
-        );
+        register(self.agent(&command.agent), &self.listener_world(), command);
         Ok(())
     }
 

@@ -143,7 +143,7 @@ fn route_actor(
             .map_err(|error| JsError::error(format!("a route's act: {error}")))?;
         let world = ListenerWorld {
             journal: journal.clone(),
-            dispose: loop_listeners::dispose_later(agent.downgrade(), scripted.clone()),
+            scripted: scripted.clone(),
             armed_timers: armed_timers.clone(),
             wall_clock_jumped_ms: wall_clock.clone(),
         };
@@ -239,7 +239,7 @@ fn tool_runner(
         let spec = matching.get(calls - 1).cloned().unwrap_or(last);
         let world = ListenerWorld {
             journal: journal.clone(),
-            dispose: loop_listeners::dispose_later(call.agent.clone(), scripted.clone()),
+            scripted: scripted.clone(),
             armed_timers: armed_timers.clone(),
             wall_clock_jumped_ms: wall_clock.clone(),
         };
@@ -379,11 +379,10 @@ impl LoopCommands {
 
     /// What a scripted listener on the named agent shares: the run's
     /// journal, and how to dispose that agent without waiting for it.
-    fn listener_world(&self, id: &Option<String>) -> ListenerWorld {
-        let agent = self.agent(id).downgrade();
+    fn listener_world(&self) -> ListenerWorld {
         ListenerWorld {
             journal: self.journal.clone(),
-            dispose: loop_listeners::dispose_later(agent, self.assembly.world.clone()),
+            scripted: self.assembly.world.clone(),
             armed_timers: self.armed_timers.clone(),
             wall_clock_jumped_ms: self.jumped_ms.clone(),
         }
@@ -419,6 +418,7 @@ impl LoopCommands {
             listeners.turn_stopping.remove(listener);
             listeners.status.remove(listener);
         }
+        self.context.llm_stream.remove(listener);
     }
 }
 
@@ -459,6 +459,7 @@ impl LoopCommands {
             LoopCommand::OnTurnStopping(c) => self.listen(c, loop_listeners::on_turn_stopping),
             LoopCommand::OnStatus(c) => self.listen(c, loop_listeners::on_status),
             LoopCommand::OnSessionEvent(c) => self.listen(c, loop_listeners::on_session_event),
+            LoopCommand::OnLlmStream(c) => self.listen(c, loop_listeners::on_llm_stream),
             LoopCommand::Plugin(action) => self.plugin(action),
             LoopCommand::Append(c) => self.append(c),
             LoopCommand::ReadSession(c) => self.read_session(c, observation),
@@ -755,6 +756,7 @@ async fn drive(
             &scripted,
             &clock.jumped_ms,
         )),
+        llm_stream: Rc::default(),
     };
     let routes = scripted_routes(&world);
     let setup = context

@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::{CompileError, fail};
 use crate::protocol::{
     ActOp, AssemblyCommand, Command, ContextCommand, Effect, FoldHeaderCommand, ListenCommand,
-    ListenerOp, LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, Provided, ProviderSpec,
-    RecordField, Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec, ToolOp,
-    ToolResultSpec, ToolsCommand, VariableCommand,
+    ListenerOp, LlmStreamOp, LoopCommand, LoopListenerCommand, OwnerCommand, PreStepOp, Provided,
+    ProviderSpec, RecordField, Registration, RequestErrorOp, RequestOp, SectionCommand, TextSpec,
+    ToolOp, ToolResultSpec, ToolsCommand, VariableCommand,
 };
 
 /// What the checks of one case collect as they go: the default-id
@@ -162,9 +162,11 @@ impl Compiler {
             | Command::Loop(LoopCommand::OnRequestError(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnTurnStopping(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnStatus(LoopListenerCommand { id, .. }))
-            | Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand { id, .. })) => {
+            | Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnLlmStream(LoopListenerCommand { id, .. })) => {
                 self.define(&id.clone());
                 check_event_types_only_on_observers(path, command)?;
+                check_served_parts(path, command)?;
                 check_listener_acts(path, command)
             }
             Command::Assembly(AssemblyCommand::FoldHeader(s)) => fold_header_events(path, s),
@@ -374,9 +376,26 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
             &[Event, LastEvent],
             c.ops.iter().map(|op| Some(op.clone())).collect(),
         ),
+        Command::Loop(LoopCommand::OnLlmStream(c)) => (
+            "llm/stream",
+            &[Provider, LastEvent],
+            c.ops
+                .iter()
+                .map(|op| match op {
+                    LlmStreamOp::Act(a) => Some(a.clone()),
+                    _ => None,
+                })
+                .collect(),
+        ),
         _ => return Ok(()),
     };
     for (index, op) in ops.iter().enumerate() {
+        if event == "llm/stream" && matches!(op, Some(ActOp::SleepMs(_))) {
+            return fail(
+                &format!("{path}.ops[{index}].sleep_ms"),
+                "an llm/stream listener is synchronous: it cannot sleep (a `serve`d stream can pause with a `{ sleep_ms = N }` part)",
+            );
+        }
         if let Some(ActOp::Record(recorded)) = op
             && let Some(field) = recorded.iter().find(|field| !fields.contains(field))
         {
@@ -392,6 +411,24 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
                         .join(", ")
                 ),
             );
+        }
+    }
+    Ok(())
+}
+
+/// An `llm/stream` listener's `serve` parts are stream parts, as a route's.
+fn check_served_parts(path: &str, command: &Command) -> Result<(), CompileError> {
+    let Command::Loop(LoopCommand::OnLlmStream(listener)) = command else {
+        return Ok(());
+    };
+    for (index, op) in listener.ops.iter().enumerate() {
+        if let LlmStreamOp::Serve(parts) = op {
+            for (part_index, part) in parts.iter().enumerate() {
+                super::world::check_stream_part(
+                    &format!("{path}.ops[{index}].serve[{part_index}]"),
+                    part,
+                )?;
+            }
         }
     }
     Ok(())

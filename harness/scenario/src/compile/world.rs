@@ -277,19 +277,7 @@ fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
                 );
             }
             for (part_index, part) in response.parts.iter().enumerate() {
-                let part_path = format!("{path}.parts[{part_index}]");
-                let Some(object) = part.as_object() else {
-                    return fail(&part_path, "a part is an object");
-                };
-                let pause = object.len() == 1 && object.get("sleep_ms").is_some_and(Value::is_u64);
-                if let (1, Some(op)) = (object.len(), object.get("act")) {
-                    check_route_act(&format!("{part_path}.act"), op)?;
-                } else if !pause && !object.get("type").is_some_and(Value::is_string) {
-                    return fail(
-                        &part_path,
-                        "a part has a string `type`, or is a pause `{ sleep_ms = N }` or an act `{ act = op }`",
-                    );
-                }
+                check_stream_part(&format!("{path}.parts[{part_index}]"), part)?;
             }
             if let Some(error) = &response.error {
                 check_scripted_error(&format!("{path}.error"), error)?;
@@ -297,6 +285,25 @@ fn check_routes(routes: &[RouteSpec]) -> Result<(), CompileError> {
         }
     }
     Ok(())
+}
+
+/// One part of a scripted stream (a route's response, a `serve`d one): an
+/// adapter-level part, a pause or an act.
+pub(super) fn check_stream_part(path: &str, part: &Value) -> Result<(), CompileError> {
+    let Some(object) = part.as_object() else {
+        return fail(path, "a part is an object");
+    };
+    let pause = object.len() == 1 && object.get("sleep_ms").is_some_and(Value::is_u64);
+    if let (1, Some(op)) = (object.len(), object.get("act")) {
+        check_route_act(&format!("{path}.act"), op)
+    } else if !pause && !object.get("type").is_some_and(Value::is_string) {
+        fail(
+            path,
+            "a part has a string `type`, or is a pause `{ sleep_ms = N }` or an act `{ act = op }`",
+        )
+    } else {
+        Ok(())
+    }
 }
 
 /// A route's `{ act = op }` part: one act op that does not wait (a pause

@@ -19,7 +19,7 @@ use super::loop_commands::{
     LoopListenerCommand, MessageCommand, ReadSessionCommand, RegisterRouteCommand, ResumeCommand,
     RouteCommand, SettleModelCommand, WaitCommand, WaitIdleCommand,
 };
-use super::loop_ops::{ActOp, PreStepOp, RequestErrorOp, RequestOp};
+use super::loop_ops::{ActOp, LlmStreamOp, PreStepOp, RequestErrorOp, RequestOp};
 use super::plugins::PluginAction;
 use super::providers::{
     ContextCommand, Registration, SectionCommand, SuppressCommand, ToolsCommand, VariableCommand,
@@ -194,6 +194,9 @@ commands_by_level! {
         /// Loop: a `session/event` observer on the agent's session (contained
         /// like `on_status`; runs after each append).
         "on_session_event" => OnSessionEvent(LoopListenerCommand<ActOp>),
+        /// Loop: an `llm/stream` middleware, on the LLM runtime: it sees
+        /// every agent's model calls.
+        "on_llm_stream" => OnLlmStream(LoopListenerCommand<LlmStreamOp>),
         /// Loop: act on a context plugin's inputs (spec 10).
         "plugin" => Plugin(PluginAction),
         /// Loop: `session.append(type, data, {surfaceOp, sourceEventSeqs})` on an

@@ -103,6 +103,47 @@ pub enum PreStepOp {
     Act(ActOp),
 }
 
+/// An `llm/stream` middleware op. The listener is synchronous, so its ops
+/// run at the call, in order, and it returns the stream the last `next` or
+/// `serve` gave (`next()`'s when neither is given). Every [`ActOp`] but
+/// `sleep_ms` works here too; a throw is the middleware's, not the
+/// adapter's (it is thrown, not a finish chunk).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LlmStreamOp {
+    /// `next()`: the inner listeners' stream, the adapter's innermost.
+    Next,
+    /// This stream instead, without calling `next()`: parts as a route
+    /// response's `parts` (with `{sleep_ms}` pauses and `{act}` acts).
+    Serve(Vec<Value>),
+    /// Act or observe.
+    #[serde(untagged)]
+    Act(ActOp),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum LlmStreamOwn {
+    Next,
+    Serve(Vec<Value>),
+}
+
+impl<'de> Deserialize<'de> for LlmStreamOp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let own = |op: LlmStreamOwn| match op {
+            LlmStreamOwn::Next => LlmStreamOp::Next,
+            LlmStreamOwn::Serve(parts) => LlmStreamOp::Serve(parts),
+        };
+        listener_op(
+            deserializer,
+            "llm/stream",
+            &["next", "serve"],
+            own,
+            LlmStreamOp::Act,
+        )
+    }
+}
+
 /// An `agent/request` op. `current` starts as `{}`; `next` gives the seed
 /// config. Every [`ActOp`] works here too.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]

@@ -266,6 +266,11 @@ const REFUSALS: &[Refusal] = &[
         "route_act_that_is_no_act_op",
     ),
     fixture(
+        COMMANDS,
+        "an llm/stream listener is synchronous: it cannot sleep",
+        "llm_stream_listener_that_sleeps",
+    ),
+    fixture(
         WORLD,
         "a route pauses with a `{ sleep_ms = N }` part, not an act",
         "route_act_that_sleeps",

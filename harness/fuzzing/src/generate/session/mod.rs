@@ -666,7 +666,29 @@ impl Generator {
                 },
             )));
         }
+        steps.extend(self.llm_stream_middleware());
         steps
+    }
+
+    /// Middleware on the LLM runtime that looks at every call and passes it
+    /// on, before or after the inner ones run.
+    fn llm_stream_middleware(&mut self) -> Option<Command> {
+        if !self.rng.percent(40) {
+            return None;
+        }
+        let record = record(&[RecordField::Provider, RecordField::LastEvent]);
+        let mut ops = vec![LlmStreamOp::Act(record)];
+        ops.insert(self.rng.below(2) as usize, LlmStreamOp::Next);
+        Some(Command::Loop(LoopCommand::OnLlmStream(
+            LoopListenerCommand {
+                id: "llm-stream".into(),
+                agent: None,
+                prepend: false,
+                calls: None,
+                event_types: None,
+                ops,
+            },
+        )))
     }
 
     /// Between turns: move the wall clock, use the session API, change the
