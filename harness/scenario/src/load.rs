@@ -637,6 +637,32 @@ mod tests {
     }
 
     #[test]
+    fn a_typo_in_the_expected_event_types_is_refused_at_load() {
+        let head = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n\n[[steps]]\ndo = \"followup\"\ntext = \"q\"\n\n[expect]\n";
+        let expected = "expect.event_types: no run of this scenario logs an event of type \"step/strat\" (did you mean \"step/start\"?)";
+        for list in [
+            "event_types = [\"turn/start\", \"step/strat\"]",
+            "event_types = { \"$in_order\" = [\"turn/start\", \"step/strat\"] }",
+            "event_types = { \"$some\" = { \"$any_of\" = [\"step/strat\"] } }",
+            "event_types = { \"$not\" = { \"$contains\" = [\"step/strat\"] } }",
+        ] {
+            let error = error_of(&format!("{head}{list}\n"));
+            assert!(error.message.starts_with(expected), "{list}: {error}");
+            assert_eq!(error.line, Some(11), "{list}: {error}");
+        }
+        // A prefix or a length names no type.
+        for list in [
+            "event_types = { \"$some\" = { \"$starts_with\" = \"step/\" } }",
+            "event_types = { \"$length\" = 3 }",
+        ] {
+            assert!(
+                parse_scenario(Path::new("x.toml"), &format!("{head}{list}\n")).is_ok(),
+                "{list}"
+            );
+        }
+    }
+
+    #[test]
     fn an_unknown_listener_op_is_named_and_pointed_at() {
         let head = "format = 2\ntitle = \"t\"\ncovers = [\"05:ORDER\"]\nlevel = \"loop\"\n\n[[steps]]\ndo = \"on_request\"\nid = \"r\"\n";
         let keyed = error_of(&format!(

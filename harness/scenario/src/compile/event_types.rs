@@ -13,15 +13,15 @@ use serde_json::Value;
 
 use super::fail;
 use crate::format::{EventQuery, LoopExpect, Scenario};
-use crate::pattern::{Pattern, PatternNode};
+use crate::pattern::{Contains, Operator, Pattern, PatternNode};
 use crate::protocol::{Command, LoopCommand, LoopListenerCommand};
 use dshc_model::session::event_kind;
 
 use super::CompileError;
 
 /// Refuse an event type no run of this scenario can log: in a
-/// `session/event` observer's `event_types`, and as the literal `type` of
-/// an expected event or of a query's `select`.
+/// `session/event` observer's `event_types`, as the literal `type` of an
+/// expected event or of a query's `select`, and in `expect.event_types`.
 pub(super) fn check_event_types(scenario: &Scenario) -> Result<(), CompileError> {
     let known = loggable_types(scenario);
     for (index, step) in scenario.steps.iter().enumerate() {
@@ -84,7 +84,83 @@ fn check_expect(known: &BTreeSet<String>, expect: &LoopExpect) -> Result<(), Com
             check_one(known, &format!("{path}{at}"), kind)?;
         }
     }
+    let lists = std::iter::once(("expect.event_types".to_string(), &expect.event_types)).chain(
+        expect.agents.iter().map(|(id, agent)| {
+            (
+                format!("expect.agents.{id}.event_types"),
+                &agent.event_types,
+            )
+        }),
+    );
+    for (path, list) in lists {
+        if let Some(tree) = list.as_ref().and_then(|list| list.tree().ok()) {
+            for kind in listed_types(tree) {
+                check_one(known, &path, &kind)?;
+            }
+        }
+    }
     Ok(())
+}
+
+/// The event types a pattern on a list of event types names literally: its
+/// elements' strings, in arrays, `$in_order`, `$prefix`, `$contains`,
+/// `$some`, `$each`, `$exact` and `$equal`, through `$not`, `$any_of` and
+/// `$match` (a prefix, a regular expression or a length names none).
+fn listed_types(list: &PatternNode) -> Vec<String> {
+    let mut kinds = Vec::new();
+    let element = element_types;
+    match list {
+        PatternNode::Array(elements) => elements.iter().for_each(|e| element(e, &mut kinds)),
+        PatternNode::Matcher(operators) => {
+            for operator in operators {
+                match operator {
+                    Operator::InOrder(elements)
+                    | Operator::Prefix(elements)
+                    | Operator::Contains(Contains::Elements(elements)) => {
+                        elements.iter().for_each(|e| element(e, &mut kinds));
+                    }
+                    Operator::SomeElement(e) | Operator::Each(e) => element(e, &mut kinds),
+                    Operator::Exact(Value::Array(values))
+                    | Operator::Equal(Value::Array(values)) => {
+                        kinds.extend(values.iter().filter_map(Value::as_str).map(str::to_owned));
+                    }
+                    Operator::Not(inner) | Operator::Match(inner) => {
+                        kinds.extend(listed_types(inner))
+                    }
+                    Operator::AnyOf(alternatives) => {
+                        alternatives
+                            .iter()
+                            .for_each(|a| kinds.extend(listed_types(a)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    kinds
+}
+
+/// The event types one element pattern names literally.
+fn element_types(element: &PatternNode, kinds: &mut Vec<String>) {
+    match element {
+        PatternNode::Literal(Value::String(kind)) => kinds.push(kind.clone()),
+        PatternNode::Matcher(operators) => {
+            for operator in operators {
+                match operator {
+                    Operator::Exact(Value::String(kind)) | Operator::Equal(Value::String(kind)) => {
+                        kinds.push(kind.clone());
+                    }
+                    Operator::Not(inner) => element_types(inner, kinds),
+                    Operator::AnyOf(alternatives) => {
+                        alternatives.iter().for_each(|a| element_types(a, kinds));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The event type an event pattern names as a plain string, if it does,
