@@ -461,24 +461,21 @@ class ScriptedRoute extends LlmAdapter {
       throw new Error(`scripted route "${this.spec.provider}" has no response for call ${this.count}`)
     }
     if (response.delay_ms > 0) await sleep(response.delay_ms)
-    for (const part of response.parts ?? []) {
-      const only = Object.keys(part).length === 1
-      if (only && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
-      else if (only && present(part.act)) this.acting(rest.sessionId, this.count)?.act(part.act)
-      else yield copyJson(part)
-    }
+    const call = this.count
+    yield* streamParts(response.parts ?? [], (op) => this.acting(rest.sessionId, call)?.act(op))
     if (response.hangs === true) await untilAborted(signal)
     if (present(response.error)) throw scriptedError(response.error)
   }
 }
 
-/** The stream an `llm/stream` listener serves: `parts` as a route's
- * response gives them (pauses and acts included). */
-async function* servedStream(parts, acting) {
+/** A scripted stream's `parts`, a route response's or what an `llm/stream`
+ * listener serves: each yielded as given, but `{sleep_ms}` pauses and
+ * `{act}` runs `act(op)` right there in the generator. */
+async function* streamParts(parts, act) {
   for (const part of parts) {
     const only = Object.keys(part).length === 1
     if (only && typeof part.sleep_ms === 'number') await sleep(part.sleep_ms)
-    else if (only && present(part.act)) acting?.act(part.act)
+    else if (only && present(part.act)) act(part.act)
     else yield copyJson(part)
   }
 }
@@ -1070,7 +1067,7 @@ class LoopWorld extends CaseWorld {
             if (op === 'next') [stream, decided] = [next(), true]
             else if (op !== null && typeof op === 'object' && 'serve' in op) {
               // Its acts land on the calling agent, as a route's do.
-              stream = servedStream(op.serve, acting)
+              stream = streamParts(op.serve, (act) => acting.act(act))
               decided = true
             }
             else acting.act(op)
