@@ -1,14 +1,22 @@
 // Join the mutation reports (mutation/reports/) with the classification of
 // every surviving mutant (mutation/survivors/) into mutation/REPORT.md: per
 // package, the mutants generated, killed, survived and timed out, the score,
-// and each survivor with its class and why. Exits 1 when a survivor is not
+// and each survivor with its class and why. Two kinds of report are read:
+// StrykerJS's JSON reports of upstream's packages (mutation/reports/upstream/,
+// written by mutation/upstream) and cargo-mutants' outcomes of the model
+// crate (mutation/reports/model/, written by mutation/model through
+// --import-cargo-mutants, as one whole run or as shards). Exits 1 when a survivor is not
 // classified, or when a classification names no surviving mutant (the report
 // moved on). A survivor classified "missed" is a gap in the suite still to
 // close: it is listed and counted, and fails the run under --strict.
 //
 //   node mutation/summarize.mjs [--check] [--strict]
+//   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT
 //
 // --check writes nothing and fails when REPORT.md is not what it would write.
+// --import-cargo-mutants keeps, of cargo-mutants' outcomes.json, each
+// mutant's name and outcome (no times, so a rerun that judges alike writes
+// the same bytes) in REPORT, a file of mutation/reports/model/.
 import { readFileSync, readdirSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -17,6 +25,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const CLASSES = {
   equivalent: 'equivalent: no program can tell it from the original',
   'typescript-only': 'observable only from TypeScript: no scenario can reach it through the adapter protocol',
+  'rust-only': 'observable only from Rust: a caller of the model crate\'s API sees it, but nothing the reference does for a scenario reaches it',
   missed: 'missed: observable, and no scenario kills it yet',
 };
 
@@ -46,19 +55,83 @@ export function tally(report) {
   return { counts, survivors };
 }
 
+/** cargo-mutants' outcome summaries, as the compact reports name them. */
+const CARGO_MUTANTS_OUTCOMES = {
+  CaughtMutant: 'caught',
+  MissedMutant: 'missed',
+  Timeout: 'timeout',
+  Unviable: 'unviable',
+};
+
+/** The compact report of one cargo-mutants outcomes.json: each mutant's name and outcome. */
+export function importCargoMutants(outcomes) {
+  const mutants = [];
+  for (const { scenario, summary } of outcomes.outcomes) {
+    if (scenario === 'Baseline' || !scenario.Mutant) continue;
+    const outcome = CARGO_MUTANTS_OUTCOMES[summary];
+    if (!outcome) throw new Error(`cargo-mutants outcome ${summary} of ${scenario.Mutant.name} is not one this script knows`);
+    mutants.push({ mutant: scenario.Mutant.name, outcome });
+  }
+  mutants.sort((a, b) => (a.mutant < b.mutant ? -1 : a.mutant > b.mutant ? 1 : 0));
+  return { tool: 'cargo-mutants', mutants };
+}
+
+/**
+ * Counts of the model crate's compact reports, one whole run or the shards of
+ * one; a mutant is killed when caught, and an unviable one (it does not
+ * build) is an error, left out of the score as Stryker's compile errors are.
+ */
+export function tallyCargoMutants(reports) {
+  const counts = { mutants: 0, killed: 0, survived: 0, timeout: 0, noCoverage: 0, errors: 0 };
+  const survivors = [];
+  for (const { mutant, outcome } of reports.flatMap((report) => report.mutants)) {
+    counts.mutants += 1;
+    switch (outcome) {
+      case 'caught': counts.killed += 1; break;
+      case 'timeout': counts.timeout += 1; break;
+      case 'missed': counts.survived += 1; survivors.push(mutant); break;
+      default: counts.errors += 1;
+    }
+  }
+  survivors.sort();
+  return { counts, survivors };
+}
+
+/**
+ * The model crate's reports: `outcomes.json` of a whole run, or every
+ * `shard-K-of-N.json` of one N; a missing shard is named in the problems
+ * and its package row says the run is partial.
+ */
+function modelReports(dir, problems) {
+  if (!existsSync(dir)) return null;
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  if (files.includes('outcomes.json')) return { reports: [readJson(join(dir, 'outcomes.json'))], partial: '' };
+  const shards = files.map((f) => /^shard-(\d+)-of-(\d+)\.json$/.exec(f)).filter(Boolean);
+  if (!shards.length) return null;
+  const of = new Set(shards.map((m) => m[2]));
+  if (of.size > 1) problems.push(`mutation/reports/model: shards of more than one count (${[...of].join(', ')})`);
+  const total = Number(shards[0][2]);
+  const have = new Set(shards.map((m) => Number(m[1])));
+  const absent = [...Array(total).keys()].filter((k) => !have.has(k));
+  if (absent.length) problems.push(`mutation/reports/model: shards ${absent.map((k) => `${k}/${total}`).join(', ')} not run yet`);
+  return {
+    reports: shards.map((m) => readJson(join(dir, m[0]))),
+    partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total})` : '',
+  };
+}
+
 function readJson(path) {
   return JSON.parse(readFileSync(path, 'utf8'));
 }
 
-function packageSection(name, report, classified, problems, missed) {
-  const { counts, survivors } = tally(report);
+function packageSection(name, { counts, survivors }, classified, problems, missed) {
   const byKey = new Map(classified.map((entry) => [entry.mutant, entry]));
   const live = new Set(survivors);
   for (const entry of classified) {
     if (!live.has(entry.mutant)) problems.push(`${name}: classified but not a survivor: ${entry.mutant}`);
     if (!(entry.class in CLASSES)) problems.push(`${name}: unknown class "${entry.class}": ${entry.mutant}`);
   }
-  const classes = { equivalent: 0, 'typescript-only': 0, missed: 0, unclassified: 0 };
+  const classes = { equivalent: 0, 'typescript-only': 0, 'rust-only': 0, missed: 0, unclassified: 0 };
   const rows = survivors.map((key) => {
     const entry = byKey.get(key);
     if (!entry) {
@@ -74,7 +147,7 @@ function packageSection(name, report, classified, problems, missed) {
   const valid = counts.mutants - counts.errors;
   const score = valid ? (100 * detected) / valid : 0;
   const scoreOfObservable = valid - classes.equivalent ? (100 * detected) / (valid - classes.equivalent) : 0;
-  const line = `| ${name} | ${counts.mutants} | ${counts.killed} | ${counts.survived + counts.noCoverage} | ${counts.timeout} | ${counts.errors} | ${score.toFixed(1)}% | ${scoreOfObservable.toFixed(1)}% | ${classes.equivalent} | ${classes['typescript-only']} | ${classes.missed} | ${classes.unclassified} |`;
+  const line = `| ${name} | ${counts.mutants} | ${counts.killed} | ${counts.survived + counts.noCoverage} | ${counts.timeout} | ${counts.errors} | ${score.toFixed(1)}% | ${scoreOfObservable.toFixed(1)}% | ${classes.equivalent} | ${classes['typescript-only'] + classes['rust-only']} | ${classes.missed} | ${classes.unclassified} |`;
   const section = [`### ${name}`, '', '| survivor | class | why |', '|---|---|---|', ...rows, ''].join('\n');
   return { line, section: survivors.length ? section : `### ${name}\n\nNo survivors.\n` };
 }
@@ -86,14 +159,31 @@ function main() {
   const missed = [];
   const lines = [];
   const sections = [];
+  const at = process.argv.indexOf('--import-cargo-mutants');
+  if (at !== -1) {
+    const [from, to] = process.argv.slice(at + 1, at + 3);
+    if (!from || !to) throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT');
+    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from)), null, 2)}\n`);
+    renameSync(`${to}.new`, to);
+    return;
+  }
+  const classifiedOf = (name) => {
+    const survivorsFile = join(here, 'survivors', `${name}.json`);
+    return existsSync(survivorsFile) ? readJson(survivorsFile) : [];
+  };
   const reports = join(here, 'reports', 'upstream');
   const names = existsSync(reports) ? readdirSync(reports).filter((f) => f.endsWith('.json')).sort() : [];
   for (const file of names) {
     const name = basename(file, '.json');
-    const survivorsFile = join(here, 'survivors', `${name}.json`);
-    const classified = existsSync(survivorsFile) ? readJson(survivorsFile) : [];
-    const { line, section } = packageSection(name, readJson(join(reports, file)), classified, problems, missed);
+    const { line, section } = packageSection(name, tally(readJson(join(reports, file))), classifiedOf(name), problems, missed);
     lines.push(line);
+    sections.push(section);
+  }
+  const model = modelReports(join(here, 'reports', 'model'), problems);
+  if (model) {
+    const name = 'dshc-model';
+    const { line, section } = packageSection(name, tallyCargoMutants(model.reports), classifiedOf(name), problems, missed);
+    lines.push(line.replace(`| ${name} |`, `| ${name} (Rust, cargo-mutants)${model.partial} |`));
     sections.push(section);
   }
   const text = [
@@ -101,11 +191,12 @@ function main() {
     '',
     'Written by `node mutation/summarize.mjs` from the reports in `mutation/reports/` and the',
     'classification in `mutation/survivors/`; how to run it is in `mutation/README.md`. A mutant is',
-    'killed when `dshc check` of its level fails on it; the score is the killed and timed-out share',
+    'killed when `dshc check` of its level fails on it (for the model crate: when the suite fails on',
+    'the reference built with it); the score is the killed and timed-out share',
     'of the mutants that ran, and the observable score leaves the equivalent mutants out. A survivor',
     'not yet analysed one by one is classed missed, the conservative class, and its why says so.',
     '',
-    '| package | mutants | killed | survived | timed out | errors | score | observable score | equivalent | TypeScript only | missed | unclassified |',
+    '| package | mutants | killed | survived | timed out | errors | score | observable score | equivalent | TypeScript or Rust only | missed | unclassified |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...lines,
     '',

@@ -61,6 +61,10 @@ pub struct Matcher {
     regexes: BTreeMap<String, Regex>,
     /// Pattern nodes checked so far ([`Matcher::steps`]).
     steps: u64,
+    /// How many tries are under way whose miss is only a `false` to the
+    /// caller (an operator's alternative, a selection's probe): their
+    /// misses are never shown, so no nearest candidate is sought for them.
+    trying: u32,
 }
 
 /// Why a `$ref` has no value: captures are all collected before any
@@ -70,20 +74,12 @@ pub struct Matcher {
 const UNBOUND: &str = "nothing is captured under that name: the expectation holding its capture did not match, \
      or no capture has that name";
 
-/// How a value shows in a mismatch: compact JSON, long values cut.
+/// How a value shows in a mismatch: compact JSON, in full, so an author
+/// reads the differing part whole instead of drilling down to it.
 pub fn show(value: Option<&Value>) -> String {
-    const MAX_CHARS: usize = 400;
     match value {
         None => "(absent)".into(),
-        Some(value) => {
-            let text = dshc_model::js::stringify(value);
-            if text.chars().count() > MAX_CHARS {
-                let cut: String = text.chars().take(MAX_CHARS).collect();
-                format!("{cut}…")
-            } else {
-                text
-            }
-        }
+        Some(value) => dshc_model::js::stringify(value),
     }
 }
 
@@ -287,7 +283,9 @@ impl Matcher {
     /// query's selection tries one pattern on every event this way.
     pub fn probe(&mut self, pattern: &Pattern, actual: Option<&Value>) -> Result<(), Miss> {
         let mark = self.mark();
+        self.trying += 1;
         let result = self.check(pattern, actual);
+        self.trying -= 1;
         self.rollback(mark);
         result
     }
@@ -310,12 +308,18 @@ impl Matcher {
 
     /// Whether `pattern` matches, keeping captures only when it does.
     pub fn test(&mut self, pattern: &Pattern, actual: Option<&Value>) -> bool {
-        self.check(pattern, actual).is_ok()
+        self.trying += 1;
+        let matched = self.check(pattern, actual).is_ok();
+        self.trying -= 1;
+        matched
     }
 
     /// [`Matcher::test`] on one node of a parsed pattern.
     pub fn test_node(&mut self, node: &PatternNode, actual: Option<&Value>) -> bool {
-        self.check_node(node, actual, "").is_ok()
+        self.trying += 1;
+        let matched = self.check_node(node, actual, "").is_ok();
+        self.trying -= 1;
+        matched
     }
 
     /// Check a node at `path`, keeping captures only when it matches.
@@ -342,10 +346,56 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<bool, Miss> {
-        match self.check_node(node, actual, path) {
+        self.trying += 1;
+        let result = self.check_node(node, actual, path);
+        self.trying -= 1;
+        match result {
             Ok(()) => Ok(true),
             Err(miss) if miss.broken => Err(miss),
             Err(_) => Ok(false),
+        }
+    }
+
+    /// The miss of an element operator (`$some`, `$contains`, `$in_order`)
+    /// whose `pattern` no element of `items` from `from` on matched, with the
+    /// nearest candidate: the element that got furthest, checking the most
+    /// pattern nodes before it missed (the first of equals), with where and
+    /// why it misses. None is sought while the miss is only a try's `false`.
+    fn missed_element(
+        &mut self,
+        miss: Miss,
+        pattern: &PatternNode,
+        items: &[Value],
+        from: usize,
+        path: &str,
+    ) -> Miss {
+        if self.trying > 0 {
+            return miss;
+        }
+        let mut nearest: Option<(u64, String, Miss)> = None;
+        for (index, item) in items.iter().enumerate().skip(from) {
+            let at = format!("{path}[{index}]");
+            let (mark, before) = (self.mark(), self.steps);
+            self.trying += 1;
+            let result = self.matches(pattern, Some(item), &at);
+            self.trying -= 1;
+            self.rollback(mark);
+            let checked = self.steps - before;
+            if let Err(candidate) = result
+                && nearest.as_ref().is_none_or(|(most, ..)| checked > *most)
+            {
+                nearest = Some((checked, at, candidate));
+            }
+        }
+        match nearest {
+            Some((_, at, nearest)) => Miss {
+                actual: format!(
+                    "{} (nearest: {at}, which misses at {}: expected {}, got {})",
+                    miss.actual, nearest.path, nearest.expected, nearest.actual
+                ),
+                ..miss
+            },
+            None => miss,
         }
     }
 
@@ -466,8 +516,13 @@ impl Matcher {
             Operator::Regex(regex) => holds(text()?.is_some_and(|text| regex.is_match(text))),
             Operator::Contains(Contains::Elements(patterns)) => {
                 let items = items()?;
-                let found = self.contains(patterns, items, path)?;
-                holds(found)
+                match self.contains(patterns, items, path)? {
+                    Containment::Found => Ok(()),
+                    Containment::Unfit(entry) => {
+                        Err(self.missed_element(fail(), &patterns[entry], items, 0, path))
+                    }
+                    Containment::Unassigned => Err(fail()),
+                }
             }
             Operator::InOrder(patterns) => self.in_order(patterns, items()?, path, actual),
             Operator::Prefix(patterns) => {
@@ -478,12 +533,13 @@ impl Matcher {
                 self.each_at(patterns.iter().zip(items), path)
             }
             Operator::SomeElement(pattern) => {
-                for item in items()? {
+                let items = items()?;
+                for item in items {
                     if self.attempt(pattern, Some(item), path)? {
                         return Ok(());
                     }
                 }
-                Err(fail())
+                Err(self.missed_element(fail(), pattern, items, 0, path))
             }
             Operator::Each(pattern) => {
                 self.each_at(std::iter::repeat(&**pattern).zip(items()?), path)
@@ -612,7 +668,8 @@ impl Matcher {
                 Some(index) => next = index + 1,
                 None => {
                     let wanted = format!("$in_order: {} after element {next}", shown(pattern));
-                    return Err(miss(path, wanted, actual));
+                    let unmatched = miss(path, wanted, actual);
+                    return Err(self.missed_element(unmatched, pattern, items, next, path));
                 }
             }
         }
@@ -649,14 +706,14 @@ impl Matcher {
         patterns: &[PatternNode],
         items: &[Value],
         path: &str,
-    ) -> Result<bool, Miss> {
+    ) -> Result<Containment, Miss> {
         if patterns.len() > items.len() {
-            return Ok(false);
+            return Ok(Containment::Unassigned);
         }
         // `fits[p]`: the items pattern `p` matches, each with what that
         // match would bind (taken back out of the bindings, not copied).
         let mut fits = Vec::with_capacity(patterns.len());
-        for pattern in patterns {
+        for (entry, pattern) in patterns.iter().enumerate() {
             let mut row = Vec::new();
             for (index, item) in items.iter().enumerate() {
                 let mark = self.mark();
@@ -665,7 +722,7 @@ impl Matcher {
                 }
             }
             if row.is_empty() {
-                return Ok(false);
+                return Ok(Containment::Unfit(entry));
             }
             fits.push(row);
         }
@@ -674,19 +731,19 @@ impl Matcher {
             .map(|row| row.iter().map(|(index, _)| *index).collect())
             .collect();
         let Some(assignment) = perfect_matching(&edges, items.len()) else {
-            return Ok(false);
+            return Ok(Containment::Unassigned);
         };
         for (row, index) in fits.iter_mut().zip(assignment) {
             let Some((_, bound)) = row.iter_mut().find(|(item, _)| *item == index) else {
-                return Ok(false);
+                return Ok(Containment::Unassigned);
             };
             for (name, value) in std::mem::take(bound) {
                 if self.bind(&name, value, path).is_err() {
-                    return Ok(false);
+                    return Ok(Containment::Unassigned);
                 }
             }
         }
-        Ok(true)
+        Ok(Containment::Found)
     }
 
     /// The bindings made since `mark`, removed and handed back in the
@@ -701,6 +758,17 @@ impl Matcher {
             })
             .collect()
     }
+}
+
+/// How a `$contains` over an array came out.
+enum Containment {
+    /// Every entry has its own element.
+    Found,
+    /// This entry fits no element at all.
+    Unfit(usize),
+    /// Each entry fits some element, but no assignment gives each its own
+    /// (or there are more entries than elements, or their captures clash).
+    Unassigned,
 }
 
 /// A distinct item for every pattern, where `fits[p]` lists the items

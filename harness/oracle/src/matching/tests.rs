@@ -143,6 +143,73 @@ fn array_matchers() {
 }
 
 #[test]
+fn an_element_operator_that_finds_nothing_names_its_nearest_candidate() {
+    let list = json!([{"t": "a"}, {"t": "b", "d": {"x": 1}}, {"t": "b", "d": {"x": 2, "y": 3}}]);
+    // The element that matched most before it failed is named, with its miss.
+    let miss = fails(
+        json!({"$some": {"t": "b", "d": {"x": 2, "y": 4}}}),
+        list.clone(),
+    );
+    assert_eq!(miss.path, "");
+    assert!(
+        miss.actual
+            .ends_with("(nearest: [2], which misses at [2].d.y: expected 4, got 3)"),
+        "{}",
+        miss.actual
+    );
+    // Of equally near ones, the first.
+    let miss = fails(json!({"$some": {"t": "z"}}), list.clone());
+    assert!(
+        miss.actual
+            .ends_with("(nearest: [0], which misses at [0].t: expected z, got a)"),
+        "{}",
+        miss.actual
+    );
+    // `$contains`: the entry that fits no element at all.
+    let miss = fails(
+        json!({"$contains": [{"t": "a"}, {"d": {"x": 5}}]}),
+        list.clone(),
+    );
+    assert!(
+        miss.actual
+            .ends_with("(nearest: [1], which misses at [1].d.x: expected 5, got 1)"),
+        "{}",
+        miss.actual
+    );
+    // Entries that each fit, but not all at once, have no single culprit.
+    let miss = fails(json!({"$contains": [{"t": "a"}, {"t": "a"}]}), list.clone());
+    assert!(!miss.actual.contains("nearest"), "{}", miss.actual);
+    // `$in_order`: only the elements after the last match are candidates.
+    let miss = fails(
+        json!({"$in_order": [{"d": {"y": 3}}, {"t": "a"}]}),
+        list.clone(),
+    );
+    assert_eq!(miss.actual, dshc_model::js::stringify(&list));
+    let miss = fails(
+        json!({"$in_order": [{"t": "b"}, {"d": {"x": 9}}]}),
+        list.clone(),
+    );
+    assert!(
+        miss.actual
+            .ends_with("(nearest: [2], which misses at [2].d.x: expected 9, got 2)"),
+        "{}",
+        miss.actual
+    );
+    // Under a combinator the miss is only a `false`: nothing is sought.
+    holds(json!({"$not": {"$some": {"t": "z"}}}), list.clone());
+    let miss = fails(json!({"$any_of": [{"$some": {"t": "z"}}]}), list);
+    assert!(!miss.actual.contains("nearest"), "{}", miss.actual);
+}
+
+#[test]
+fn a_mismatch_shows_long_values_in_full() {
+    let long: Vec<u32> = (0..1_000).collect();
+    let miss = fails(json!({"list": {"$exact": []}}), json!({"list": long}));
+    assert_eq!(miss.path, ".list");
+    assert_eq!(miss.actual, dshc_model::js::stringify(&json!(long)));
+}
+
+#[test]
 fn number_matchers() {
     holds(json!({"$gt": 1, "$lt": 3}), json!(2));
     holds(json!({"$ge": 2, "$le": 2, "$eq": 2}), json!(2));

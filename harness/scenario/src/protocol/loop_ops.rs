@@ -443,7 +443,7 @@ impl From<ActClockJump> for i64 {
 pub const MAX_ACT_CLOCK_JUMP_MS: i64 = 86_400_000;
 
 /// What a listener throws.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ThrowArg {
     /// `new Error(message)`.
@@ -455,6 +455,32 @@ pub enum ThrowArg {
         /// The `LlmError` code.
         code: String,
     },
+}
+
+/// [`ThrowArg::Coded`] as read, so that a table's error names its field.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodedThrow {
+    message: String,
+    code: String,
+}
+
+/// A string is the message; a table is read as `{message, code}`, so that
+/// a missing or unknown field is named, where an untagged choice would only
+/// say that nothing matched.
+impl<'de> Deserialize<'de> for ThrowArg {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        super::serde_defaults::string_or_table(
+            deserializer,
+            |f| {
+                f.write_str(
+                    "a string (an Error's message) or a table `{message, code}` (an LlmError)",
+                )
+            },
+            ThrowArg::Message,
+            |CodedThrow { message, code }| ThrowArg::Coded { message, code },
+        )
+    }
 }
 
 /// A field a listener records of what it received.

@@ -57,7 +57,7 @@ impl<'de> Deserialize<'de> for TextSpec {
     into = "ProviderTable<T>",
     bound(
         serialize = "T: Serialize + Clone",
-        deserialize = "T: Deserialize<'de>"
+        deserialize = "T: serde::de::DeserializeOwned"
     )
 )]
 pub struct ProviderSpec<T> {
@@ -108,7 +108,10 @@ pub enum Provided<T> {
 /// and `throws` is set. Returned objects are created once at registration and returned
 /// by reference on every call, as a JavaScript closure over a constant would.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, bound(deserialize = "T: Deserialize<'de>"))]
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "T: serde::de::DeserializeOwned")
+)]
 #[schemars(rename = "ProviderSpec")]
 pub struct ProviderTable<T> {
     /// Return this value on every call.
@@ -236,8 +239,8 @@ impl<T: JsonSchema> JsonSchema for ProviderSpec<T> {
 }
 
 /// One value of a provider's `sequence`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged, bound(deserialize = "T: Deserialize<'de>"))]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
 pub enum SequenceItem<T> {
     /// `undefined` (`{ "$js" = "undefined" }`).
     Undefined(UndefinedMarker),
@@ -252,6 +255,28 @@ impl<T> SequenceItem<T> {
             SequenceItem::Undefined(_) => None,
             SequenceItem::Value(value) => Some(value),
         }
+    }
+}
+
+/// `{ "$js" = "undefined" }` is `undefined`; anything else is read as a
+/// value, and its error says what a value is, where an untagged choice
+/// would only say that nothing matched.
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for SequenceItem<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let undefined = value.as_object().is_some_and(|table| {
+            table.len() == 1 && table.get("$js").and_then(Value::as_str) == Some("undefined")
+        });
+        if undefined {
+            return Ok(SequenceItem::Undefined(UndefinedMarker {
+                js: "undefined".into(),
+            }));
+        }
+        T::deserialize(value).map(SequenceItem::Value).map_err(|error| {
+            serde::de::Error::custom(format!(
+                "a `sequence` value is what the provider returns, or `{{ \"$js\" = \"undefined\" }}`: {error}"
+            ))
+        })
     }
 }
 

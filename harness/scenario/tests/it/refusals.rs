@@ -113,6 +113,18 @@ const REFUSALS: &[Refusal] = &[
         "a message table sets exactly one of `text` and `content`",
         "listener_message_with_text_and_content",
     ),
+    // A table read as itself names a missing field, where an untagged
+    // choice said only that nothing matched.
+    Refusal {
+        file: LOOP_OPS,
+        fragment: "|CodedThrow { message, code }|",
+        trigger: Trigger::Forwarded("thrown_llm_error_without_a_code"),
+    },
+    fixture(
+        PROVIDERS,
+        "a `sequence` value is what the provider returns",
+        "sequence_value_of_the_wrong_kind",
+    ),
     fixture(
         COMMANDS,
         "an effect sets exactly one of `register` and `dispose`",
