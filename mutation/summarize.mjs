@@ -11,12 +11,15 @@
 // close: it is listed and counted, and fails the run under --strict.
 //
 //   node mutation/summarize.mjs [--check] [--strict]
-//   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT
+//   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT COMMIT
+//   node mutation/summarize.mjs --model-commit
 //
 // --check writes nothing and fails when REPORT.md is not what it would write.
 // --import-cargo-mutants keeps, of cargo-mutants' outcomes.json, each
 // mutant's name and outcome (no times, so a rerun that judges alike writes
-// the same bytes) in REPORT, a file of mutation/reports/model/.
+// the same bytes) in REPORT, a file of mutation/reports/model/, with the
+// COMMIT the run was made at: CI mutates the lines changed since then, and
+// --model-commit prints it.
 import { readFileSync, readdirSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -63,8 +66,21 @@ const CARGO_MUTANTS_OUTCOMES = {
   Unviable: 'unviable',
 };
 
-/** The compact report of one cargo-mutants outcomes.json: each mutant's name and outcome. */
-export function importCargoMutants(outcomes) {
+/** cargo-mutants' names (`file:line:column: what`) by file, then line and column as numbers, then what. */
+function byPosition(a, b) {
+  const parse = (name) => {
+    const [, file = name, line = 0, column = 0, what = ''] = /^(.*?):(\d+):(\d+): (.*)$/.exec(name) ?? [];
+    return [file, Number(line), Number(column), what];
+  };
+  const [x, y] = [parse(a), parse(b)];
+  for (let i = 0; i < x.length; i++) {
+    if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+/** The compact report of one cargo-mutants outcomes.json, run at `commit`: each mutant's name and outcome. */
+export function importCargoMutants(outcomes, commit) {
   const mutants = [];
   for (const { scenario, summary } of outcomes.outcomes) {
     if (scenario === 'Baseline' || !scenario.Mutant) continue;
@@ -72,8 +88,8 @@ export function importCargoMutants(outcomes) {
     if (!outcome) throw new Error(`cargo-mutants outcome ${summary} of ${scenario.Mutant.name} is not one this script knows`);
     mutants.push({ mutant: scenario.Mutant.name, outcome });
   }
-  mutants.sort((a, b) => (a.mutant < b.mutant ? -1 : a.mutant > b.mutant ? 1 : 0));
-  return { tool: 'cargo-mutants', mutants };
+  mutants.sort((a, b) => byPosition(a.mutant, b.mutant));
+  return { tool: 'cargo-mutants', commit, mutants };
 }
 
 /**
@@ -93,7 +109,7 @@ export function tallyCargoMutants(reports) {
       default: counts.errors += 1;
     }
   }
-  survivors.sort();
+  survivors.sort(byPosition);
   return { counts, survivors };
 }
 
@@ -105,7 +121,15 @@ export function tallyCargoMutants(reports) {
 function modelReports(dir, problems) {
   if (!existsSync(dir)) return null;
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
-  if (files.includes('outcomes.json')) return { reports: [readJson(join(dir, 'outcomes.json'))], partial: '' };
+  const commitOf = (reports) => {
+    const commits = [...new Set(reports.map((report) => report.commit))];
+    if (commits.length !== 1 || !commits[0]) problems.push(`mutation/reports/model: the reports name more than one commit, or none (${commits.join(', ')})`);
+    return commits[0];
+  };
+  if (files.includes('outcomes.json')) {
+    const reports = [readJson(join(dir, 'outcomes.json'))];
+    return { reports: withReruns(dir, files, reports, problems), partial: '', commit: commitOf(reports) };
+  }
   const shards = files.map((f) => /^shard-(\d+)-of-(\d+)\.json$/.exec(f)).filter(Boolean);
   if (!shards.length) return null;
   const of = new Set(shards.map((m) => m[2]));
@@ -114,10 +138,29 @@ function modelReports(dir, problems) {
   const have = new Set(shards.map((m) => Number(m[1])));
   const absent = [...Array(total).keys()].filter((k) => !have.has(k));
   if (absent.length) problems.push(`mutation/reports/model: shards ${absent.map((k) => `${k}/${total}`).join(', ')} not run yet`);
+  const reports = shards.map((m) => readJson(join(dir, m[0])));
   return {
-    reports: shards.map((m) => readJson(join(dir, m[0]))),
+    reports: withReruns(dir, files, reports, problems),
     partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total})` : '',
+    commit: commitOf(reports),
   };
+}
+
+/**
+ * The run's reports with each `rerun-*.json` applied: a rerun tests some of
+ * the run's mutants again (its survivors, once new scenarios were written),
+ * on the same model source, and its outcome replaces theirs. A rerun naming
+ * a mutant the run does not have is a problem: the source moved on.
+ */
+function withReruns(dir, files, reports, problems) {
+  const outcome = new Map(reports.flatMap((report) => report.mutants).map(({ mutant, outcome }) => [mutant, outcome]));
+  for (const file of files.filter((f) => /^rerun-.*\.json$/.test(f))) {
+    for (const { mutant, outcome: again } of readJson(join(dir, file)).mutants) {
+      if (!outcome.has(mutant)) problems.push(`mutation/reports/model/${file}: not a mutant of the run: ${mutant}`);
+      else outcome.set(mutant, again);
+    }
+  }
+  return [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }];
 }
 
 function readJson(path) {
@@ -161,10 +204,19 @@ function main() {
   const sections = [];
   const at = process.argv.indexOf('--import-cargo-mutants');
   if (at !== -1) {
-    const [from, to] = process.argv.slice(at + 1, at + 3);
-    if (!from || !to) throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT');
-    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from)), null, 2)}\n`);
+    const [from, to, commit] = process.argv.slice(at + 1, at + 4);
+    if (!from || !to || !/^[0-9a-f]{40}$/.test(commit ?? '')) {
+      throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT COMMIT (a full commit hash)');
+    }
+    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from), commit), null, 2)}\n`);
     renameSync(`${to}.new`, to);
+    return;
+  }
+  if (process.argv.includes('--model-commit')) {
+    // The commit the model crate's report was run at, for CI's --in-diff.
+    const model = modelReports(join(here, 'reports', 'model'), problems);
+    if (!model?.commit || problems.length) throw new Error(`no single commit for the model crate's report: ${problems.join('; ')}`);
+    console.log(model.commit);
     return;
   }
   const classifiedOf = (name) => {
@@ -184,7 +236,7 @@ function main() {
     const name = 'dshc-model';
     const { line, section } = packageSection(name, tallyCargoMutants(model.reports), classifiedOf(name), problems, missed);
     lines.push(line.replace(`| ${name} |`, `| ${name} (Rust, cargo-mutants)${model.partial} |`));
-    sections.push(section);
+    sections.push(section.replace(`### ${name}\n`, `### ${name}\n\nRun at commit \`${model.commit}\`; CI mutates the lines changed since.\n`));
   }
   const text = [
     '# Mutation testing: the gate\'s power',
