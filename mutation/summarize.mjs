@@ -163,6 +163,34 @@ function withReruns(dir, files, reports, problems) {
   return [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }];
 }
 
+/**
+ * A Stryker report with its rerun (`PACKAGE.rerun.json`, `mutation/upstream
+ * --rerun`) applied: each mutant the rerun ran takes the rerun's status. A
+ * rerun mutant the report does not have is a problem: the package moved on.
+ */
+export function withStrykerRerun(report, rerun, name, problems) {
+  if (!rerun) return report;
+  const again = new Map();
+  for (const [file, { mutants }] of Object.entries(rerun.files)) {
+    for (const mutant of mutants) again.set(mutantKey(file, mutant), mutant.status);
+  }
+  const files = {};
+  for (const [file, entry] of Object.entries(report.files)) {
+    files[file] = {
+      ...entry,
+      mutants: entry.mutants.map((mutant) => {
+        const key = mutantKey(file, mutant);
+        if (!again.has(key)) return mutant;
+        const status = again.get(key);
+        again.delete(key);
+        return { ...mutant, status };
+      }),
+    };
+  }
+  for (const key of again.keys()) problems.push(`${name}: the rerun has a mutant the report does not: ${key}`);
+  return { ...report, files };
+}
+
 function readJson(path) {
   return JSON.parse(readFileSync(path, 'utf8'));
 }
@@ -224,10 +252,14 @@ function main() {
     return existsSync(survivorsFile) ? readJson(survivorsFile) : [];
   };
   const reports = join(here, 'reports', 'upstream');
-  const names = existsSync(reports) ? readdirSync(reports).filter((f) => f.endsWith('.json')).sort() : [];
+  const names = existsSync(reports)
+    ? readdirSync(reports).filter((f) => f.endsWith('.json') && !f.endsWith('.rerun.json')).sort()
+    : [];
   for (const file of names) {
     const name = basename(file, '.json');
-    const { line, section } = packageSection(name, tally(readJson(join(reports, file))), classifiedOf(name), problems, missed);
+    const rerun = join(reports, `${name}.rerun.json`);
+    const report = withStrykerRerun(readJson(join(reports, file)), existsSync(rerun) ? readJson(rerun) : null, name, problems);
+    const { line, section } = packageSection(name, tally(report), classifiedOf(name), problems, missed);
     lines.push(line);
     sections.push(section);
   }

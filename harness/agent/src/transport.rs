@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use dshc_deepseek::{
     DeepSeekDefaults, SseDecoder, SseItem, Translator, end_of_stream_error, failure_chunk,
-    http_error, request_headers, request_transport_error, serialize_request, stream_error,
+    http_error, is_null_body_status, no_body_error, request_headers, request_transport_error,
+    serialize_request, stream_error,
 };
 use dshc_model::JsError;
 
@@ -211,6 +212,10 @@ impl ChunkStream {
         if !(200..300).contains(&status) {
             let (headers, body) = read_error_response(response).await;
             return self.fail(http_error(status, &headers, &body), false);
+        }
+        if is_null_body_status(status) {
+            // fetch gives such a success `response.body === null`.
+            return self.fail(no_body_error(), false);
         }
         self.state = State::Streaming(Box::new(Streaming {
             body: response.into_body(),

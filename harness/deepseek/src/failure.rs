@@ -64,6 +64,13 @@ pub fn idle_timeout_error(timeout_ms: u64) -> JsError {
     )
 }
 
+/// Whether fetch gives a response of this status no body at all
+/// (`response.body === null`): the Fetch standard's null body statuses, of
+/// which 204 and 205 are successes.
+pub fn is_null_body_status(status: u16) -> bool {
+    matches!(status, 101 | 103 | 204 | 205 | 304)
+}
+
 /// `EMPTY_RESPONSE`: a 2xx response without a body.
 pub fn no_body_error() -> JsError {
     llm_error(

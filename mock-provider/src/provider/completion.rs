@@ -142,7 +142,9 @@ impl State {
         );
         let context = self.render_context(entry_index, response_number, &accepted, usage);
         let plan = render_response(&entry, &context);
-        let is_http_error = entry.is_http_error();
+        // An HTTP error or a bodiless success completes nothing: no prompt is
+        // cached, no tool call remembered, no usage reported.
+        let is_http_error = entry.is_streamless();
         let prompt_recorded = !is_http_error && entry.fault != Some(FaultKind::DropConnection);
         if prompt_recorded {
             self.cache

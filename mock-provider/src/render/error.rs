@@ -1,8 +1,11 @@
 //! An HTTP error entry (`rate_limit`, `server_error`, `context_overflow`,
-//! `http_error`) as the OpenAI-shaped JSON error body DeepSeek sends, with its
-//! status and headers.
+//! `http_error`) as the OpenAI-shaped JSON error body DeepSeek sends (or the
+//! scripted `error_body`), with its status and headers; and `no_content`'s
+//! bodiless 204.
 
-use super::{RenderContext, ResponsePlan, push_request_id};
+use bytes::Bytes;
+
+use super::{BodyAction, RenderContext, ResponsePlan, push_request_id};
 use crate::request_rules::context_length_message;
 use crate::script::{FaultKind, ScriptEntry};
 use crate::wire::ErrorBody;
@@ -53,6 +56,9 @@ pub(super) fn render_http_error(entry: &ScriptEntry, context: &RenderContext) ->
         code,
     );
     let mut plan = ResponsePlan::error(status, &body);
+    if let Some(verbatim) = &entry.error_body {
+        plan.body = vec![BodyAction::Send(Bytes::from(verbatim.clone()))];
+    }
     plan.head_delay_ms = entry.delay_ms;
     if let Some(seconds) = entry.retry_after_s {
         plan.headers
@@ -60,6 +66,19 @@ pub(super) fn render_http_error(entry: &ScriptEntry, context: &RenderContext) ->
     }
     push_request_id(entry, &mut plan.headers);
     plan
+}
+
+/// `no_content`: `204 No Content`, with no body and no content type, after
+/// the entry's `delay_ms`.
+pub(super) fn render_no_content(entry: &ScriptEntry) -> ResponsePlan {
+    let mut headers = Vec::new();
+    push_request_id(entry, &mut headers);
+    ResponsePlan {
+        head_delay_ms: entry.delay_ms,
+        status: 204,
+        headers,
+        body: Vec::new(),
+    }
 }
 
 /// The `error.type` used for a status when the script does not set one.
@@ -81,6 +100,30 @@ mod tests {
     use crate::render::render_response;
     use crate::render::test_support::context;
     use crate::script::{FaultKind, ScriptEntry};
+
+    #[test]
+    fn a_scripted_error_body_is_sent_verbatim_and_no_content_has_no_body() {
+        let verbatim = ScriptEntry {
+            status: Some(503),
+            error_body: Some("upstream connect error".into()),
+            request_id: Some(String::new()),
+            ..ScriptEntry::fault(FaultKind::HttpError)
+        };
+        let plan = render_response(&verbatim, &context());
+        assert_eq!(plan.status, 503);
+        assert_eq!(&plan.body_bytes()[..], b"upstream connect error");
+        assert_eq!(plan.header("x-request-id"), Some(""));
+
+        let no_content = ScriptEntry {
+            delay_ms: 7,
+            ..ScriptEntry::fault(FaultKind::NoContent)
+        };
+        let plan = render_response(&no_content, &context());
+        assert_eq!(plan.status, 204);
+        assert_eq!(plan.head_delay_ms, 7);
+        assert!(plan.body.is_empty());
+        assert_eq!(plan.header("content-type"), None);
+    }
 
     #[test]
     fn http_errors_have_openai_shaped_bodies() {

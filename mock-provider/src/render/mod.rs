@@ -21,7 +21,7 @@ mod test_support;
 
 use bytes::Bytes;
 
-use crate::script::{Dialect, Endpoint, ScriptEntry};
+use crate::script::{Dialect, Endpoint, FaultKind, ScriptEntry};
 use crate::wire::{ResponseWire, Usage, to_json};
 
 pub(crate) use anthropic::{
@@ -123,6 +123,9 @@ impl RenderContext {
 pub fn render_response(entry: &ScriptEntry, context: &RenderContext) -> ResponsePlan {
     if entry.is_http_error() {
         return error::render_http_error(entry, context);
+    }
+    if entry.fault == Some(FaultKind::NoContent) {
+        return error::render_no_content(entry);
     }
     if context.stream {
         stream::render_stream(entry, context)

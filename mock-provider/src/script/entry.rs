@@ -86,7 +86,7 @@ pub struct ScriptEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_s: Option<u64>,
     /// Sent as the `x-request-id` response header (the adapter reports it as the
-    /// error's `requestId`).
+    /// error's `requestId`). May be empty: an empty header value is sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     /// A fault to inject. HTTP errors: `rate_limit`, `server_error`,
@@ -117,6 +117,11 @@ pub struct ScriptEntry {
     /// For HTTP errors: overrides `error.type` of the JSON error body.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_type: Option<String>,
+    /// For HTTP errors: the response body, sent verbatim instead of the JSON error
+    /// body (any text: JSON without an `error` object, `null` fields, not JSON at
+    /// all). Not with `message` or `error_type`, which describe the JSON body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_body: Option<String>,
     /// For `malformed_json`: the exact `data:` payload to send (default: a truncated
     /// chunk object).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,6 +154,7 @@ impl Default for ScriptEntry {
             status: None,
             message: None,
             error_type: None,
+            error_body: None,
             malformed_payload: None,
         }
     }
@@ -222,6 +228,12 @@ impl ScriptEntry {
     /// True if this entry is answered with an HTTP error instead of a stream.
     pub fn is_http_error(&self) -> bool {
         self.fault.is_some_and(FaultKind::is_http_error)
+    }
+
+    /// True if this entry is answered without a stream: an HTTP error, or
+    /// `no_content`'s bodiless success.
+    pub fn is_streamless(&self) -> bool {
+        self.is_http_error() || self.fault == Some(FaultKind::NoContent)
     }
 
     /// The finish reason sent on the wire (`stop` unless scripted).

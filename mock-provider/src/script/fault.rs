@@ -28,6 +28,9 @@ pub enum FaultKind {
     MalformedJson,
     /// End the body cleanly without `data: [DONE]`.
     MissingDone,
+    /// Answer `204 No Content`: a success status with no body, which a fetch
+    /// client sees as `response.body === null`.
+    NoContent,
 }
 
 impl FaultKind {
@@ -50,5 +53,6 @@ pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
         FaultKind::Stall => "stall",
         FaultKind::MalformedJson => "malformed_json",
         FaultKind::MissingDone => "missing_done",
+        FaultKind::NoContent => "no_content",
     }
 }

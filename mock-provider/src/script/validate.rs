@@ -57,10 +57,17 @@ impl ScriptEntry {
     /// Check that the fields fit together; the error names the offending fields.
     pub(crate) fn validate(&self) -> Result<(), String> {
         let fault_name = self.fault.map_or("none", fault_name);
-        if self.is_http_error() {
+        if self.is_streamless() {
             self.check_no_stream_fields(fault_name)?;
-        } else {
+        }
+        if !self.is_http_error() {
             self.check_no_http_error_fields()?;
+        }
+        if self.error_body.is_some() && (self.message.is_some() || self.error_type.is_some()) {
+            return Err(
+                "`error_body` is the whole body, so `message` and `error_type` cannot shape it"
+                    .into(),
+            );
         }
         self.check_status(fault_name)?;
         self.check_fault_parameters(fault_name)?;
@@ -88,7 +95,7 @@ impl ScriptEntry {
         ];
         if let Some((field, _)) = stream_only.iter().find(|(_, set)| *set) {
             return Err(format!(
-                "`{field}` describes a stream, but fault `{fault_name}` answers with an HTTP error"
+                "`{field}` describes a stream, but fault `{fault_name}` answers without one"
             ));
         }
         Ok(())
@@ -100,6 +107,7 @@ impl ScriptEntry {
             ("retry_after_s", self.retry_after_s.is_some()),
             ("message", self.message.is_some()),
             ("error_type", self.error_type.is_some()),
+            ("error_body", self.error_body.is_some()),
         ] {
             if set {
                 return Err(format!(
@@ -181,13 +189,13 @@ impl ScriptEntry {
         Ok(())
     }
 
-    /// A scripted request id can be sent as a header.
+    /// A scripted request id can be sent as a header (an empty value too).
     fn check_request_id(&self) -> Result<(), String> {
         if let Some(request_id) = &self.request_id
-            && (request_id.is_empty() || !request_id.bytes().all(|byte| byte.is_ascii_graphic()))
+            && !request_id.bytes().all(|byte| byte.is_ascii_graphic())
         {
             return Err(format!(
-                "`request_id` {request_id:?} must be non-empty visible ASCII (it is sent as a header)"
+                "`request_id` {request_id:?} must be visible ASCII (it is sent as a header)"
             ));
         }
         Ok(())
@@ -229,6 +237,19 @@ mod tests {
             ),
             (r#"{"tool_calls": [{"name": ""}]}"#, "name is empty"),
             (r#"{"request_id": "a b"}"#, "visible ASCII"),
+            (r#"{"error_body": "{}"}"#, "`error_body` only applies"),
+            (
+                r#"{"fault": "http_error", "status": 500, "error_body": "{}", "message": "m"}"#,
+                "`error_body` is the whole body",
+            ),
+            (
+                r#"{"fault": "no_content", "content": "x"}"#,
+                "`content` describes a stream, but fault `no_content` answers without one",
+            ),
+            (
+                r#"{"fault": "no_content", "retry_after_s": 1}"#,
+                "`retry_after_s` only applies",
+            ),
         ];
         for (json, expected) in cases {
             let error = parse(json).validate().unwrap_err();
@@ -250,6 +271,8 @@ mod tests {
             r#"{"content": ["a"], "fault": "stall", "after_events": 1, "stall_ms": 60000}"#,
             r#"{"content": ["a"], "fault": "malformed_json", "after_events": 0}"#,
             r#"{"content": ["a"], "fault": "missing_done"}"#,
+            r#"{"fault": "no_content", "delay_ms": 5, "request_id": ""}"#,
+            r#"{"fault": "http_error", "status": 503, "error_body": "not json"}"#,
             r#"{"content": ["a"], "fault": "missing_done", "after_events": 2}"#,
         ] {
             assert_eq!(parse(json).validate(), Ok(()), "{json}");

@@ -33,6 +33,7 @@ pub const FEATURES: &[Feature] = &[
     feature("context_overflow", 100, 100),
     feature("http_error", 100, 100),
     feature("stall", 100, 100),
+    feature("no_content", 100, 100),
     feature("retry", 30, 100),
     feature("steer", 2, 40),
     feature("inject", 2, 30),
@@ -52,12 +53,12 @@ pub const FEATURES: &[Feature] = &[
     feature("routes", 2, 40),
     feature("time_context", 2, 40),
     feature("tmux_context", 2, 40),
-    // Times on the 1 ms grid, for fine interleavings; a session without it
-    // draws every duration on a coarser grid, which the reference then
-    // ticks on (`dshc-reference`'s `loop_level::grid`).
     feature("dispose_plugin", 2, 30),
     feature("pending_model", 5, 50),
     feature("route_act", 5, 50),
+    // Times on the 1 ms grid, for fine interleavings; a session without it
+    // draws every duration on a coarser grid, which the reference then
+    // ticks on (`dshc-reference`'s `loop_level::grid`).
     feature("fine_time", 20, 60),
 ];
 
@@ -224,6 +225,7 @@ impl Generator {
             ("context_overflow", FaultKind::ContextOverflow),
             ("http_error", FaultKind::HttpError),
             ("stall", FaultKind::Stall),
+            ("no_content", FaultKind::NoContent),
         ]
         .into_iter()
         .filter(|(name, _)| self.swarm.has(name))
@@ -267,7 +269,24 @@ impl Generator {
         let mut entry = ScriptEntry::fault(fault);
         match fault {
             FaultKind::RateLimit => entry.retry_after_s = Some(1),
-            FaultKind::HttpError => entry.status = Some(*self.rng.pick(&[400, 401, 402, 503])),
+            FaultKind::HttpError => {
+                entry.status = Some(*self.rng.pick(&[400, 401, 402, 429, 503]));
+                // Now and then a body without a usable error object, or an
+                // empty request id: what the status alone must then decide.
+                entry.error_body = self
+                    .rng
+                    .pick(&[
+                        None,
+                        None,
+                        Some("{}"),
+                        Some(r#"{"error":null}"#),
+                        Some("not json"),
+                    ])
+                    .map(str::to_string);
+                if self.rng.percent(20) {
+                    entry.request_id = Some(String::new());
+                }
+            }
             FaultKind::Stall => {
                 entry.content = Fragments(vec!["slow ".into(), "text".into()]);
                 entry.after_events = Some(1);
