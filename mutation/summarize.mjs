@@ -115,8 +115,8 @@ export function tallyCargoMutants(reports) {
 
 /**
  * The model crate's reports: `outcomes.json` of a whole run, or every
- * `shard-K-of-N.json` of one N; a missing shard is named in the problems
- * and its package row says the run is partial.
+ * `shard-K-of-N.json` of one N; when shards are missing, the package row
+ * says which ran and which not yet.
  */
 function modelReports(dir, problems) {
   if (!existsSync(dir)) return null;
@@ -136,12 +136,13 @@ function modelReports(dir, problems) {
   if (of.size > 1) problems.push(`mutation/reports/model: shards of more than one count (${[...of].join(', ')})`);
   const total = Number(shards[0][2]);
   const have = new Set(shards.map((m) => Number(m[1])));
+  // A run too long for one sitting is committed shard by shard (mutation/README.md):
+  // the shards not run yet are named in the report, not a failure.
   const absent = [...Array(total).keys()].filter((k) => !have.has(k));
-  if (absent.length) problems.push(`mutation/reports/model: shards ${absent.map((k) => `${k}/${total}`).join(', ')} not run yet`);
   const reports = shards.map((m) => readJson(join(dir, m[0])));
   return {
     reports: withReruns(dir, files, reports, problems),
-    partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total})` : '',
+    partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total}; ${absent.join(', ')} not run yet)` : '',
     commit: commitOf(reports),
   };
 }
@@ -170,24 +171,29 @@ function withReruns(dir, files, reports, problems) {
  */
 export function withStrykerRerun(report, rerun, name, problems) {
   if (!rerun) return report;
+  // Mutants can share a key (one start, mutator and replacement, two
+  // spans): each key's statuses are taken in report order.
   const again = new Map();
   for (const [file, { mutants }] of Object.entries(rerun.files)) {
-    for (const mutant of mutants) again.set(mutantKey(file, mutant), mutant.status);
+    for (const mutant of mutants) {
+      const key = mutantKey(file, mutant);
+      again.set(key, [...(again.get(key) ?? []), mutant.status]);
+    }
   }
   const files = {};
   for (const [file, entry] of Object.entries(report.files)) {
     files[file] = {
       ...entry,
       mutants: entry.mutants.map((mutant) => {
-        const key = mutantKey(file, mutant);
-        if (!again.has(key)) return mutant;
-        const status = again.get(key);
-        again.delete(key);
-        return { ...mutant, status };
+        const statuses = again.get(mutantKey(file, mutant));
+        if (!statuses?.length) return mutant;
+        return { ...mutant, status: statuses.shift() };
       }),
     };
   }
-  for (const key of again.keys()) problems.push(`${name}: the rerun has a mutant the report does not: ${key}`);
+  for (const [key, left] of again) {
+    if (left.length) problems.push(`${name}: the rerun has a mutant the report does not: ${key}`);
+  }
   return { ...report, files };
 }
 
