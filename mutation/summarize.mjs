@@ -197,6 +197,29 @@ export function withStrykerRerun(report, rerun, name, problems) {
   return { ...report, files };
 }
 
+/**
+ * Two Stryker reports as one: `later`'s mutants replace `earlier`'s of the
+ * same key (in order, for keys two mutants share), and are added otherwise.
+ * `mutation/upstream --rerun` folds each new rerun into the one before.
+ */
+export function mergeStrykerReports(earlier, later) {
+  const files = structuredClone(earlier.files);
+  for (const [file, entry] of Object.entries(later.files)) {
+    const into = (files[file] ??= { ...entry, mutants: [] });
+    const slots = new Map();
+    into.mutants.forEach((mutant, index) => {
+      const key = mutantKey(file, mutant);
+      slots.set(key, [...(slots.get(key) ?? []), index]);
+    });
+    for (const mutant of entry.mutants) {
+      const index = slots.get(mutantKey(file, mutant))?.shift();
+      if (index === undefined) into.mutants.push(mutant);
+      else into.mutants[index] = mutant;
+    }
+  }
+  return { ...later, files };
+}
+
 function readJson(path) {
   return JSON.parse(readFileSync(path, 'utf8'));
 }
