@@ -188,20 +188,28 @@ impl Generator {
         }
         if !self.world.routes.is_empty() && self.roll("routes") {
             // A name registered twice is refused: the steps alternate, and
-            // each registration takes one of the routes of that name.
+            // each registration takes one of the routes of that name. Half
+            // the time a registered name is swapped at once: unregistered,
+            // then taken by a route drawn anew (maybe another one).
             let route = self.rng.below(self.world.routes.len() as u64) as usize;
-            let registered = &mut self.world.routes[0].registered;
-            steps.push(Command::Loop(if *registered {
-                LoopCommand::UnregisterRoute(RouteCommand {
+            let registered = self.world.routes[0].registered;
+            let register = LoopCommand::RegisterRoute(RegisterRouteCommand {
+                provider: ROUTE.into(),
+                route,
+            });
+            if registered {
+                steps.push(Command::Loop(LoopCommand::UnregisterRoute(RouteCommand {
                     provider: ROUTE.into(),
-                })
+                })));
+                if self.rng.percent(50) {
+                    steps.push(Command::Loop(register));
+                } else {
+                    self.world.routes[0].registered = false;
+                }
             } else {
-                LoopCommand::RegisterRoute(RegisterRouteCommand {
-                    provider: ROUTE.into(),
-                    route,
-                })
-            }));
-            *registered = !*registered;
+                steps.push(Command::Loop(register));
+                self.world.routes[0].registered = true;
+            }
         }
         let tmux = self
             .world
