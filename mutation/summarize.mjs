@@ -11,7 +11,7 @@
 // close: it is listed and counted, and fails the run under --strict.
 //
 //   node mutation/summarize.mjs [--check] [--strict]
-//   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT COMMIT
+//   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT COMMIT [ONLY]
 //   node mutation/summarize.mjs --model-commit
 //
 // --check writes nothing and fails when REPORT.md is not what it would write.
@@ -19,7 +19,9 @@
 // mutant's name and outcome (no times, so a rerun that judges alike writes
 // the same bytes) in REPORT, a file of mutation/reports/model/, with the
 // COMMIT the run was made at: CI mutates the lines changed since then, and
-// --model-commit prints it.
+// --model-commit prints it. With ONLY (a file of mutant names, a line each)
+// it keeps those mutants alone: a rerun's, since cargo-mutants' --re lets
+// its struct-field mutants through whatever the filter.
 import { readFileSync, readdirSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -79,11 +81,15 @@ function byPosition(a, b) {
   return 0;
 }
 
-/** The compact report of one cargo-mutants outcomes.json, run at `commit`: each mutant's name and outcome. */
-export function importCargoMutants(outcomes, commit) {
+/**
+ * The compact report of one cargo-mutants outcomes.json, run at `commit`:
+ * each mutant's name and outcome, of the names in `only` when it is given.
+ */
+export function importCargoMutants(outcomes, commit, only = null) {
   const mutants = [];
   for (const { scenario, summary } of outcomes.outcomes) {
     if (scenario === 'Baseline' || !scenario.Mutant) continue;
+    if (only && !only.has(scenario.Mutant.name)) continue;
     const outcome = CARGO_MUTANTS_OUTCOMES[summary];
     if (!outcome) throw new Error(`cargo-mutants outcome ${summary} of ${scenario.Mutant.name} is not one this script knows`);
     mutants.push({ mutant: scenario.Mutant.name, outcome });
@@ -261,11 +267,12 @@ function main() {
   const sections = [];
   const at = process.argv.indexOf('--import-cargo-mutants');
   if (at !== -1) {
-    const [from, to, commit] = process.argv.slice(at + 1, at + 4);
+    const [from, to, commit, onlyFile] = process.argv.slice(at + 1, at + 5);
     if (!from || !to || !/^[0-9a-f]{40}$/.test(commit ?? '')) {
-      throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT COMMIT (a full commit hash)');
+      throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT COMMIT [ONLY] (a full commit hash)');
     }
-    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from), commit), null, 2)}\n`);
+    const only = onlyFile ? new Set(readFileSync(onlyFile, 'utf8').split('\n').filter(Boolean)) : null;
+    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from), commit, only), null, 2)}\n`);
     renameSync(`${to}.new`, to);
     return;
   }
