@@ -171,6 +171,16 @@ function withReruns(dir, files, reports, problems) {
 }
 
 /**
+ * The survivors a rerun retests: those classified missed whose why names
+ * the scenario written to kill them (a path under scenarios/).
+ */
+export function rerunTargets(classified) {
+  return new Set(classified
+    .filter(({ class: kind, why }) => kind === 'missed' && /scenarios\/\S+\.toml/.test(why))
+    .map(({ mutant }) => mutant));
+}
+
+/**
  * A Stryker report with its rerun (`PACKAGE.rerun.json`, `mutation/upstream
  * --rerun`) applied: each mutant the rerun ran takes the rerun's status. A
  * rerun mutant the report does not have is a problem: the package moved on.

@@ -144,13 +144,13 @@ impl State {
         let plan = render_response(&entry, &context);
         // An HTTP error or a bodiless success completes nothing: no prompt is
         // cached, no tool call remembered, no usage reported.
-        let is_http_error = entry.is_streamless();
-        let prompt_recorded = !is_http_error && entry.fault != Some(FaultKind::DropConnection);
+        let streamless = entry.is_streamless();
+        let prompt_recorded = !streamless && entry.fault != Some(FaultKind::DropConnection);
         if prompt_recorded {
             self.cache
                 .record_ids(&accepted.parsed.model, accepted.prompt_ids);
         }
-        if !is_http_error {
+        if !streamless {
             self.remember_tool_calls(&entry, response_number);
         }
         Handled {
@@ -158,13 +158,13 @@ impl State {
                 entry_index,
                 status: plan.status,
                 fault: entry.fault,
-                streamed: accepted.parsed.stream && !is_http_error,
+                streamed: accepted.parsed.stream && !streamless,
                 prompt_recorded,
             },
             plan,
             body_json: Some(accepted.body_json),
             prompt: Some(accepted.prompt),
-            usage: (!is_http_error).then_some(usage),
+            usage: (!streamless).then_some(usage),
         }
     }
 

@@ -283,10 +283,17 @@ impl Matcher {
     /// query's selection tries one pattern on every event this way.
     pub fn probe(&mut self, pattern: &Pattern, actual: Option<&Value>) -> Result<(), Miss> {
         let mark = self.mark();
-        self.trying += 1;
-        let result = self.check(pattern, actual);
-        self.trying -= 1;
+        let result = self.trying(|matcher| matcher.check(pattern, actual));
         self.rollback(mark);
+        result
+    }
+
+    /// Run `attempt` as a try: a miss inside it is only a `false` to the
+    /// caller, so no nearest candidate is sought for it.
+    fn trying<R>(&mut self, attempt: impl FnOnce(&mut Self) -> R) -> R {
+        self.trying += 1;
+        let result = attempt(self);
+        self.trying -= 1;
         result
     }
 
@@ -308,18 +315,12 @@ impl Matcher {
 
     /// Whether `pattern` matches, keeping captures only when it does.
     pub fn test(&mut self, pattern: &Pattern, actual: Option<&Value>) -> bool {
-        self.trying += 1;
-        let matched = self.check(pattern, actual).is_ok();
-        self.trying -= 1;
-        matched
+        self.trying(|matcher| matcher.check(pattern, actual).is_ok())
     }
 
     /// [`Matcher::test`] on one node of a parsed pattern.
     pub fn test_node(&mut self, node: &PatternNode, actual: Option<&Value>) -> bool {
-        self.trying += 1;
-        let matched = self.check_node(node, actual, "").is_ok();
-        self.trying -= 1;
-        matched
+        self.trying(|matcher| matcher.check_node(node, actual, "").is_ok())
     }
 
     /// Check a node at `path`, keeping captures only when it matches.
@@ -346,10 +347,7 @@ impl Matcher {
         actual: Option<&Value>,
         path: &str,
     ) -> Result<bool, Miss> {
-        self.trying += 1;
-        let result = self.check_node(node, actual, path);
-        self.trying -= 1;
-        match result {
+        match self.trying(|matcher| matcher.check_node(node, actual, path)) {
             Ok(()) => Ok(true),
             Err(miss) if miss.broken => Err(miss),
             Err(_) => Ok(false),
@@ -376,9 +374,7 @@ impl Matcher {
         for (index, item) in items.iter().enumerate().skip(from) {
             let at = format!("{path}[{index}]");
             let (mark, before) = (self.mark(), self.steps);
-            self.trying += 1;
-            let result = self.matches(pattern, Some(item), &at);
-            self.trying -= 1;
+            let result = self.trying(|matcher| matcher.matches(pattern, Some(item), &at));
             self.rollback(mark);
             let checked = self.steps - before;
             if let Err(candidate) = result

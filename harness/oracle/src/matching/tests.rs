@@ -142,6 +142,15 @@ fn array_matchers() {
     assert_eq!(miss.path, "[1].n");
 }
 
+/// `miss` ends by naming its nearest candidate as `nearest`.
+fn names_nearest(miss: &Miss, nearest: &str) {
+    assert!(
+        miss.actual.ends_with(&format!("(nearest: {nearest})")),
+        "{}",
+        miss.actual
+    );
+}
+
 #[test]
 fn an_element_operator_that_finds_nothing_names_its_nearest_candidate() {
     let list = json!([{"t": "a"}, {"t": "b", "d": {"x": 1}}, {"t": "b", "d": {"x": 2, "y": 3}}]);
@@ -151,31 +160,16 @@ fn an_element_operator_that_finds_nothing_names_its_nearest_candidate() {
         list.clone(),
     );
     assert_eq!(miss.path, "");
-    assert!(
-        miss.actual
-            .ends_with("(nearest: [2], which misses at [2].d.y: expected 4, got 3)"),
-        "{}",
-        miss.actual
-    );
+    names_nearest(&miss, "[2], which misses at [2].d.y: expected 4, got 3");
     // Of equally near ones, the first.
     let miss = fails(json!({"$some": {"t": "z"}}), list.clone());
-    assert!(
-        miss.actual
-            .ends_with("(nearest: [0], which misses at [0].t: expected z, got a)"),
-        "{}",
-        miss.actual
-    );
+    names_nearest(&miss, "[0], which misses at [0].t: expected z, got a");
     // `$contains`: the entry that fits no element at all.
     let miss = fails(
         json!({"$contains": [{"t": "a"}, {"d": {"x": 5}}]}),
         list.clone(),
     );
-    assert!(
-        miss.actual
-            .ends_with("(nearest: [1], which misses at [1].d.x: expected 5, got 1)"),
-        "{}",
-        miss.actual
-    );
+    names_nearest(&miss, "[1], which misses at [1].d.x: expected 5, got 1");
     // Entries that each fit, but not all at once, have no single culprit.
     let miss = fails(json!({"$contains": [{"t": "a"}, {"t": "a"}]}), list.clone());
     assert!(!miss.actual.contains("nearest"), "{}", miss.actual);
@@ -189,12 +183,7 @@ fn an_element_operator_that_finds_nothing_names_its_nearest_candidate() {
         json!({"$in_order": [{"t": "b"}, {"d": {"x": 9}}]}),
         list.clone(),
     );
-    assert!(
-        miss.actual
-            .ends_with("(nearest: [2], which misses at [2].d.x: expected 9, got 2)"),
-        "{}",
-        miss.actual
-    );
+    names_nearest(&miss, "[2], which misses at [2].d.x: expected 9, got 2");
     // Under a combinator the miss is only a `false`: nothing is sought.
     holds(json!({"$not": {"$some": {"t": "z"}}}), list.clone());
     let miss = fails(json!({"$any_of": [{"$some": {"t": "z"}}]}), list);

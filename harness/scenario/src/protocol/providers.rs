@@ -264,13 +264,8 @@ impl<T> SequenceItem<T> {
 impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for SequenceItem<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        let undefined = value.as_object().is_some_and(|table| {
-            table.len() == 1 && table.get("$js").and_then(Value::as_str) == Some("undefined")
-        });
-        if undefined {
-            return Ok(SequenceItem::Undefined(UndefinedMarker {
-                js: "undefined".into(),
-            }));
+        if let Ok(marker) = UndefinedMarker::deserialize(&value) {
+            return Ok(SequenceItem::Undefined(marker));
         }
         T::deserialize(value).map(SequenceItem::Value).map_err(|error| {
             serde::de::Error::custom(format!(
