@@ -299,14 +299,20 @@ export class VirtualTime {
         // No head ever came: the fetch fails when the connection does, or
         // waits (for an abort) when it never ends.
         if (end.kind !== 'open') {
-          at(end.at_ms, () => {
-            finish()
-            reject(networkError(end.error ?? 'the connection failed'))
-          })
+          at(end.at_ms, () =>
+            time.arrivals.push(() => {
+              if (finished) return
+              finish()
+              reject(networkError(end.error ?? 'the connection failed'))
+            }),
+          )
         }
         return
       }
-      at(answer.head_at_ms, () => {
+      // The head is handed over like every other arrival: after the timers
+      // due at its instant (a 204's head alone ends the call).
+      at(answer.head_at_ms, () => time.arrivals.push(() => {
+        if (finished) return
         // Frames arrive on the clock; the consumer takes them in order, and
         // the end (a close, or a dropped connection's error) only after
         // every frame before it, as from a socket.
@@ -350,7 +356,7 @@ export class VirtualTime {
         const status = answer.status
         const nullBody = status === 204 || status === 205 || status === 304
         resolve(new Response(nullBody ? null : body, { status, headers: answer.headers }))
-      })
+      }))
     })
   }
 }
