@@ -22,6 +22,10 @@
 // --model-commit prints it. With ONLY (a file of mutant names, a line each)
 // it keeps those mutants alone: a rerun's, since cargo-mutants' --re lets
 // its struct-field mutants through whatever the filter.
+//
+// The search's reports (mutation/reports/search/, written by mutation/search)
+// say which of the mutants the suite kills `dshc diff` finds too; REPORT.md
+// gets their share per package, and the mutants the search missed.
 import { readFileSync, readdirSync, writeFileSync, renameSync, existsSync } from 'node:fs';
 import { join, basename, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -170,6 +174,16 @@ function withReruns(dir, files, reports, problems) {
   return [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }];
 }
 
+/** The names of the model crate's mutants the suite caught (or timed out on), reruns applied. */
+export function modelCaught(dir, problems) {
+  const model = modelReports(dir, problems);
+  if (!model) return [];
+  return model.reports.flatMap((report) => report.mutants)
+    .filter(({ outcome }) => outcome === 'caught' || outcome === 'timeout')
+    .map(({ mutant }) => mutant)
+    .sort(byPosition);
+}
+
 /**
  * The survivors a rerun retests: those classified missed whose why names
  * the scenario written to kill them (a path under scenarios/).
@@ -268,6 +282,37 @@ function packageSection(name, { counts, survivors }, classified, problems, misse
   return { line, section: survivors.length ? section : `### ${name}\n\nNo survivors.\n` };
 }
 
+/** The suite-killed mutants' keys of a Stryker report (reruns applied). */
+function suiteKilledKeys(report) {
+  const keys = new Set();
+  for (const [file, { mutants }] of Object.entries(report.files)) {
+    for (const mutant of mutants) {
+      if (mutant.status === 'Killed' || mutant.status === 'Timeout') keys.add(mutantKey(file, mutant));
+    }
+  }
+  return keys;
+}
+
+/**
+ * One search report's row and its list of the mutants it did not find. Every
+ * mutant it hunted must be one the suite kills, else the report moved on.
+ */
+export function searchSection(search, killedKeys, problems) {
+  const name = search.package;
+  for (const { mutant } of search.mutants) {
+    if (!killedKeys.has(mutant)) problems.push(`${name}: the search hunted a mutant the suite does not kill: ${mutant}`);
+  }
+  const found = search.mutants.filter(({ found: at }) => at);
+  const cases = found.map(({ found: at }) => at.case).filter((c) => c !== null).sort((a, b) => a - b);
+  const median = cases.length ? cases[Math.floor((cases.length - 1) / 2)] : '-';
+  const share = search.mutants.length ? (100 * found.length) / search.mutants.length : 0;
+  const hunted = search.sampled === null ? `${search.mutants.length} (all)` : `${search.mutants.length} (a seeded sample)`;
+  const line = `| ${name} | ${search.levels.join(', ')} | ${search.seed} | ${search.cases} | ${search.suite_killed} | ${hunted} | ${found.length} | ${share.toFixed(1)}% | ${median} |`;
+  const missed = search.mutants.filter(({ found: at }) => !at).map(({ mutant }) => `- \`${mutant}\``);
+  const section = [`### ${name}`, '', ...(missed.length ? missed : ['The search found every mutant it hunted.']), ''].join('\n');
+  return { line, section };
+}
+
 function main() {
   const check = process.argv.includes('--check');
   const strict = process.argv.includes('--strict');
@@ -301,13 +346,32 @@ function main() {
   const names = existsSync(reports)
     ? readdirSync(reports).filter((f) => f.endsWith('.json') && !f.endsWith('.rerun.json')).sort()
     : [];
+  const killedByPackage = new Map();
   for (const file of names) {
     const name = basename(file, '.json');
     const rerun = join(reports, `${name}.rerun.json`);
     const report = withStrykerRerun(readJson(join(reports, file)), existsSync(rerun) ? readJson(rerun) : null, name, problems);
+    killedByPackage.set(name, report);
     const { line, section } = packageSection(name, tally(report), classifiedOf(name), problems, missed);
     lines.push(line);
     sections.push(section);
+  }
+  const searchLines = [];
+  const searchSections = [];
+  const searches = join(here, 'reports', 'search');
+  for (const file of existsSync(searches) ? readdirSync(searches).filter((f) => f.endsWith('.json')).sort() : []) {
+    const search = readJson(join(searches, file));
+    const report = killedByPackage.get(search.package);
+    const killed = search.package === 'dshc-model'
+      ? new Set(modelCaught(join(here, 'reports', 'model'), problems))
+      : report && suiteKilledKeys(report);
+    if (!killed) {
+      problems.push(`${file}: no mutation report of ${search.package}`);
+      continue;
+    }
+    const { line, section } = searchSection(search, killed, problems);
+    searchLines.push(line);
+    searchSections.push(section);
   }
   const model = modelReports(join(here, 'reports', 'model'), problems);
   if (model) {
@@ -337,6 +401,23 @@ function main() {
     '## Survivors',
     '',
     ...sections,
+    ...(searchLines.length ? [
+      '## The search\'s share of the suite-killed mutants',
+      '',
+      'Written from `mutation/reports/search/` (`mutation/search PACKAGE`): each mutant the suite kills',
+      'is switched on in the node-dsh adapter and hunted by `dshc diff` of its levels, with no',
+      'scenario file; the search finds it when a case of the seed disagrees with the reference (or',
+      'cannot run) within the cases given, at each level. Upstream\'s known disagreements are not',
+      'counted as finding anything.',
+      '',
+      '| package | levels | seed | cases per level | suite-killed | hunted | found by the search | share | median case of those found |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...searchLines,
+      '',
+      'The mutants the suite kills and the search did not find, per package:',
+      '',
+      ...searchSections,
+    ] : []),
   ].join('\n');
   const out = join(here, 'REPORT.md');
   if (check) {

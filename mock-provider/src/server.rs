@@ -7,7 +7,6 @@
 //! knows every deadline.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -169,10 +168,12 @@ pub async fn serve_turmoil(
     }
 }
 
+/// The answer to one request; an `Err` (a scripted `close_before_head`)
+/// has hyper close the connection without writing any response.
 async fn respond(
     provider: MockProvider,
     request: Request<Incoming>,
-) -> Result<Response<PlanBody>, Infallible> {
+) -> Result<Response<PlanBody>, ConnectionDropped> {
     let (parts, body) = request.into_parts();
     let method = parts.method.as_str().to_owned();
     let path = parts.uri.path().to_owned();
@@ -205,7 +206,7 @@ async fn respond(
                             "reading request body: not whole within {timeout_ms} ms"
                         ));
                         let plan = provider.handle_body_timeout(method, path, headers);
-                        return Ok(into_response(plan).await);
+                        return into_response(plan).await;
                     }
                 }
             }
@@ -230,12 +231,15 @@ async fn respond(
             }
         }
     };
-    Ok(into_response(plan).await)
+    into_response(plan).await
 }
 
-async fn into_response(plan: ResponsePlan) -> Response<PlanBody> {
+async fn into_response(plan: ResponsePlan) -> Result<Response<PlanBody>, ConnectionDropped> {
     if plan.head_delay_ms > 0 {
         sim_time::sleep(Duration::from_millis(plan.head_delay_ms)).await;
+    }
+    if plan.closes_before_head {
+        return Err(ConnectionDropped);
     }
     let mut response = Response::new(PlanBody::new(plan.body));
     *response.status_mut() =
@@ -249,7 +253,7 @@ async fn into_response(plan: ResponsePlan) -> Response<PlanBody> {
             headers.append(name, value);
         }
     }
-    response
+    Ok(response)
 }
 
 /// The error a [`PlanBody`] yields for [`BodyAction::DropConnection`]; hyper then

@@ -65,6 +65,7 @@ fn info(status: u16, body: String) -> Handled {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: vec![BodyAction::Send(Bytes::from(body))],
+            closes_before_head: false,
         },
         outcome: RequestOutcome::Info { status },
         body_json: None,

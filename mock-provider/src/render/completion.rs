@@ -44,6 +44,7 @@ pub(super) fn render_completion(entry: &ScriptEntry, context: &RenderContext) ->
         status: 200,
         headers,
         body,
+        closes_before_head: false,
     }
 }
 

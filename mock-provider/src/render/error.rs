@@ -78,6 +78,18 @@ pub(super) fn render_no_content(entry: &ScriptEntry) -> ResponsePlan {
         status: 204,
         headers,
         body: Vec::new(),
+        closes_before_head: false,
+    }
+}
+
+/// `close_before_head`: nothing but the close, after `delay_ms`.
+pub(super) fn render_close_before_head(entry: &ScriptEntry) -> ResponsePlan {
+    ResponsePlan {
+        head_delay_ms: entry.delay_ms,
+        status: 0,
+        headers: Vec::new(),
+        body: Vec::new(),
+        closes_before_head: true,
     }
 }
 
@@ -123,6 +135,16 @@ mod tests {
         assert_eq!(plan.head_delay_ms, 7);
         assert!(plan.body.is_empty());
         assert_eq!(plan.header("content-type"), None);
+
+        let closed = ScriptEntry {
+            delay_ms: 3,
+            ..ScriptEntry::fault(FaultKind::CloseBeforeHead)
+        };
+        let plan = render_response(&closed, &context());
+        assert!(plan.closes_before_head);
+        assert_eq!(plan.head_delay_ms, 3);
+        assert!(plan.headers.is_empty() && plan.body.is_empty());
+        assert!(!render_response(&no_content, &context()).closes_before_head);
     }
 
     #[test]

@@ -127,6 +127,9 @@ pub fn render_response(entry: &ScriptEntry, context: &RenderContext) -> Response
     if entry.fault == Some(FaultKind::NoContent) {
         return error::render_no_content(entry);
     }
+    if entry.fault == Some(FaultKind::CloseBeforeHead) {
+        return error::render_close_before_head(entry);
+    }
     if context.stream {
         stream::render_stream(entry, context)
     } else {

@@ -32,6 +32,9 @@ pub struct ResponsePlan {
     pub headers: Vec<(String, String)>,
     /// Body actions, in order.
     pub body: Vec<BodyAction>,
+    /// Close the connection after `head_delay_ms` instead of answering: no
+    /// status, headers or body is sent (`close_before_head`).
+    pub closes_before_head: bool,
 }
 
 impl ResponsePlan {
@@ -42,6 +45,7 @@ impl ResponsePlan {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: vec![BodyAction::Send(Bytes::from(body.to_json()))],
+            closes_before_head: false,
         }
     }
 

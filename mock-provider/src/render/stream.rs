@@ -110,6 +110,7 @@ fn stream_plan(entry: &ScriptEntry, body: Vec<BodyAction>) -> ResponsePlan {
         status: 200,
         headers,
         body,
+        closes_before_head: false,
     }
 }
 

@@ -230,10 +230,14 @@ impl ScriptEntry {
         self.fault.is_some_and(FaultKind::is_http_error)
     }
 
-    /// True if this entry is answered without a stream: an HTTP error, or
-    /// `no_content`'s bodiless success.
+    /// True if this entry is answered without a stream: an HTTP error,
+    /// `no_content`'s bodiless success, or no answer at all (`close_before_head`).
     pub fn is_streamless(&self) -> bool {
-        self.is_http_error() || self.fault == Some(FaultKind::NoContent)
+        self.is_http_error()
+            || matches!(
+                self.fault,
+                Some(FaultKind::NoContent | FaultKind::CloseBeforeHead)
+            )
     }
 
     /// The finish reason sent on the wire (`stop` unless scripted).

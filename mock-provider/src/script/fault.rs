@@ -31,6 +31,10 @@ pub enum FaultKind {
     /// Answer `204 No Content`: a success status with no body, which a fetch
     /// client sees as `response.body === null`.
     NoContent,
+    /// Read the request, then close the connection without any response (after
+    /// `delay_ms`): the client's request itself fails, as when a proxy or the
+    /// server goes away.
+    CloseBeforeHead,
 }
 
 impl FaultKind {
@@ -54,5 +58,6 @@ pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
         FaultKind::MalformedJson => "malformed_json",
         FaultKind::MissingDone => "missing_done",
         FaultKind::NoContent => "no_content",
+        FaultKind::CloseBeforeHead => "close_before_head",
     }
 }

@@ -24,6 +24,7 @@ use super::case_rng;
 use super::rng::SplitMix64;
 use super::swarm::{CaseSwarm, Feature, Swarm, feature};
 use dshc_model::session::event_kind;
+use dshc_model::tool_order::TOOL_ORDER_REST;
 use dshc_scenario::format::*;
 use dshc_scenario::protocol::*;
 
@@ -310,7 +311,13 @@ impl Generator {
             parameters.insert("properties".into(), properties.into());
         }
         SchemaSpec {
-            name: self.name(TOOL_NAMES),
+            // Now and then the name toolOrder reserves for its rest entry,
+            // which assembly refuses from a provider.
+            name: if self.rng.percent(2) {
+                TOOL_ORDER_REST.into()
+            } else {
+                self.name(TOOL_NAMES)
+            },
             description: if self.rng.percent(85) {
                 Some(self.text(&["Reads a file.", " ", "é"], 2))
             } else {
@@ -660,13 +667,23 @@ impl Generator {
                 None
             },
             tool_order: if self.rng.percent(30) {
-                let mut order: Vec<String> = (0..self.rng.below(3))
+                let mut order: Vec<String> = (0..self.rng.below(4))
                     .map(|_| self.pick(TOOL_NAMES))
                     .collect();
-                order.dedup();
-                if self.rng.percent(95) {
+                // Mostly a valid order; sometimes one that construction
+                // refuses: a name listed twice, or no rest entry, or two.
+                if self.rng.percent(90) {
+                    let mut seen = std::collections::BTreeSet::new();
+                    order.retain(|name| seen.insert(name.clone()));
+                }
+                let rest_entries = match self.rng.below(20) {
+                    0 => 0,
+                    19 => 2,
+                    _ => 1,
+                };
+                for _ in 0..rest_entries {
                     let at = self.rng.below(order.len() as u64 + 1) as usize;
-                    order.insert(at, "<unlisted-tools>".into());
+                    order.insert(at, TOOL_ORDER_REST.into());
                 }
                 Some(order)
             } else {

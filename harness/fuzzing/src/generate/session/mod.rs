@@ -34,6 +34,7 @@ pub const FEATURES: &[Feature] = &[
     feature("http_error", 100, 100),
     feature("stall", 100, 100),
     feature("no_content", 100, 100),
+    feature("close_before_head", 100, 100),
     feature("retry", 30, 100),
     feature("steer", 2, 40),
     feature("inject", 2, 30),
@@ -226,6 +227,7 @@ impl Generator {
             ("http_error", FaultKind::HttpError),
             ("stall", FaultKind::Stall),
             ("no_content", FaultKind::NoContent),
+            ("close_before_head", FaultKind::CloseBeforeHead),
         ]
         .into_iter()
         .filter(|(name, _)| self.swarm.has(name))
@@ -588,8 +590,8 @@ fn record(fields: &[RecordField]) -> ActOp {
 
 impl Generator {
     /// Listeners that watch and record, on every `agent/*` event a listener
-    /// can observe, each kept or not: they must change nothing of the run
-    /// but the journal.
+    /// can observe, each kept or not (they change nothing of the run but the
+    /// journal), and, as the swarm rolls `cancel`, one that acts.
     fn observers(&mut self) -> Vec<Command> {
         use RecordField::{
             Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn,
@@ -682,6 +684,30 @@ impl Generator {
                         RequestErrorOp::Act(record(&[Turn, Step, Provider, Failure])),
                         RequestErrorOp::Next,
                     ],
+                },
+            )));
+        }
+        if self.roll("cancel") {
+            // An observer that acts: it cancels the turn the first time one
+            // of a few event types is logged (a tool call's, say, between
+            // its logging and its dispatch).
+            let event_type = *self.rng.pick(&[
+                event_kind::TOOL_CALL,
+                event_kind::STEP_START,
+                event_kind::ASSISTANT_MESSAGE,
+                event_kind::TOOL_RESULT,
+            ]);
+            steps.push(Command::Loop(LoopCommand::OnSessionEvent(
+                LoopListenerCommand {
+                    id: "stopper".into(),
+                    agent: None,
+                    prepend: false,
+                    calls: Some(vec![1]),
+                    event_types: Some(vec![event_type.to_string()]),
+                    ops: vec![ActOp::Cancel(CancelArgs {
+                        reason: None,
+                        keep_inbox: self.rng.percent(50),
+                    })],
                 },
             )));
         }

@@ -115,7 +115,8 @@ impl Generator {
     }
 
     /// One response of the second agent's route: two text pieces, and, as
-    /// the swarm rolls, an act between them inside the stream.
+    /// the swarm rolls, an act between them inside the stream, or a stream
+    /// that ends badly.
     fn route_response(&mut self) -> RouteResponse {
         let delay_ms = self.duration_ms(0, 10);
         let (first, second) = (self.words(2), self.words(1));
@@ -127,20 +128,39 @@ impl Generator {
             };
         }
         let tick = self.tick_ms as i64;
-        let act = match self.rng.below(3) {
-            0 => json!({"steer": self.words(2)}),
-            1 => json!({"cancel": {}}),
-            _ => json!({"clock_jump": tick}),
-        };
         let delta = |text: String| json!({"type": "text-delta", "index": 0, "text": text});
+        let parts = match self.rng.below(6) {
+            // Streams a route may end badly: a text block closed with no
+            // finish, a tool call streamed without an id, a throw after
+            // the first delta.
+            3 => vec![
+                json!({"type": "block-start", "index": 0, "blockType": "text"}),
+                delta(first),
+                json!({"type": "block-end", "index": 0}),
+            ],
+            4 => vec![
+                json!({"type": "block-start", "index": 0, "blockType": "tool-call"}),
+                json!({"type": "block-end", "index": 0, "block": {"type": "tool-call", "name": first, "arguments": "{}"}}),
+                json!({"type": "finish", "reason": {"kind": "tool-calls"}}),
+            ],
+            5 => vec![delta(first), json!({"act": {"throw": second}})],
+            roll => {
+                let act = match roll {
+                    0 => json!({"steer": self.words(2)}),
+                    1 => json!({"cancel": {}}),
+                    _ => json!({"clock_jump": tick}),
+                };
+                vec![
+                    delta(first),
+                    json!({ "act": act }),
+                    delta(second),
+                    json!({"type": "finish", "reason": {"kind": "stop"}}),
+                ]
+            }
+        };
         RouteResponse {
             delay_ms,
-            parts: vec![
-                delta(first),
-                json!({ "act": act }),
-                delta(second),
-                json!({"type": "finish", "reason": {"kind": "stop"}}),
-            ],
+            parts,
             ..RouteResponse::default()
         }
     }
