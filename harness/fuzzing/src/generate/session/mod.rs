@@ -426,12 +426,8 @@ impl Generator {
             let calls: Vec<u32> = (1..=8).filter(|_| self.rng.percent(60)).collect();
             steps.push(Command::Loop(LoopCommand::OnRequestError(
                 LoopListenerCommand {
-                    id: "retry".into(),
-                    agent: None,
-                    prepend: false,
                     calls: Some(calls),
-                    event_types: None,
-                    ops: vec![RequestErrorOp::Retry],
+                    ..listener("retry", false, vec![RequestErrorOp::Retry])
                 },
             )));
         }
@@ -456,13 +452,11 @@ impl Generator {
             true => PreStepOp::AppendMessage(message),
             false => PreStepOp::PrependMessage(message),
         };
+        let prepend = self.rng.percent(50);
+        let calls = vec![1, 2 + self.rng.below(3) as u32];
         Command::Loop(LoopCommand::OnPreStep(LoopListenerCommand {
-            id: "enrich".into(),
-            agent: None,
-            prepend: self.rng.percent(50),
-            calls: Some(vec![1, 2 + self.rng.below(3) as u32]),
-            event_types: None,
-            ops: vec![PreStepOp::Next, op],
+            calls: Some(calls),
+            ..listener("enrich", prepend, vec![PreStepOp::Next, op])
         }))
     }
 
@@ -588,6 +582,18 @@ fn record(fields: &[RecordField]) -> ActOp {
     ActOp::Record(fields.to_vec())
 }
 
+/// A listener on the world's first agent that acts on every call it gets.
+fn listener<Op>(id: &str, prepend: bool, ops: Vec<Op>) -> LoopListenerCommand<Op> {
+    LoopListenerCommand {
+        id: id.to_string(),
+        agent: None,
+        prepend,
+        calls: None,
+        event_types: None,
+        ops,
+    }
+}
+
 impl Generator {
     /// Listeners that watch and record, on every `agent/*` event a listener
     /// can observe, each kept or not (they change nothing of the run but the
@@ -597,17 +603,12 @@ impl Generator {
             Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn,
         };
         let mut steps = Vec::new();
-        let listener = |id: &str, prepend: bool| (id.to_string(), prepend);
         if self.rng.percent(60) {
-            let (id, prepend) = listener("status", false);
-            steps.push(Command::Loop(LoopCommand::OnStatus(LoopListenerCommand {
-                id,
-                agent: None,
-                prepend,
-                calls: None,
-                event_types: None,
-                ops: vec![record(&[Status])],
-            })));
+            steps.push(Command::Loop(LoopCommand::OnStatus(listener(
+                "status",
+                false,
+                vec![record(&[Status])],
+            ))));
         }
         if self.rng.percent(60) {
             // Half of them look at a few types only.
@@ -626,66 +627,45 @@ impl Generator {
             });
             steps.push(Command::Loop(LoopCommand::OnSessionEvent(
                 LoopListenerCommand {
-                    id: "events".into(),
-                    agent: None,
-                    prepend: false,
-                    calls: None,
                     event_types,
-                    ops: vec![record(&[Event])],
+                    ..listener("events", false, vec![record(&[Event])])
                 },
             )));
         }
         if self.rng.percent(60) {
-            steps.push(Command::Loop(LoopCommand::OnTurnStopping(
-                LoopListenerCommand {
-                    id: "stopping".into(),
-                    agent: None,
-                    prepend: false,
-                    calls: None,
-                    event_types: None,
-                    ops: vec![record(&[Turn, Aborted, LastEvent])],
-                },
-            )));
+            steps.push(Command::Loop(LoopCommand::OnTurnStopping(listener(
+                "stopping",
+                false,
+                vec![record(&[Turn, Aborted, LastEvent])],
+            ))));
         }
         if self.rng.percent(60) {
             let mut ops = vec![PreStepOp::Act(record(&[Turn, Step, Messages]))];
             ops.insert(self.rng.below(2) as usize, PreStepOp::Next);
-            steps.push(Command::Loop(LoopCommand::OnPreStep(LoopListenerCommand {
-                id: "pre".into(),
-                agent: None,
-                prepend: self.rng.percent(50),
-                calls: None,
-                event_types: None,
-                ops,
-            })));
+            let prepend = self.rng.percent(50);
+            steps.push(Command::Loop(LoopCommand::OnPreStep(listener(
+                "pre", prepend, ops,
+            ))));
         }
         if self.rng.percent(60) {
-            steps.push(Command::Loop(LoopCommand::OnRequest(LoopListenerCommand {
-                id: "request".into(),
-                agent: None,
-                prepend: false,
-                calls: None,
-                event_types: None,
-                ops: vec![
-                    RequestOp::Next,
-                    RequestOp::Act(record(&[Turn, Step, Aborted])),
-                ],
-            })));
+            let ops = vec![
+                RequestOp::Next,
+                RequestOp::Act(record(&[Turn, Step, Aborted])),
+            ];
+            steps.push(Command::Loop(LoopCommand::OnRequest(listener(
+                "request", false, ops,
+            ))));
         }
         if self.rng.percent(40) {
-            steps.push(Command::Loop(LoopCommand::OnRequestError(
-                LoopListenerCommand {
-                    id: "seen-error".into(),
-                    agent: None,
-                    prepend: true,
-                    calls: None,
-                    event_types: None,
-                    ops: vec![
-                        RequestErrorOp::Act(record(&[Turn, Step, Provider, Failure])),
-                        RequestErrorOp::Next,
-                    ],
-                },
-            )));
+            let ops = vec![
+                RequestErrorOp::Act(record(&[Turn, Step, Provider, Failure])),
+                RequestErrorOp::Next,
+            ];
+            steps.push(Command::Loop(LoopCommand::OnRequestError(listener(
+                "seen-error",
+                true,
+                ops,
+            ))));
         }
         if self.roll("cancel") {
             // An observer that acts: it cancels the turn the first time one
@@ -697,17 +677,15 @@ impl Generator {
                 event_kind::ASSISTANT_MESSAGE,
                 event_kind::TOOL_RESULT,
             ]);
+            let cancel = ActOp::Cancel(CancelArgs {
+                reason: None,
+                keep_inbox: self.rng.percent(50),
+            });
             steps.push(Command::Loop(LoopCommand::OnSessionEvent(
                 LoopListenerCommand {
-                    id: "stopper".into(),
-                    agent: None,
-                    prepend: false,
                     calls: Some(vec![1]),
                     event_types: Some(vec![event_type.to_string()]),
-                    ops: vec![ActOp::Cancel(CancelArgs {
-                        reason: None,
-                        keep_inbox: self.rng.percent(50),
-                    })],
+                    ..listener("stopper", false, vec![cancel])
                 },
             )));
         }
@@ -724,16 +702,11 @@ impl Generator {
         let record = record(&[RecordField::Provider, RecordField::LastEvent]);
         let mut ops = vec![LlmStreamOp::Act(record)];
         ops.insert(self.rng.below(2) as usize, LlmStreamOp::Next);
-        Some(Command::Loop(LoopCommand::OnLlmStream(
-            LoopListenerCommand {
-                id: "llm-stream".into(),
-                agent: None,
-                prepend: false,
-                calls: None,
-                event_types: None,
-                ops,
-            },
-        )))
+        Some(Command::Loop(LoopCommand::OnLlmStream(listener(
+            "llm-stream",
+            false,
+            ops,
+        ))))
     }
 
     /// Between turns: move the wall clock, use the session API, change the
