@@ -1257,7 +1257,8 @@ async function runLoopWorld(caseData, providerUrl, time) {
     } catch (error) {
       if (error instanceof AdapterFault) throw error
       const { name, message } = observed(error)
-      const run = { log: [], requests: [], status: 'idle', pending: [0, 0], live_events: [], failure: `setup failed: ${name}: ${message}` }
+      // No agent ran: nothing has a status (docs/adapter-protocol.md).
+      const run = { log: [], requests: [], status: '', pending: [0, 0], live_events: [], failure: `setup failed: ${name}: ${message}` }
       return { result: { observations: [], run } }
     }
     const observations = await world.runAll(caseData.commands)

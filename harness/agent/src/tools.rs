@@ -171,13 +171,16 @@ impl Agent {
             SurfaceMeta::default(),
         )?;
         let (outcome, abort_code) = self.call_tool(id, name, arguments, signal).await;
+        // A body defers its contexts as messages it builds before it
+        // returns, so their ids come before its result message's.
+        let contexts = self.context_messages(id, &outcome.additional_contexts);
         let message = tool_result_message(id, &outcome, self.0.context.ids.next("msg"));
         self.append(
             event_kind::TOOL_RESULT,
             tool_result_data(turn, step, message, abort_code, outcome.error_info.as_ref()),
             SurfaceMeta::append_citing(vec![call_event.seq]),
         )?;
-        self.queue_additional_contexts(id, &outcome.additional_contexts)?;
+        self.queue_additional_contexts(contexts)?;
         Ok(outcome.concludes_turn)
     }
 
@@ -208,15 +211,25 @@ impl Agent {
         }
     }
 
-    /// A result's additional contexts, each a tool-sourced user message at
-    /// the end of the next-step inbox.
-    fn queue_additional_contexts(&self, id: &str, texts: &[String]) -> Result<(), JsError> {
-        for text in texts {
-            let context = user_message(
-                &self.0.context.ids,
-                json!([{"type": "text", "text": text}]),
-                json!({"kind": "tool", "callId": id}),
-            );
+    /// Call `id`'s additional contexts as the tool-sourced user messages its
+    /// body defers.
+    fn context_messages(&self, id: &str, texts: &[String]) -> Vec<Value> {
+        texts
+            .iter()
+            .map(|text| {
+                user_message(
+                    &self.0.context.ids,
+                    json!([{"type": "text", "text": text}]),
+                    json!({"kind": "tool", "callId": id}),
+                )
+            })
+            .collect()
+    }
+
+    /// A result's additional contexts, each at the end of the next-step
+    /// inbox.
+    fn queue_additional_contexts(&self, contexts: Vec<Value>) -> Result<(), JsError> {
+        for context in contexts {
             let end = self.0.inbox.next_step().len();
             self.0
                 .inbox

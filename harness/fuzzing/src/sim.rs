@@ -101,8 +101,14 @@ pub fn check_session_against(
             ));
         }
     }
-    if let Some(failure) = &run.failure {
-        found.push(violation("unfinished", failure.clone()));
+    match &run.failure {
+        Some(failure) if facts.refused_at_setup && failure.starts_with("setup failed: ") => {}
+        Some(failure) => found.push(violation("unfinished", failure.clone())),
+        None if facts.refused_at_setup => found.push(violation(
+            "refusal",
+            "the deployment or the first agent has a setting setup refuses, yet the run set up",
+        )),
+        None => {}
     }
     if let Some(world) = &case.world {
         for broken in invariants::judge_loop_run(world, &run) {

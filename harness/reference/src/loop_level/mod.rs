@@ -221,14 +221,14 @@ fn tool_runner(
             .cloned()
             .collect();
         let Some(last) = matching.last().cloned() else {
-            let name = call.name.clone();
-            return Box::pin(async move {
-                ToolOutcome {
-                    text: format!("Error: no scripted result for tool \"{name}\""),
-                    is_error: true,
-                    ..ToolOutcome::default()
-                }
-            });
+            // A name with no scripted result is a tool nobody registered:
+            // dsh-tools' runtime fails the call with its ToolNotFoundError.
+            let unknown = JsError {
+                name: "ToolNotFoundError".into(),
+                code: Some("UNKNOWN_TOOL".into()),
+                ..JsError::error(format!("unknown tool \"{}\"", call.name))
+            };
+            return Box::pin(async move { ToolOutcome::thrown(&unknown) });
         };
         let calls = {
             let mut used = used.borrow_mut();

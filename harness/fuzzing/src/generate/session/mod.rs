@@ -61,11 +61,33 @@ pub const FEATURES: &[Feature] = &[
     // draws every duration on a coarser grid, which the reference then
     // ticks on (`dshc-reference`'s `loop_level::grid`).
     feature("fine_time", 20, 60),
+    // The DeepSeek deployment's own settings (catalog, defaults, thinking).
+    feature("deployment", 2, 40),
+    // The first agent's options and session meta off their defaults, valid
+    // or not; a resume that changes them.
+    feature("agent_options", 2, 30),
+    // Tool results other than a plain success: contexts for the
+    // next step, a concluded turn, time taken, a body that throws or
+    // cancels and sends.
+    feature("tool_outcomes", 2, 50),
 ];
 
 /// The grids a session's durations are drawn on when it does not keep
 /// `fine_time`, in ms.
 const COARSE_TICKS_MS: &[u64] = &[2, 5, 10];
+
+/// `maxTokens` values `createAgent` takes: positive safe integers, the
+/// largest of them among them.
+const VALID_MAX_TOKENS: &[u64] = &[64, 4_096, 9_007_199_254_740_991];
+
+/// `maxTokens` values `createAgent` refuses.
+const REFUSED_MAX_TOKENS: &[fn() -> serde_json::Value] = &[
+    || json!(0),
+    || json!(-1),
+    || json!(1.5),
+    || json!(9_007_199_254_740_992_u64),
+    || json!("8"),
+];
 
 /// Separates the loop generator's swarm from the assembly one's.
 const SALT: u64 = 0x5E55_1011_0000_0002;
@@ -84,6 +106,9 @@ pub struct SessionFacts {
     pub complete_text: Option<String>,
     /// Whether a global suppressor is registered at some point (it survives resume).
     pub suppressed: bool,
+    /// Whether the deployment or the first agent has a setting its setup
+    /// refuses (then the run must fail its setup, and nothing else).
+    pub refused_at_setup: bool,
 }
 
 impl SessionFacts {
@@ -114,8 +139,38 @@ impl SessionFacts {
         SessionFacts {
             complete_text,
             suppressed,
+            refused_at_setup: scenario.agent.as_ref().is_some_and(refused_at_creation)
+                || scenario.adapter.as_ref().is_some_and(refused_deployment),
         }
     }
+}
+
+/// Whether dsh-llm-deepseek refuses this deployment: with thinking
+/// disabled, a default reasoning effort other than `off`.
+fn refused_deployment(adapter: &AdapterSpec) -> bool {
+    adapter.thinking.as_deref() == Some("disabled")
+        && adapter.reasoning_effort.as_deref().is_some_and(|e| e != "off")
+}
+
+/// Whether `createAgent` refuses these options, as dsh-agent-loop and
+/// dsh-session validate them: `maxTokens` a positive safe integer, and the
+/// session header's `cwd` absolute, `origin` `"subagent"` and
+/// `delegationDepth` a non-negative safe integer (each when given).
+fn refused_at_creation(agent: &AgentSpec) -> bool {
+    const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+    fn given(value: &JsJson) -> Option<&serde_json::Value> {
+        (!value.is_undefined()).then_some(&value.0)
+    }
+    // A JavaScript number: `2.0` is the integer 2.
+    let safe_integer_from = |value: &serde_json::Value, least: f64| {
+        value
+            .as_f64()
+            .is_some_and(|n| n.fract() == 0.0 && (least..=MAX_SAFE_INTEGER).contains(&n))
+    };
+    given(&agent.max_tokens).is_some_and(|v| !safe_integer_from(v, 1.0))
+        || given(&agent.cwd).is_some_and(|v| !v.as_str().is_some_and(|c| c.starts_with('/')))
+        || given(&agent.origin).is_some_and(|v| v.as_str() != Some("subagent"))
+        || given(&agent.delegation_depth).is_some_and(|v| !safe_integer_from(v, 0.0))
 }
 
 const TOOL_NAMES: &[&str] = &["read", "Bash", "edit", "grep", "write", "é"];
@@ -342,6 +397,8 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     }
     let responses = (0..turns * 4 + 4).map(|_| g.response()).collect();
     let tool_results = g.tool_results();
+    let agent = g.first_agent();
+    let adapter = g.deployment();
     Scenario {
         format: FORMAT_VERSION,
         title: format!("simulated session {session} of seed {seed}"),
@@ -352,12 +409,9 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         config_error: None,
         scopes: Vec::new(),
         steps: steps.into_iter().map(Step::new).collect(),
-        agent: None,
+        agent,
         provider: Some(Script::new(responses)),
-        adapter: Some(AdapterSpec {
-            stream_idle_timeout_ms: Some(60_000),
-            ..AdapterSpec::default()
-        }),
+        adapter: Some(adapter),
         simulation: Some(SimulationSpec {
             seed: seed ^ session,
             latency_ms: g.tick_ms * (1 + g.rng.below(3)),
@@ -545,7 +599,7 @@ impl Generator {
                     let ms = *self.rng.pick(&[-60_000, -tick, tick, 1_000, 3_600_000]);
                     ops.push(ToolOp::Act(ActOp::ClockJump(ActClockJump(ms))));
                 }
-                ToolResultSpec {
+                let result = ToolResultSpec {
                     text: format!("{name} done"),
                     name,
                     is_error: false,
@@ -553,9 +607,126 @@ impl Generator {
                     concludes_turn: false,
                     delay_ms: 0,
                     ops,
+                };
+                if self.roll("tool_outcomes") {
+                    self.tool_outcome(result)
+                } else {
+                    result
                 }
             })
             .collect()
+    }
+
+    /// A tool result other than a plain success, each part drawn alone.
+    /// (Not `is_error`: upstream renders a failing body itself, so a port
+    /// cannot be compared on it; a body that throws is drawn instead.)
+    fn tool_outcome(&mut self, mut result: ToolResultSpec) -> ToolResultSpec {
+        if self.rng.percent(30) {
+            result.additional_contexts = vec![format!("context {}", self.words(2))];
+        }
+        result.concludes_turn = self.rng.percent(15);
+        if self.rng.percent(30) {
+            result.delay_ms = self.duration_ms(1, 400);
+        }
+        match self.rng.below(10) {
+            0 => result
+                .ops
+                .push(ToolOp::Act(ActOp::Throw(ThrowArg::Message("tool broke".into())))),
+            // A cancel from inside the call, then a message sent while the
+            // aborted turn is still winding down.
+            1 | 2 => {
+                result.ops.push(ToolOp::Act(ActOp::Cancel(CancelArgs {
+                    reason: None,
+                    keep_inbox: self.rng.percent(50),
+                })));
+                let message = MessageArg::Text(format!("after {}", self.words(2)));
+                result.ops.push(ToolOp::Act(if self.rng.percent(50) {
+                    ActOp::Followup(message)
+                } else {
+                    ActOp::Steer(message)
+                }));
+            }
+            3 => result
+                .ops
+                .push(ToolOp::Act(ActOp::Followup(MessageArg::Text("more".into())))),
+            _ => {}
+        }
+        result
+    }
+
+    /// The first agent, with options and session meta off their defaults
+    /// as the swarm rolls: valid ones change its requests and log, invalid
+    /// ones fail its creation.
+    fn first_agent(&mut self) -> Option<AgentSpec> {
+        if !self.roll("agent_options") {
+            return None;
+        }
+        let mut agent = AgentSpec::default();
+        if self.rng.percent(50) {
+            agent.max_tokens = JsJson(if self.rng.percent(25) {
+                (self.rng.pick(REFUSED_MAX_TOKENS))()
+            } else {
+                json!(*self.rng.pick(VALID_MAX_TOKENS))
+            });
+        }
+        match self.rng.below(10) {
+            0 => agent.provider = JsJson::undefined(),
+            1 => agent.provider = JsJson(json!("")),
+            2 => agent.model = JsJson::undefined(),
+            _ => {}
+        }
+        if self.rng.percent(25) {
+            agent.parent_session = JsJson(json!("parent"));
+        }
+        if self.rng.percent(25) {
+            agent.origin = JsJson(json!(*self.rng.pick(&["subagent", "subagent", "main"])));
+        }
+        if self.rng.percent(25) {
+            agent.delegation_depth = JsJson(json!(*self.rng.pick(&[0.0, 2.0, 1.5])));
+        }
+        if self.rng.percent(25) {
+            agent.agent_preset = JsJson(json!("reviewer"));
+        }
+        if self.rng.percent(15) {
+            agent.cwd = JsJson(json!(*self.rng.pick(&["/work/sub", "relative"])));
+        }
+        Some(agent)
+    }
+
+    /// The deployment's settings, as the swarm rolls: a catalog that lists
+    /// the agents' model or another, a default window and cap, a default
+    /// effort and thinking (a combination the adapter refuses now and then).
+    fn deployment(&mut self) -> AdapterSpec {
+        let mut adapter = AdapterSpec {
+            stream_idle_timeout_ms: Some(60_000),
+            ..AdapterSpec::default()
+        };
+        if !self.roll("deployment") {
+            return adapter;
+        }
+        if self.rng.percent(50) {
+            let id = *self.rng.pick(&["deepseek-v4-flash", "deepseek-v4-pro"]);
+            adapter.models.push(ModelSpec {
+                id: id.into(),
+                context_window: self.rng.percent(70).then_some(64_000),
+                max_tokens: self.rng.percent(70).then_some(8_192),
+            });
+        }
+        if self.rng.percent(40) {
+            adapter.default_context_window = Some(*self.rng.pick(&[128_000, 32_000]));
+        }
+        if self.rng.percent(40) {
+            adapter.max_tokens = Some(*self.rng.pick(&[4_096, 100_000]));
+        }
+        if self.rng.percent(60) {
+            let effort = *self.rng.pick(&["off", "low", "high", "max"]);
+            adapter.reasoning_effort = Some(effort.into());
+        }
+        if self.rng.percent(40) {
+            let thinking = *self.rng.pick(&["enabled", "disabled"]);
+            adapter.thinking = Some(thinking.into());
+        }
+        adapter
     }
 
     /// The plugin config: identity, runtime context and persona.
