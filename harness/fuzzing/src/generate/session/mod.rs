@@ -149,7 +149,10 @@ impl SessionFacts {
 /// disabled, a default reasoning effort other than `off`.
 fn refused_deployment(adapter: &AdapterSpec) -> bool {
     adapter.thinking.as_deref() == Some("disabled")
-        && adapter.reasoning_effort.as_deref().is_some_and(|e| e != "off")
+        && adapter
+            .reasoning_effort
+            .as_deref()
+            .is_some_and(|e| e != "off")
 }
 
 /// Whether `createAgent` refuses these options, as dsh-agent-loop and
@@ -629,9 +632,9 @@ impl Generator {
             result.delay_ms = self.duration_ms(1, 400);
         }
         match self.rng.below(10) {
-            0 => result
-                .ops
-                .push(ToolOp::Act(ActOp::Throw(ThrowArg::Message("tool broke".into())))),
+            0 => result.ops.push(ToolOp::Act(ActOp::Throw(ThrowArg::Message(
+                "tool broke".into(),
+            )))),
             // A cancel from inside the call, then a message sent while the
             // aborted turn is still winding down.
             1 | 2 => {
@@ -648,7 +651,9 @@ impl Generator {
             }
             3 => result
                 .ops
-                .push(ToolOp::Act(ActOp::Followup(MessageArg::Text("more".into())))),
+                .push(ToolOp::Act(ActOp::Followup(MessageArg::Text(
+                    "more".into(),
+                )))),
             _ => {}
         }
         result
