@@ -28,7 +28,7 @@ const EMPTY_SURFACE: &str = "compact: the surface is empty";
 /// One violated invariant: a short tag (for shrinking) and the details.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// `determinism`, `unfinished`, `replay`, `tools`, `complete`, `suppression`, ...
+    /// `determinism`, `unfinished`, `refusal`, `replay`, `tools`, `complete`, `suppression`, ...
     pub tag: String,
     /// What was seen.
     pub detail: String,

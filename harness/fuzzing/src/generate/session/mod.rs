@@ -76,18 +76,9 @@ pub const FEATURES: &[Feature] = &[
 /// `fine_time`, in ms.
 const COARSE_TICKS_MS: &[u64] = &[2, 5, 10];
 
-/// `maxTokens` values `createAgent` takes: positive safe integers, the
-/// largest of them among them.
+/// `maxTokens` values `createAgent` takes: positive safe integers, up to
+/// the largest.
 const VALID_MAX_TOKENS: &[u64] = &[64, 4_096, 9_007_199_254_740_991];
-
-/// `maxTokens` values `createAgent` refuses.
-const REFUSED_MAX_TOKENS: &[fn() -> serde_json::Value] = &[
-    || json!(0),
-    || json!(-1),
-    || json!(1.5),
-    || json!(9_007_199_254_740_992_u64),
-    || json!("8"),
-];
 
 /// Separates the loop generator's swarm from the assembly one's.
 const SALT: u64 = 0x5E55_1011_0000_0002;
@@ -669,7 +660,15 @@ impl Generator {
         let mut agent = AgentSpec::default();
         if self.rng.percent(50) {
             agent.max_tokens = JsJson(if self.rng.percent(25) {
-                (self.rng.pick(REFUSED_MAX_TOKENS))()
+                // Values `createAgent` refuses.
+                let refused = [
+                    json!(0),
+                    json!(-1),
+                    json!(1.5),
+                    json!(9_007_199_254_740_992_u64),
+                    json!("8"),
+                ];
+                self.rng.pick(&refused).clone()
             } else {
                 json!(*self.rng.pick(VALID_MAX_TOKENS))
             });
