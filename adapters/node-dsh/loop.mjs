@@ -25,6 +25,7 @@ import { AgentRegistry, agentEvents } from '@deepseek-ai/dsh-agent'
 import { LlmAdapter, LlmError, LlmRuntime, createUserMessage } from '@deepseek-ai/dsh-llm'
 import { ToolRuntime } from '@deepseek-ai/dsh-tools'
 import { AgentLoop } from '@deepseek-ai/dsh-agent-loop'
+import { AttachmentError } from '@deepseek-ai/dsh-attachment'
 import * as deepseek from '@deepseek-ai/dsh-llm-deepseek'
 import * as timeContext from '@deepseek-ai/dsh-time-context'
 import * as tmuxContext from '@deepseek-ai/dsh-tmux-context'
@@ -540,6 +541,7 @@ function deepseekConfig(spec, baseURL) {
       id: model.id,
       ...(present(model.context_window) ? { contextWindow: model.context_window } : {}),
       ...(present(model.max_tokens) ? { maxTokens: model.max_tokens } : {}),
+      ...(present(model.input_modalities) ? { inputModalities: model.input_modalities } : {}),
     }))
   }
   if (present(spec.default_context_window)) config.defaultContextWindow = spec.default_context_window
@@ -547,7 +549,32 @@ function deepseekConfig(spec, baseURL) {
   if (present(spec.reasoning_effort)) config.reasoningEffort = spec.reasoning_effort
   if (present(spec.thinking)) config.thinking = spec.thinking
   if (present(spec.stream_idle_timeout_ms)) config.streamIdleTimeoutMs = spec.stream_idle_timeout_ms
+  if (present(spec.max_request_image_bytes)) config.maxRequestImageBytes = spec.max_request_image_bytes
   return config
+}
+
+/**
+ * The deployment's attachment service (`ctx.attachments`) as the world
+ * states it: each held image by `attachmentId`, read as its stored bytes
+ * and media type, or failing with its `AttachmentError`
+ * (docs/adapter-protocol.md, "The attachment service").
+ */
+class ScriptedAttachments {
+  /** @param {any[]} held the world's `adapter.attachments` */
+  constructor(held) {
+    this.held = new Map(held.map((image) => [image.id, image]))
+  }
+
+  /** @param {any} ref an image block's `attachment` */
+  async readImage(ref) {
+    if (ref === null || typeof ref !== 'object' || typeof ref.attachmentId !== 'string') {
+      throw new AttachmentError('Image attachment reference is invalid.', 'INVALID_ATTACHMENT_REF')
+    }
+    const image = this.held.get(ref.attachmentId)
+    if (image === undefined) throw new AttachmentError('Image attachment not found.', 'ATTACHMENT_NOT_FOUND')
+    if (present(image.error)) throw new AttachmentError(image.error.message, image.error.code)
+    return { ref: { ...ref, mediaType: image.media_type }, data: new Uint8Array(Buffer.from(image.data, 'base64')) }
+  }
 }
 
 /** A loop case's world: the registry commands of `CaseWorld` plus the agent. */
@@ -635,6 +662,10 @@ class LoopWorld extends CaseWorld {
     await loadPlugin(root, this.fibers, AgentRegistry)
     await loadPlugin(root, this.fibers, LlmRuntime)
     await loadPlugin(root, this.fibers, ToolRuntime, {})
+    if (Array.isArray(world.adapter.attachments)) {
+      const attachments = new ScriptedAttachments(world.adapter.attachments)
+      await loadPlugin(root, this.fibers, { name: 'dshc-scripted-attachments', apply: (ctx) => ctx.provide('attachments', attachments) })
+    }
     if (world.adapter.registered) {
       if (!present(providerUrl)) throw new AdapterFault('a loop case with a registered adapter needs `provider_url`')
       await loadPlugin(root, this.fibers, deepseek, deepseekConfig(world.adapter, providerUrl))
@@ -763,13 +794,15 @@ class LoopWorld extends CaseWorld {
     for (const name of names) {
       const scripted = results.filter((result) => result.name === name)
       let calls = 0
+      // The result being rendered: calls of one tool run one at a time.
+      let returning
       this.root.tools.register({
         name,
         description: SCRIPTED_TOOL_DESCRIPTION,
         parameters: { type: 'object', properties: {} },
         output: {
           schema: { type: 'string' },
-          render: (_args, value) => [{ type: 'text', text: value }],
+          render: (_args, value) => (present(returning?.content) ? returning.content : [{ type: 'text', text: value }]),
         },
         execute: async (args, exec) => {
           const spec = scripted[Math.min(calls, scripted.length - 1)]
@@ -781,6 +814,7 @@ class LoopWorld extends CaseWorld {
             exec.deferContext(userPrompt(text, { kind: 'tool', callId: exec.callId }))
           }
           if (spec.concludes_turn === true) exec.concludeTurn()
+          returning = spec
           return spec.text ?? ''
         },
       })

@@ -461,6 +461,9 @@ impl LoopContext {
 pub struct ToolOutcome {
     /// Result text.
     pub text: String,
+    /// The result's content blocks, when they are not the one text block of
+    /// `text` (images, several blocks).
+    pub content: Option<Vec<Value>>,
     /// `isError`.
     pub is_error: bool,
     /// The result's `error.info` (`{name, code}` of a harness error the

@@ -92,9 +92,13 @@ fn aborted_while_running(ran: ToolOutcome) -> ToolOutcome {
 
 /// The tool-result user message of call `id`.
 fn tool_result_message(id: &str, outcome: &ToolOutcome, message_id: String) -> Value {
+    let content = match &outcome.content {
+        Some(blocks) => Value::Array(blocks.clone()),
+        None => json!([{"type": "text", "text": outcome.text}]),
+    };
     json!({
         "source": {"kind": "tool", "callId": id},
-        "content": [{"type": "tool-result", "toolCallId": id, "content": [{"type": "text", "text": outcome.text}], "isError": outcome.is_error}],
+        "content": [{"type": "tool-result", "toolCallId": id, "content": content, "isError": outcome.is_error}],
         "role": "user",
         "id": message_id,
     })

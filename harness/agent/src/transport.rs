@@ -18,9 +18,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 use dshc_deepseek::{
-    DeepSeekDefaults, SseDecoder, SseItem, Translator, end_of_stream_error, failure_chunk,
-    http_error, is_null_body_status, no_body_error, request_headers, request_transport_error,
-    serialize_request, stream_error,
+    SseDecoder, SseItem, Translator, WireOptions, end_of_stream_error, failure_chunk, http_error,
+    image_preflight, is_null_body_status, no_body_error, request_headers, request_transport_error,
+    stream_error, wire_body,
 };
 use dshc_model::JsError;
 
@@ -52,8 +52,11 @@ impl Endpoint {
 pub struct Connection {
     /// Endpoint.
     pub endpoint: Endpoint,
-    /// Deployment thinking defaults.
-    pub defaults: DeepSeekDefaults,
+    /// What the body is built from besides the request: thinking defaults,
+    /// the attachment service, the image bound.
+    pub wire: WireOptions,
+    /// The catalog models whose input modalities include images.
+    pub image_models: Vec<String>,
     /// Idle watchdog between stream reads.
     pub stream_idle_timeout_ms: u64,
     /// Bearer token.
@@ -185,7 +188,11 @@ impl ChunkStream {
     /// failure on the way ends the stream: its chunk is returned.
     async fn start(&mut self) -> Option<Value> {
         let idle = self.idle();
-        let body = match serialize_request(&self.request, &self.connection.defaults) {
+        let wire = &self.connection.wire;
+        let accepts_images = |model: &str| self.connection.image_models.iter().any(|m| m == model);
+        let body = match image_preflight(&self.request, accepts_images, wire)
+            .and_then(|()| wire_body(&self.request, wire))
+        {
             Ok(body) => body.to_string(),
             Err(error) => return self.fail(error, false),
         };

@@ -13,7 +13,7 @@
 use std::rc::Rc;
 
 use dshc_agent::transport::{ChunkStream, Connection, Endpoint};
-use dshc_deepseek::DeepSeekDefaults;
+use dshc_deepseek::WireOptions;
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -48,7 +48,8 @@ fn chunks_for(response: ResponseTemplate) -> Vec<Value> {
             .await;
         let connection = Rc::new(Connection {
             endpoint: Endpoint::Socket(*server.address()),
-            defaults: DeepSeekDefaults::default(),
+            wire: WireOptions::default(),
+            image_models: Vec::new(),
             stream_idle_timeout_ms: 10_000,
             api_key: "sk-test".into(),
             user_id: "user".into(),

@@ -48,12 +48,26 @@ impl DeepSeekConnection {
     pub fn validate(&self) -> Result<(), JsError> {
         self.validate_schema()?;
         self.defaults.validate()?;
+        if self.max_request_image_bytes > MAX_SAFE_INTEGER {
+            return Err(JsError::error(
+                "llm-deepseek: maxRequestImageBytes must be a positive safe integer",
+            ));
+        }
         let mut seen = std::collections::BTreeSet::new();
         for model in &self.models {
             if model.id.is_empty() {
                 return Err(JsError::error(
                     "llm-deepseek: catalog model ids must be non-empty",
                 ));
+            }
+            if let Some(modalities) = &model.input_modalities {
+                let distinct: std::collections::BTreeSet<&String> = modalities.iter().collect();
+                if distinct.len() != modalities.len() {
+                    return Err(JsError::error(format!(
+                        "llm-deepseek: catalog model \"{}\" inputModalities must not contain duplicates",
+                        model.id
+                    )));
+                }
             }
             if !seen.insert(model.id.as_str()) {
                 return Err(JsError::error(format!(
@@ -93,6 +107,16 @@ impl DeepSeekConnection {
                 model
                     .max_tokens
                     .and_then(|v| at_least_one(&path("maxTokens"), v)),
+                model
+                    .input_modalities
+                    .as_ref()
+                    .filter(|modalities| modalities.is_empty())
+                    .map(|_| {
+                        format!(
+                            "{} expected array length >= 1 but got 0",
+                            path("inputModalities")
+                        )
+                    }),
             ]
         });
         let stream_idle = self.stream_idle_timeout_ms;
@@ -117,6 +141,7 @@ impl DeepSeekConnection {
             (stream_idle == 0)
                 .then(|| "streamIdleTimeoutMs expected number >= 5e-324 but got 0".to_string()),
             at_most("streamIdleTimeoutMs", stream_idle, MAX_TIMER_DELAY_MS),
+            at_least_one("maxRequestImageBytes", self.max_request_image_bytes),
         ])
         .flatten()
         .next();
@@ -146,6 +171,18 @@ pub struct DeepSeekModel {
     pub context_window: Option<u64>,
     /// `maxTokens`, when the catalog states it.
     pub max_tokens: Option<u64>,
+    /// `inputModalities` (`"text"`, `"image"`), when the catalog states
+    /// them; unstated means text only.
+    pub input_modalities: Option<Vec<String>>,
+}
+
+impl DeepSeekModel {
+    /// Whether requests with images may go to this model.
+    pub fn accepts_images(&self) -> bool {
+        self.input_modalities
+            .as_ref()
+            .is_some_and(|modalities| modalities.iter().any(|m| m == "image"))
+    }
 }
 
 /// The resolved connection facts the pure parts need.
@@ -163,6 +200,8 @@ pub struct DeepSeekConnection {
     pub models: Vec<DeepSeekModel>,
     /// `streamIdleTimeoutMs` (default 300 000).
     pub stream_idle_timeout_ms: u64,
+    /// `maxRequestImageBytes` (default 20 MiB).
+    pub max_request_image_bytes: u64,
 }
 
 impl Default for DeepSeekConnection {
@@ -172,6 +211,7 @@ impl Default for DeepSeekConnection {
             id: id.into(),
             context_window: Some(DEFAULT_CONTEXT_WINDOW),
             max_tokens: None,
+            input_modalities: None,
         };
         DeepSeekConnection {
             base_url: PUBLIC_BASE_URL.into(),
@@ -180,6 +220,7 @@ impl Default for DeepSeekConnection {
             default_context_window: DEFAULT_CONTEXT_WINDOW,
             models: vec![model("deepseek-v4-flash"), model("deepseek-v4-pro")],
             stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            max_request_image_bytes: DEFAULT_MAX_REQUEST_IMAGE_BYTES,
         }
     }
 }
@@ -437,6 +478,7 @@ mod tests {
             default_context_window: 64_000,
             max_tokens: 8_000,
             models: vec![DeepSeekModel {
+                input_modalities: None,
                 id: "m".into(),
                 context_window: Some(128_000),
                 max_tokens: Some(4_000),

@@ -24,7 +24,8 @@
 //!   surrogates, numbers overflowing to `Infinity`, nesting deeper than 128)
 //!   are reported as `MALFORMED_RESPONSE`.
 //! - Malformed *harness* requests (non-array `content`, `null` messages or
-//!   blocks) are serialized leniently instead of throwing `TypeError`s.
+//!   blocks, an image block without an `attachment` object) are serialized
+//!   leniently instead of throwing `TypeError`s.
 //! - The 120-unit prefix in `malformed SSE payload: …` may end inside a
 //!   surrogate pair; JavaScript keeps the lone surrogate, a Rust `String`
 //!   holds U+FFFD instead.
@@ -37,12 +38,14 @@
 
 //!
 //! Modules follow the adapter's own parts: [`config`] (W4, W5), [`request`]
-//! (W1–W3, W6), [`sse`] (W7), [`translate`] (W8, W9, W11, W12), [`failure`]
-//! (W10) and [`wording`] (the provider-wording classifiers). JavaScript value
-//! rules come from `dshc_model::js`.
+//! (W1–W3, W6), [`images`] (the image path of W2), [`sse`] (W7),
+//! [`translate`] (W8, W9, W11, W12), [`failure`] (W10) and [`wording`] (the
+//! provider-wording classifiers). JavaScript value rules come from
+//! `dshc_model::js`.
 
 pub mod config;
 pub mod failure;
+pub mod images;
 pub mod request;
 pub mod sse;
 pub mod translate;
@@ -53,6 +56,7 @@ mod fixtures;
 
 pub use config::*;
 pub use failure::*;
+pub use images::*;
 pub use request::*;
 pub use sse::*;
 pub use translate::*;

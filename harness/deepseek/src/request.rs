@@ -42,7 +42,7 @@ pub fn image_input_error(model: &str) -> JsError {
 }
 
 /// The text blocks' texts joined with "" (`flattenText`).
-fn flatten_text(blocks: &[Value]) -> String {
+pub(crate) fn flatten_text(blocks: &[Value]) -> String {
     blocks
         .iter()
         .filter(|block| block_type(block) == Some("text"))
@@ -50,7 +50,7 @@ fn flatten_text(blocks: &[Value]) -> String {
         .collect()
 }
 
-fn serialize_assistant(blocks: &[Value]) -> Value {
+pub(crate) fn serialize_assistant(blocks: &[Value]) -> Value {
     let reasoning: String = blocks
         .iter()
         .filter(|block| block_type(block) == Some("reasoning"))
@@ -147,6 +147,18 @@ pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result
         ]));
     }
     messages.extend(serialize_messages(items(prop(request, "messages")))?);
+    let mut body = request_with_messages(request, messages, defaults)?;
+    json_round_trip_in_place(&mut body);
+    Ok(body)
+}
+
+/// `requestWithMessages`: the body around serialized messages, shared by
+/// the text and image paths (W1, W3, W4).
+pub(crate) fn request_with_messages(
+    request: &Value,
+    messages: Vec<Value>,
+    defaults: &DeepSeekDefaults,
+) -> Result<Value, JsError> {
     let tools: Vec<Value> = items(prop(request, "tools"))
         .iter()
         .map(|tool| {
@@ -178,9 +190,7 @@ pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result
     insert_defined(&mut body, "temperature", prop(request, "temperature"));
     insert_defined(&mut body, "max_tokens", prop(request, "maxTokens"));
     insert_defined(&mut body, "stop", prop(request, "stop"));
-    let mut body = Value::Object(body);
-    json_round_trip_in_place(&mut body);
-    Ok(body)
+    Ok(Value::Object(body))
 }
 
 /// The request URL: `{baseURL}/chat/completions`.

@@ -359,10 +359,7 @@ pub fn judge_loop_run(
     world: &dshc_scenario::protocol::LoopWorld,
     run: &dshc_scenario::protocol::LoopRun,
 ) -> Vec<Violation> {
-    let defaults = dshc_deepseek::DeepSeekDefaults {
-        thinking: world.adapter.thinking.clone(),
-        reasoning_effort: world.adapter.reasoning_effort.clone(),
-    };
+    let wire = world.adapter.wire_options();
     let mut found = Vec::new();
     let logs = std::iter::once((world.agent.id.as_str(), &run.log)).chain(
         run.agents
@@ -371,7 +368,7 @@ pub fn judge_loop_run(
     );
     let single = run.agents.is_empty();
     for (agent, log) in logs {
-        for (kind, detail) in judge_agent_log(agent, log, run, single, &defaults) {
+        for (kind, detail) in judge_agent_log(agent, log, run, single, &wire) {
             found.push(Violation {
                 kind,
                 agent: agent.to_owned(),
@@ -396,7 +393,7 @@ fn judge_agent_log(
     log: &[Value],
     run: &dshc_scenario::protocol::LoopRun,
     single: bool,
-    defaults: &dshc_deepseek::DeepSeekDefaults,
+    wire: &dshc_deepseek::WireOptions,
 ) -> Vec<(ViolationKind, String)> {
     let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
     let events = match events {
@@ -411,7 +408,7 @@ fn judge_agent_log(
         .map(|detail| (ViolationKind::LogSeq, detail))
         .collect();
     let dispatches = crate::replay::dispatch_points(&events);
-    let wire: Vec<&Value> = run
+    let received: Vec<&Value> = run
         .requests
         .iter()
         .filter(|request| {
@@ -435,8 +432,8 @@ fn judge_agent_log(
     // Each attempt went to the wire or to a scripted route. The log does not
     // say which, so a session whose traffic went both ways (or nowhere) is
     // not replay-checked.
-    let problems = match (wire.is_empty(), scripted.is_empty()) {
-        (false, true) => crate::replay::check_replay(&events, agent, &dispatches, &wire, defaults),
+    let problems = match (received.is_empty(), scripted.is_empty()) {
+        (false, true) => crate::replay::check_replay(&events, agent, &dispatches, &received, wire),
         (true, false) => {
             crate::replay::check_scripted_replay(&events, agent, &dispatches, &scripted)
         }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use dshc_model::JsError;
 
-use dshc_deepseek::{DeepSeekDefaults, serialize_request};
+use dshc_deepseek::{WireOptions, wire_body};
 use dshc_model::session::event_kind;
 use dshc_model::session::{Event, SurfaceFold, derive_messages, fold_request_header, fold_surface};
 
@@ -136,10 +136,10 @@ impl<'a> Rebuilder<'a> {
 pub fn wire_body_at(
     prefix: &[Event],
     session_id: &str,
-    defaults: &DeepSeekDefaults,
+    wire: &WireOptions,
 ) -> Result<Value, ReplayError> {
     let request = request_at(prefix, session_id)?;
-    serialize_request(&request, defaults).map_err(ReplayError::Serialize)
+    wire_body(&request, wire).map_err(ReplayError::Serialize)
 }
 
 /// The wire body of every request a log alone rebuilds, in dispatch order,
@@ -149,11 +149,11 @@ pub fn wire_body_at(
 pub fn rebuilt_wire_bodies<'a>(
     events: &'a [Event],
     session_id: &'a str,
-    defaults: &'a DeepSeekDefaults,
+    wire: &'a WireOptions,
 ) -> impl Iterator<Item = (usize, Result<Value, ReplayError>)> + 'a {
     dispatch_points(events)
         .into_iter()
-        .map(move |point| (point, wire_body_at(&events[..point], session_id, defaults)))
+        .map(move |point| (point, wire_body_at(&events[..point], session_id, wire)))
 }
 
 /// Dispatch points recoverable from a log alone: the position of the first
@@ -288,10 +288,10 @@ pub fn check_replay(
     session_id: &str,
     dispatches: &[usize],
     received: &[&Value],
-    defaults: &DeepSeekDefaults,
+    wire: &WireOptions,
 ) -> Vec<String> {
     check_replay_with(events, session_id, dispatches, received, &|request| {
-        serialize_request(&request, defaults).map_err(ReplayError::Serialize)
+        wire_body(&request, wire).map_err(ReplayError::Serialize)
     })
 }
 
@@ -460,27 +460,21 @@ mod tests {
 
     #[test]
     fn a_request_is_the_folded_header_plus_the_surface_messages() {
-        let body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        let body = wire_body_at(&log(), "s", &WireOptions::default()).unwrap();
         assert_eq!(
             body["messages"],
             json!([{"role": "system", "content": "S"}, {"role": "user", "content": "hi"}])
         );
-        assert!(check_replay(&log(), "s", &[2], &[&body], &DeepSeekDefaults::default()).is_empty());
+        assert!(check_replay(&log(), "s", &[2], &[&body], &WireOptions::default()).is_empty());
     }
 
     #[test]
     fn a_request_that_differs_from_its_reconstruction_is_flagged() {
-        let mut body = wire_body_at(&log(), "s", &DeepSeekDefaults::default()).unwrap();
+        let mut body = wire_body_at(&log(), "s", &WireOptions::default()).unwrap();
         body["messages"][0]["content"] = json!("another system");
-        let problems = check_replay(&log(), "s", &[2], &[&body], &DeepSeekDefaults::default());
+        let problems = check_replay(&log(), "s", &[2], &[&body], &WireOptions::default());
         assert_eq!(problems.len(), 1, "{problems:?}");
-        let unaccounted = check_replay(
-            &log(),
-            "s",
-            &[],
-            &[&json!({})],
-            &DeepSeekDefaults::default(),
-        );
+        let unaccounted = check_replay(&log(), "s", &[], &[&json!({})], &WireOptions::default());
         assert_eq!(unaccounted.len(), 1);
     }
 

@@ -89,9 +89,9 @@ fn report_of_log(path: &std::path::Path) -> anyhow::Result<CacheReport> {
         return Ok(report(&requests, &[], &[]));
     }
     let events = read_log(&text).map_err(|e| DataFileError::new(path, e.to_string()))?;
-    let defaults = dshc_deepseek::DeepSeekDefaults::default();
+    let wire = dshc_deepseek::WireOptions::default();
     let mut requests = Vec::new();
-    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &defaults) {
+    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &wire) {
         let body = body.map_err(|error| {
             DataFileError::new(
                 path,

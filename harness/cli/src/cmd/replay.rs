@@ -26,8 +26,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             format!("the log's surface does not fold: {}", error.message),
         )
     })?;
-    let defaults = dshc_deepseek::DeepSeekDefaults::default();
-    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &defaults) {
+    let wire = dshc_deepseek::WireOptions::default();
+    for (point, body) in rebuilt_wire_bodies(&events, "replayed", &wire) {
         match body {
             Ok(body) => crate::out!("{body}"),
             Err(error) => {

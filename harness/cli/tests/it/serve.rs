@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 
 use dshc_agent::transport::{ChunkStream, Connection, Endpoint};
-use dshc_deepseek::DeepSeekDefaults;
+use dshc_deepseek::WireOptions;
 use serde_json::{Value, json};
 
 pub(super) struct Served {
@@ -78,7 +78,8 @@ fn chunks_from(address: SocketAddr, request: Value) -> Vec<Value> {
     local.block_on(&runtime, async move {
         let connection = Rc::new(Connection {
             endpoint: Endpoint::Socket(address),
-            defaults: DeepSeekDefaults::default(),
+            wire: WireOptions::default(),
+            image_models: Vec::new(),
             stream_idle_timeout_ms: 10_000,
             api_key: "sk-test".into(),
             user_id: "user".into(),

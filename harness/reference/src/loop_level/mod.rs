@@ -69,6 +69,10 @@ fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsErr
                 id: m.id.clone(),
                 context_window: m.context_window,
                 max_tokens: m.max_tokens,
+                input_modalities: m
+                    .input_modalities
+                    .as_ref()
+                    .map(|modalities| modalities.iter().map(|m| m.name().to_owned()).collect()),
             })
             .collect();
     }
@@ -81,6 +85,9 @@ fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsErr
     if let Some(timeout_ms) = spec.stream_idle_timeout_ms {
         deepseek.stream_idle_timeout_ms = timeout_ms;
     }
+    if let Some(bound) = spec.max_request_image_bytes {
+        deepseek.max_request_image_bytes = bound;
+    }
     deepseek.validate()?;
     let models = deepseek
         .models
@@ -92,7 +99,13 @@ fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsErr
             host: PROVIDER_HOST.into(),
             port: PROVIDER_PORT,
         },
-        defaults: deepseek.defaults.clone(),
+        wire: spec.wire_options(),
+        image_models: deepseek
+            .models
+            .iter()
+            .filter(|m| m.accepts_images())
+            .map(|m| m.id.clone())
+            .collect(),
         stream_idle_timeout_ms: deepseek.stream_idle_timeout_ms,
         api_key: "sk-dshc-simulated".into(),
         user_id: "dshc-user".into(),
@@ -252,6 +265,7 @@ fn tool_runner(
             match run_tool_ops(&spec, &call, calls, world, &registry, &scripted).await {
                 Ok(()) => ToolOutcome {
                     text: spec.text.clone(),
+                    content: spec.content.clone(),
                     is_error: spec.is_error,
                     error_info: None,
                     additional_contexts: spec.additional_contexts.clone(),

@@ -32,11 +32,47 @@ pub(super) fn check_world(
         )
         .collect();
     check_agent_options(&agents)?;
+    check_attachments(world)?;
     check_messages_and_agents(commands, &agents, path_of)?;
     check_route_commands(commands, &world.routes, path_of)?;
     check_plugin_commands(commands, &world.plugins, path_of)?;
     check_clock(&world.simulation, commands)?;
     check_clock_stays_after_the_epoch(&world.simulation, commands, path_of)
+}
+
+/// The attachment service's images are stored bytes: their base64 is the
+/// canonical form (padded, no stray bits), the one `Buffer` writes back, so
+/// every implementation puts the same data URL on the wire.
+fn check_attachments(world: &LoopWorld) -> Result<(), CompileError> {
+    for (index, image) in world.adapter.attachments.iter().flatten().enumerate() {
+        if !is_canonical_base64(&image.data) {
+            return fail(
+                &format!("adapter.attachments[{index}].data"),
+                "an image's data is canonical base64 (padded with `=`, no bits past the last byte)",
+            );
+        }
+    }
+    Ok(())
+}
+
+fn is_canonical_base64(text: &str) -> bool {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = text.as_bytes();
+    let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
+    if !bytes.len().is_multiple_of(4) || padding > 2 {
+        return false;
+    }
+    let symbols = &bytes[..bytes.len() - padding];
+    let values: Option<Vec<u8>> = symbols
+        .iter()
+        .map(|b| ALPHABET.iter().position(|a| a == b).map(|v| v as u8))
+        .collect();
+    let Some(values) = values else {
+        return false;
+    };
+    // One `=` leaves 2 bits of the last symbol unused, two leave 4.
+    let unused_mask = [0u8, 0b11, 0b1111][padding];
+    values.last().is_none_or(|last| last & unused_mask == 0)
 }
 
 /// `AgentOptions.provider` and `model` are strings or `undefined`: any other
@@ -363,4 +399,21 @@ fn check_scripted_error(path: &str, error: &ScriptedError) -> Result<(), Compile
         return fail(&format!("{path}.request_id"), "a request id is non-empty");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_canonical_base64;
+
+    #[test]
+    fn canonical_base64_is_what_a_buffer_writes_back() {
+        for canonical in ["", "AA==", "AAA=", "AAAA", "iVBORw0KGgo=", "+/+/"] {
+            assert!(is_canonical_base64(canonical), "{canonical:?}");
+        }
+        // Unpadded, stray bits after the last byte, a bad symbol, padding
+        // inside, too much padding.
+        for refused in ["AA", "AB==", "AAB=", "A-A=", "A=AA", "A===", "AAAAA"] {
+            assert!(!is_canonical_base64(refused), "{refused:?}");
+        }
+    }
 }

@@ -164,6 +164,93 @@ pub struct AdapterSpec {
     /// Idle watchdog between stream reads (default 300000).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_idle_timeout_ms: Option<u64>,
+    /// `maxRequestImageBytes`: the bound on a request's base64 image payload
+    /// (default 20971520); the oldest images over it are sent as text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_request_image_bytes: Option<u64>,
+    /// The durable attachment service (`ctx.attachments`) the adapter reads
+    /// images through, with the images it holds. Absent: there is none, so
+    /// a request with an image fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<AttachmentSpec>>,
+}
+
+impl AdapterSpec {
+    /// What the DeepSeek adapter builds request bodies from besides the
+    /// request: the thinking defaults, the attachment service, the image
+    /// bound (its default when unstated).
+    pub fn wire_options(&self) -> dshc_deepseek::WireOptions {
+        let attachments = self.attachments.as_ref().map(|held| {
+            let mut service = dshc_deepseek::Attachments::default();
+            for image in held {
+                let stored = match &image.error {
+                    Some(failure) => Err(dshc_deepseek::AttachmentFault {
+                        code: failure.code.clone(),
+                        message: failure.message.clone(),
+                    }),
+                    None => Ok(dshc_deepseek::StoredImage {
+                        media_type: image.media_type.clone(),
+                        base64: image.data.clone(),
+                    }),
+                };
+                service.insert(&image.id, stored);
+            }
+            service
+        });
+        dshc_deepseek::WireOptions {
+            defaults: dshc_deepseek::DeepSeekDefaults {
+                thinking: self.thinking.clone(),
+                reasoning_effort: self.reasoning_effort.clone(),
+            },
+            attachments,
+            max_request_image_bytes: self
+                .max_request_image_bytes
+                .unwrap_or(dshc_deepseek::DEFAULT_MAX_REQUEST_IMAGE_BYTES),
+        }
+    }
+}
+
+impl Modality {
+    /// Its name in the catalog (`inputModalities`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Modality::Text => "text",
+            Modality::Image => "image",
+        }
+    }
+}
+
+/// One image the attachment service holds, under its `attachmentId`. Its
+/// read gives these bytes under this media type, or throws an
+/// `AttachmentError` with `error`'s code and message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentSpec {
+    /// The `attachmentId` image blocks name it by.
+    pub id: String,
+    /// The stored media type (`image/png`, ...), which the data URL carries.
+    #[serde(default = "default_media_type")]
+    pub media_type: String,
+    /// The stored bytes, in canonical base64.
+    #[serde(default)]
+    pub data: String,
+    /// The read fails instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<AttachmentFailure>,
+}
+
+/// An `AttachmentError` a read throws.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentFailure {
+    /// Its `code` (`ATTACHMENT_NOT_FOUND`, `ATTACHMENT_CORRUPT`, ...).
+    pub code: String,
+    /// Its message.
+    pub message: String,
+}
+
+fn default_media_type() -> String {
+    "image/png".into()
 }
 
 impl Default for AdapterSpec {
@@ -177,6 +264,8 @@ impl Default for AdapterSpec {
             reasoning_effort: None,
             thinking: None,
             stream_idle_timeout_ms: None,
+            max_request_image_bytes: None,
+            attachments: None,
         }
     }
 }
@@ -197,6 +286,20 @@ pub struct ModelSpec {
     /// Its output cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// `inputModalities` (default `["text"]`): `image` lets requests with
+    /// images through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_modalities: Option<Vec<Modality>>,
+}
+
+/// An input modality a catalog model accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Modality {
+    /// Text.
+    Text,
+    /// Images.
+    Image,
 }
 
 /// Simulated time and network (turmoil).
@@ -253,6 +356,11 @@ pub struct ToolResultSpec {
     /// Result text.
     #[serde(default)]
     pub text: String,
+    /// The result's content blocks as given (text and image blocks), in
+    /// place of the one text block `text` renders to; `text` stays the
+    /// tool's returned value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<Value>>,
     /// `isError`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,

@@ -238,6 +238,11 @@ const REFUSALS: &[Refusal] = &[
     fixture(WORLD, "a string, or `{ ", "agent_model_is_not_a_string"),
     fixture(
         WORLD,
+        "an image's data is canonical base64",
+        "attachment_data_is_not_canonical_base64",
+    ),
+    fixture(
+        WORLD,
         "a message has either `text` or `content`",
         "message_with_text_and_content",
     ),

@@ -562,6 +562,7 @@ impl Generator {
                 }
                 let result = ToolResultSpec {
                     text: format!("{name} done"),
+                    content: None,
                     name,
                     is_error: false,
                     additional_contexts: Vec::new(),

@@ -108,6 +108,7 @@ impl Generator {
                 id: id.into(),
                 context_window: self.rng.percent(70).then_some(64_000),
                 max_tokens: self.rng.percent(70).then_some(8_192),
+                input_modalities: None,
             });
         }
         if self.rng.percent(40) {
