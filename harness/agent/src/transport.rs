@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use dshc_deepseek::{
     SseDecoder, SseItem, Translator, WireOptions, end_of_stream_error, failure_chunk, http_error,
-    image_preflight, is_null_body_status, no_body_error, request_headers, request_transport_error,
-    stream_error, wire_body,
+    is_null_body_status, no_body_error, request_headers, request_transport_error, stream_error,
+    wire_body,
 };
 use dshc_model::JsError;
 
@@ -55,8 +55,6 @@ pub struct Connection {
     /// What the body is built from besides the request: thinking defaults,
     /// the attachment service, the image bound.
     pub wire: WireOptions,
-    /// The catalog models whose input modalities include images.
-    pub image_models: Vec<String>,
     /// Idle watchdog between stream reads.
     pub stream_idle_timeout_ms: u64,
     /// Bearer token.
@@ -188,11 +186,7 @@ impl ChunkStream {
     /// failure on the way ends the stream: its chunk is returned.
     async fn start(&mut self) -> Option<Value> {
         let idle = self.idle();
-        let wire = &self.connection.wire;
-        let accepts_images = |model: &str| self.connection.image_models.iter().any(|m| m == model);
-        let body = match image_preflight(&self.request, accepts_images, wire)
-            .and_then(|()| wire_body(&self.request, wire))
-        {
+        let body = match wire_body(&self.request, &self.connection.wire) {
             Ok(body) => body.to_string(),
             Err(error) => return self.fail(error, false),
         };

@@ -176,15 +176,6 @@ pub struct DeepSeekModel {
     pub input_modalities: Option<Vec<String>>,
 }
 
-impl DeepSeekModel {
-    /// Whether requests with images may go to this model.
-    pub fn accepts_images(&self) -> bool {
-        self.input_modalities
-            .as_ref()
-            .is_some_and(|modalities| modalities.iter().any(|m| m == "image"))
-    }
-}
-
 /// The resolved connection facts the pure parts need.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeepSeekConnection {

@@ -106,6 +106,8 @@ pub struct WireOptions {
     pub attachments: Option<Attachments>,
     /// `maxRequestImageBytes`.
     pub max_request_image_bytes: u64,
+    /// The catalog models whose `inputModalities` include `image`.
+    pub image_models: Vec<String>,
 }
 
 impl Default for WireOptions {
@@ -114,26 +116,25 @@ impl Default for WireOptions {
             defaults: DeepSeekDefaults::default(),
             attachments: None,
             max_request_image_bytes: DEFAULT_MAX_REQUEST_IMAGE_BYTES,
+            image_models: Vec::new(),
         }
     }
 }
 
-/// What `stream()` refuses before it sends a request with an image: a model
-/// whose catalog entry does not accept images (`accepts_images`), then a
-/// deployment without an attachment service. Both `UNSUPPORTED_CONTENT`.
-pub fn image_preflight(
-    request: &Value,
-    accepts_images: impl Fn(&str) -> bool,
-    options: &WireOptions,
-) -> Result<(), JsError> {
+/// The wire body of a request, or what the adapter's `stream()` throws
+/// before sending it. A request with an image is refused for a model whose
+/// catalog entry does not accept images, then for a deployment without an
+/// attachment service (both `UNSUPPORTED_CONTENT`); else it takes the image
+/// path. Any other request takes the text path.
+pub fn wire_body(request: &Value, options: &WireOptions) -> Result<Value, JsError> {
     if !request_has_image(request) {
-        return Ok(());
+        return serialize_request(request, &options.defaults);
     }
     let model = prop(request, "model").and_then(Value::as_str).unwrap_or("");
-    if !accepts_images(model) {
+    if !options.image_models.iter().any(|m| m == model) {
         return Err(image_input_error(model));
     }
-    if options.attachments.is_none() {
+    let Some(attachments) = &options.attachments else {
         return Err(llm_error(
             "DeepSeek image conversion requires the durable attachment service.",
             "UNSUPPORTED_CONTENT",
@@ -141,20 +142,8 @@ pub fn image_preflight(
             None,
             None,
         ));
-    }
-    Ok(())
-}
-
-/// The wire body of a request: the image path when it holds an image and
-/// the deployment has an attachment service, else the text path (which
-/// refuses images).
-pub fn wire_body(request: &Value, options: &WireOptions) -> Result<Value, JsError> {
-    match &options.attachments {
-        Some(attachments) if request_has_image(request) => {
-            serialize_request_with_images(request, attachments, options)
-        }
-        _ => serialize_request(request, &options.defaults),
-    }
+    };
+    serialize_request_with_images(request, attachments, options)
 }
 
 /// `serializeRequestWithImages`: roles checked, the oldest images over the

@@ -279,6 +279,19 @@ fn failed_without_response(events: &[Event], at: usize) -> bool {
         && chunk["reason"]["kind"] != "stop"
 }
 
+/// Whether the attempt whose first chunk is at `at` failed, with nothing
+/// sent, with the error its body's serialization throws. A finish is an
+/// attempt's last chunk, so one that is its first is all of it (a retry's
+/// attempt may follow at once).
+fn failed_before_sending(events: &[Event], at: usize, error: &dshc_model::JsError) -> bool {
+    let chunk = &events[at].data["chunk"];
+    let failure = &chunk["reason"]["failure"];
+    chunk["type"] == "finish"
+        && failure.get("status").is_none()
+        && failure["message"] == error.message.as_str()
+        && failure["code"].as_str() == error.code.as_deref()
+}
+
 /// Compare each received body with its reconstruction from the log prefix at
 /// its recorded dispatch; return one message per disagreement. A dispatch
 /// whose turn was aborted while the request was in flight may have no
@@ -380,6 +393,13 @@ fn check_replay_with(
         at_dispatch.seek(*dispatch);
         let rebuilt = match at_dispatch.request().and_then(finish) {
             Ok(rebuilt) => rebuilt,
+            // The body did not build (an image whose read fails): the
+            // attempt failed with that error, and nothing was sent.
+            Err(ReplayError::Serialize(error))
+                if failed_before_sending(events, *dispatch, &error) =>
+            {
+                continue;
+            }
             Err(error) => {
                 problems.push(format!(
                     "the request dispatched at log length {dispatch} cannot be reconstructed: {error}"

@@ -79,7 +79,6 @@ fn chunks_from(address: SocketAddr, request: Value) -> Vec<Value> {
         let connection = Rc::new(Connection {
             endpoint: Endpoint::Socket(address),
             wire: WireOptions::default(),
-            image_models: Vec::new(),
             stream_idle_timeout_ms: 10_000,
             api_key: "sk-test".into(),
             user_id: "user".into(),

@@ -100,12 +100,6 @@ fn wire_route(world: &LoopWorld) -> Result<Option<(String, AdapterRoute)>, JsErr
             port: PROVIDER_PORT,
         },
         wire: spec.wire_options(),
-        image_models: deepseek
-            .models
-            .iter()
-            .filter(|m| m.accepts_images())
-            .map(|m| m.id.clone())
-            .collect(),
         stream_idle_timeout_ms: deepseek.stream_idle_timeout_ms,
         api_key: "sk-dshc-simulated".into(),
         user_id: "dshc-user".into(),

@@ -178,7 +178,7 @@ pub struct AdapterSpec {
 impl AdapterSpec {
     /// What the DeepSeek adapter builds request bodies from besides the
     /// request: the thinking defaults, the attachment service, the image
-    /// bound (its default when unstated).
+    /// bound (its default when unstated), the models that accept images.
     pub fn wire_options(&self) -> dshc_deepseek::WireOptions {
         let attachments = self.attachments.as_ref().map(|held| {
             let mut service = dshc_deepseek::Attachments::default();
@@ -206,6 +206,18 @@ impl AdapterSpec {
             max_request_image_bytes: self
                 .max_request_image_bytes
                 .unwrap_or(dshc_deepseek::DEFAULT_MAX_REQUEST_IMAGE_BYTES),
+            image_models: self
+                .models
+                .iter()
+                .filter(|model| {
+                    model
+                        .input_modalities
+                        .iter()
+                        .flatten()
+                        .any(|m| *m == Modality::Image)
+                })
+                .map(|model| model.id.clone())
+                .collect(),
         }
     }
 }

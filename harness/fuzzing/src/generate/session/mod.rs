@@ -9,9 +9,11 @@
 use mock_provider::{FaultKind, Fragments, Script, ScriptEntry, ScriptToolCall};
 use serde_json::json;
 
+mod images;
 mod settings;
 mod world;
 
+use images::ImageWorld;
 use settings::{refused_at_creation, refused_deployment};
 use world::WorldParts;
 
@@ -72,6 +74,9 @@ pub const FEATURES: &[Feature] = &[
     // next step, a concluded turn, time taken, a body that throws or
     // cancels and sends.
     feature("tool_outcomes", 2, 50),
+    // Images: stored in the deployment's attachment service (or not), shown
+    // in prompts and tool results, to a model that accepts them (or not).
+    feature("images", 2, 40),
 ];
 
 /// The grids a session's durations are drawn on when it does not keep
@@ -152,6 +157,8 @@ struct Generator {
     tick_ms: u64,
     /// The context plugins disposed so far.
     disposed_plugins: Vec<PluginName>,
+    /// The session's images, when it has them.
+    images: Option<ImageWorld>,
 }
 
 impl Generator {
@@ -335,10 +342,12 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         world: WorldParts::default(),
         tick_ms: 1,
         disposed_plugins: Vec::new(),
+        images: None,
     };
     if !g.roll("fine_time") {
         g.tick_ms = *g.rng.pick(COARSE_TICKS_MS);
     }
+    g.images = g.image_world();
     let mut steps = g.registry_steps();
     if g.roll("observers") {
         steps.extend(g.observers());
@@ -359,7 +368,8 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     let responses = (0..turns * 4 + 4).map(|_| g.response()).collect();
     let tool_results = g.tool_results();
     let agent = g.first_agent();
-    let adapter = g.deployment();
+    let mut adapter = g.deployment();
+    g.image_settings(&mut adapter);
     Scenario {
         format: FORMAT_VERSION,
         title: format!("simulated session {session} of seed {seed}"),
@@ -478,10 +488,12 @@ impl Generator {
     /// One turn: a follow-up, maybe a steer or a cancel, the wait for idle,
     /// then maybe a compaction, a suppression (once), a resume or a wait.
     fn turn_steps(&mut self, turn: u64, suppressed: &mut bool, steps: &mut Vec<Command>) {
+        let text = format!("task {turn}: {}", self.words(4));
+        let content = self.prompt_content(&text);
         steps.push(Command::Loop(LoopCommand::Followup(MessageCommand {
             agent: None,
-            text: Some(format!("task {turn}: {}", self.words(4))),
-            content: None,
+            text: content.is_none().then_some(text),
+            content,
             source: None,
         })));
 
@@ -560,9 +572,10 @@ impl Generator {
                     let ms = *self.rng.pick(&[-60_000, -tick, tick, 1_000, 3_600_000]);
                     ops.push(ToolOp::Act(ActOp::ClockJump(ActClockJump(ms))));
                 }
+                let text = format!("{name} done");
                 let result = ToolResultSpec {
-                    text: format!("{name} done"),
-                    content: None,
+                    content: self.tool_content(&text),
+                    text,
                     name,
                     is_error: false,
                     additional_contexts: Vec::new(),
