@@ -878,7 +878,11 @@ class LoopWorld extends CaseWorld {
         return undefined
       case 'wait':
         // Exactly `ms`: a `wait` is the harness's own pause, not a listener's
-        // `setTimeout`, so 0 is no time at all (Node would clamp it to 1 ms).
+        // `setTimeout`, so 0 is no time at all (Node would clamp it to 1 ms),
+        // and no pause either: like back-to-back commands, the next one runs
+        // in this turn of the event loop, before the agent's pending work
+        // (as in the reference, whose zero sleep is ready when first polled).
+        if (command.ms === 0) return undefined
         return new Promise((resolve) => setTimeout(resolve, command.ms))
       case 'plugin':
         return this.pluginAction(command)
