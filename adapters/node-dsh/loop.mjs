@@ -79,6 +79,11 @@ const LOOP_EVENTS = {
   on_turn_stopping: 'agent/turn-stopping',
   on_status: 'agent/status',
   on_session_event: 'session/event',
+  // dsh-session collects a live session's `session/event` observers inside
+  // `append`, after validating the event and before logging it; cordis
+  // announces that dispatch as `internal/dispatch`, synchronously, so a
+  // listener there runs first and a throw aborts the append.
+  on_session_append: 'internal/dispatch',
   on_llm_stream: 'llm/stream',
 }
 
@@ -912,6 +917,7 @@ class LoopWorld extends CaseWorld {
       case 'on_turn_stopping':
       case 'on_status':
       case 'on_session_event':
+      case 'on_session_append':
       case 'on_llm_stream':
         this.loopListener(command)
         return undefined
@@ -1090,6 +1096,17 @@ class LoopWorld extends CaseWorld {
           return invoked(() => ({ event: { type: event.type, seq: event.seq } }))?.runContained(ops)
         }
         break
+      case 'on_session_append':
+        // Synchronous (the loader refuses a sleep): every op runs here,
+        // and a throw propagates out of the append.
+        listener = (_mode, name, args) => {
+          if (name !== 'session/event' || args[0] !== agent.session) return
+          const event = args[1]
+          if (present(command.event_types) && !command.event_types.includes(event.type)) return
+          const acting = invoked(() => ({ event: { type: event.type, seq: event.seq } }))
+          if (acting !== undefined) for (const op of ops) acting.act(op)
+        }
+        break
       case 'on_llm_stream':
         // dsh-llm's waterfall is synchronous: the ops run at the call and
         // the listener returns the last stream `next` or `serve` gave.
@@ -1118,7 +1135,8 @@ class LoopWorld extends CaseWorld {
     }
     // Session events and the LLM runtime's calls are not an agent's: their
     // listeners go on the root, which sees every one.
-    const context = command.do === 'on_session_event' || command.do === 'on_llm_stream' ? this.root : agent.ctx
+    const onRoot = ['on_session_event', 'on_session_append', 'on_llm_stream'].includes(command.do)
+    const context = onRoot ? this.root : agent.ctx
     const disposer = context.on(LOOP_EVENTS[command.do], listener, { prepend: command.prepend === true })
     this.disposers.set(command.id, disposer)
   }

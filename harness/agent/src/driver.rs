@@ -217,6 +217,19 @@ impl Agent {
         }
     }
 
+    /// `throwError`: report a failure as the live `agent/error` of the
+    /// phase's turn and step, then hand it on to be thrown. The live event
+    /// carries the Error itself; its message (not the cause chain
+    /// `turn/end` logs) is what listeners see.
+    fn report_error(&self, error: JsError) -> JsError {
+        let (turn, step) = self.phase_turn_step();
+        self.emit(
+            event_kind::AGENT_ERROR,
+            json!({"turn": turn, "step": step, "error": error.message}),
+        );
+        error
+    }
+
     /// One turn (05 §2). `Ok(true)` = another queued turn follows.
     async fn turn(&self) -> Result<bool, JsError> {
         let signal = self.signal();
@@ -232,42 +245,41 @@ impl Agent {
             return Err(context.reach(format!("max_turns = {}", context.limits.max_turns)));
         }
         context.turns_started.set(turns);
-        self.append(
+        if let Err(error) = self.append(
             event_kind::TURN_START,
             json!({"turn": turn}),
             SurfaceMeta::default(),
-        )?;
+        ) {
+            return Err(self.report_error(error));
+        }
         self.set_phase_turn(turn);
         let mut turn_ends: Option<Value> = None;
         let outcome = self.turn_body(turn, &signal, &mut turn_ends).await;
         let result = match outcome {
             Ok(continues) => Ok(continues),
-            Err(error) => {
-                if signal.is_aborted() {
-                    turn_ends = Some(json!({"kind": "aborted", "reason": signal.reason()}));
-                } else {
-                    let failure =
-                        error.failure.as_deref().cloned().unwrap_or_else(
-                            || json!({"message": error.chain(), "code": "UNKNOWN"}),
-                        );
-
-                    turn_ends = Some(json!({"kind": "error", "error": failure}));
-                    let (_, step) = self.phase_turn_step();
-                    // The live event carries the Error itself; its message
-                    // (not the cause chain `turn/end` logs) is what listeners see.
-                    self.emit(
-                        event_kind::AGENT_ERROR,
-                        json!({"turn": turn, "step": step, "error": error.message}),
-                    );
-                }
+            Err(error) if signal.is_aborted() => {
+                turn_ends = Some(json!({"kind": "aborted", "reason": signal.reason()}));
                 Err(error)
             }
+            Err(error) => {
+                let failure = error
+                    .failure
+                    .as_deref()
+                    .cloned()
+                    .unwrap_or_else(|| json!({"message": error.chain(), "code": "UNKNOWN"}));
+                turn_ends = Some(json!({"kind": "error", "error": failure}));
+                Err(self.report_error(error))
+            }
         };
-        self.append(
+        // A turn/end the session refuses (a hook's veto) is reported like
+        // any failure, and replaces the turn's own.
+        if let Err(error) = self.append(
             event_kind::TURN_END,
             json!({"turn": turn, "reason": turn_ends}),
             SurfaceMeta::default(),
-        )?;
+        ) {
+            return Err(self.report_error(error));
+        }
         let continues = result?;
         if !continues {
             return Ok(false);

@@ -571,7 +571,8 @@ pub fn on_session_event(
     let scripted = Scripted::new(agent, world, command);
     let owner = agent.downgrade();
     let event_types = command.event_types.clone();
-    agent.session().subscribe(Rc::new(move |event: &Event| {
+    let key = listener_id(&command.id);
+    agent.session().subscribe_keyed(key, Rc::new(move |event: &Event| {
         if let Some(types) = &event_types
             && !types.contains(&event.kind)
         {
@@ -595,4 +596,29 @@ pub fn on_session_event(
         }
         Ok(())
     }));
+}
+
+/// A hook inside `session.append` on the agent's session (upstream: an
+/// `internal/dispatch` listener for `session/event`): it runs its ops
+/// synchronously before the event enters the log, and a throw vetoes the
+/// append, which throws it (the loader refuses a sleep).
+pub fn on_session_append(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<ActOp>) {
+    let scripted = Scripted::new(agent, world, command);
+    let event_types = command.event_types.clone();
+    let key = listener_id(&command.id);
+    agent.session().add_append_hook(
+        key,
+        Rc::new(move |event: &Event| {
+            if let Some(types) = &event_types
+                && !types.contains(&event.kind)
+            {
+                return Ok(());
+            }
+            let facts = json!({"type": event.kind, "seq": event.seq});
+            let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
+                return Ok(());
+            };
+            scripted.ops.iter().try_for_each(|op| acting.act(op))
+        }),
+    );
 }

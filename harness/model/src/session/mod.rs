@@ -57,7 +57,7 @@ impl SurfaceOp {
 
 /// dsh-session's refusal of an append made while observers are being told
 /// of another one.
-const REENTRANT_APPEND: &str =
+pub const REENTRANT_APPEND: &str =
     "session append cannot reenter while another append is being published";
 
 /// One logged event.
@@ -232,6 +232,13 @@ pub type Clock = Rc<dyn Fn() -> u64>;
 /// warns and the append stands.
 pub type Observer = Rc<dyn Fn(&Event) -> Result<(), JsError>>;
 
+/// A hook inside `append`, run after the event is validated and before it
+/// enters the log (upstream: an `internal/dispatch` listener that sees the
+/// `session/event` dispatch). A throw (`Err`) vetoes the append: nothing is
+/// logged and `append` throws it. While hooks run, another append is
+/// refused, as while observers are told.
+pub type AppendHook = Rc<dyn Fn(&Event) -> Result<(), JsError>>;
+
 /// Where a session's contained observer failures go (`ctx.logger.warn`).
 pub type WarningSink = Rc<dyn Fn(String)>;
 
@@ -253,12 +260,45 @@ impl Surface {
             .map(|_| ())
     }
 
-    /// dsh-session `planSurfaceEvent` + `applySurfaceEvent` over metadata as
-    /// it arrived (JSON, any shape): eligibility, the op's shape, the
-    /// replacement range, provenance, a tool result's rewrite rule, in
-    /// upstream's order and words. Returns the metadata, typed.
+    /// [`Surface::check_raw`], then [`Surface::commit`].
     fn apply_raw(
         &mut self,
+        kind: &str,
+        seq: u64,
+        data: &Value,
+        raw: &RawSurfaceMeta,
+        log: &[Event],
+    ) -> Result<(Option<SurfaceOp>, Option<Vec<u64>>), JsError> {
+        let (op, sources) = self.check_raw(kind, seq, data, raw, log)?;
+        self.commit_op(seq, op.as_ref());
+        Ok((op, sources))
+    }
+
+    /// Apply the surface transition of an event [`Surface::check_raw`] accepted.
+    fn commit(&mut self, event: &Event) {
+        self.commit_op(event.seq, event.surface_op.as_ref());
+    }
+
+    fn commit_op(&mut self, seq: u64, op: Option<&SurfaceOp>) {
+        match op {
+            None => {}
+            Some(SurfaceOp::Append) => self.nodes.push(seq),
+            Some(SurfaceOp::Replace { start, end }) => {
+                let from = self.nodes.iter().position(|n| n == start).unwrap_or(0);
+                let to = self.nodes.iter().position(|n| n == end).unwrap_or(from);
+                self.nodes.splice(from..=to, [seq]);
+                self.replace_generation += 1;
+            }
+        }
+    }
+
+    /// dsh-session `planSurfaceEvent` over metadata as it arrived (JSON, any
+    /// shape): eligibility, the op's shape, the replacement range,
+    /// provenance, a tool result's rewrite rule, in upstream's order and
+    /// words. Returns the metadata, typed; the surface is unchanged until
+    /// [`Surface::commit`].
+    fn check_raw(
+        &self,
         kind: &str,
         seq: u64,
         data: &Value,
@@ -340,15 +380,6 @@ impl Surface {
         let sources = provenance(kind, seq, raw.source_event_seqs.as_ref(), &shadowed)?;
         if kind == event_kind::TOOL_RESULT && matches!(op, SurfaceOp::Replace { .. }) {
             check_tool_result_rewrite(data, &shadowed, log)?;
-        }
-        match &op {
-            SurfaceOp::Append => self.nodes.push(seq),
-            SurfaceOp::Replace { start, end } => {
-                let from = self.nodes.iter().position(|n| n == start).unwrap_or(0);
-                let to = self.nodes.iter().position(|n| n == end).unwrap_or(from);
-                self.nodes.splice(from..=to, [seq]);
-                self.replace_generation += 1;
-            }
         }
         Ok((Some(op), sources))
     }
@@ -476,7 +507,10 @@ struct SessionState {
     seed_length: u64,
     log: Vec<Event>,
     surface: Surface,
-    observers: Vec<Observer>,
+    /// Observers, each with the key it can be removed by, if any.
+    observers: Vec<(Option<u64>, Observer)>,
+    /// Append hooks, each with the key it is removed by.
+    append_hooks: Vec<(u64, AppendHook)>,
     /// Observers are being notified of an append; another append now is refused.
     publishing: bool,
     warnings: Option<WarningSink>,
@@ -601,6 +635,7 @@ impl Session {
                 log: Vec::new(),
                 surface: Surface::default(),
                 observers: Vec::new(),
+                append_hooks: Vec::new(),
                 publishing: false,
                 warnings: None,
             })),
@@ -712,7 +747,25 @@ impl Session {
 
     /// Register a `session/event` observer.
     pub fn subscribe(&self, observer: Observer) {
-        self.state.borrow_mut().observers.push(observer);
+        self.state.borrow_mut().observers.push((None, observer));
+    }
+
+    /// Register a `session/event` observer that [`Session::remove_listener`]
+    /// removes by `key`.
+    pub fn subscribe_keyed(&self, key: u64, observer: Observer) {
+        self.state.borrow_mut().observers.push((Some(key), observer));
+    }
+
+    /// Register an [`AppendHook`], last, removed by `key`.
+    pub fn add_append_hook(&self, key: u64, hook: AppendHook) {
+        self.state.borrow_mut().append_hooks.push((key, hook));
+    }
+
+    /// Remove the observers and append hooks registered under `key`.
+    pub fn remove_listener(&self, key: u64) {
+        let mut state = self.state.borrow_mut();
+        state.observers.retain(|(k, _)| *k != Some(key));
+        state.append_hooks.retain(|(k, _)| *k != key);
     }
 
     /// Where contained observer failures are reported.
@@ -771,14 +824,14 @@ impl Session {
 
     fn append_raw(&self, kind: &str, data: Value, raw: RawSurfaceMeta) -> Result<Event, JsError> {
         let time = (self.clock)();
-        let (event, observers) = {
-            let mut state = self.state.borrow_mut();
+        let (event, hooks) = {
+            let state = self.state.borrow();
             if state.publishing {
                 return Err(JsError::error(REENTRANT_APPEND));
             }
             let seq = state.log.len() as u64;
-            let SessionState { surface, log, .. } = &mut *state;
-            let (surface_op, source_event_seqs) = surface.apply_raw(kind, seq, &data, &raw, log)?;
+            let (surface_op, source_event_seqs) =
+                state.surface.check_raw(kind, seq, &data, &raw, &state.log)?;
             let event = Event {
                 kind: kind.to_string(),
                 seq,
@@ -789,6 +842,19 @@ impl Session {
                 ignorable: false,
                 seeded: None,
             };
+            (event, state.append_hooks.clone())
+        };
+        // The `internal/dispatch` of dsh-session's observer collection: hooks
+        // run in order before the log changes, and the first throw vetoes.
+        if !hooks.is_empty() {
+            self.state.borrow_mut().publishing = true;
+            let vetoed = hooks.iter().try_for_each(|(_, hook)| hook(&event));
+            self.state.borrow_mut().publishing = false;
+            vetoed?;
+        }
+        let observers = {
+            let mut state = self.state.borrow_mut();
+            state.surface.commit(&event);
             state.log.push(event.clone());
             // The write side of the append-only rule; the judge checks the
             // read side on every implementation's log (`[log-seq]`).
@@ -798,11 +864,11 @@ impl Session {
                 "seqs are contiguous from 0"
             );
             state.publishing = true;
-            (event, state.observers.clone())
+            state.observers.clone()
         };
         // dsh-session's `invokeContainedSessionObservers`: every observer
         // runs; a throw is logged, never propagated.
-        for observer in observers {
+        for (_, observer) in observers {
             if let Err(error) = observer(&event) {
                 let id = self.id();
                 self.warn(format!(

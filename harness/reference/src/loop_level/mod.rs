@@ -425,6 +425,7 @@ impl LoopCommands {
             listeners.request_error.remove(listener);
             listeners.turn_stopping.remove(listener);
             listeners.status.remove(listener);
+            agent.session().remove_listener(listener);
         }
         self.context.llm_stream.remove(listener);
     }
@@ -467,6 +468,7 @@ impl LoopCommands {
             LoopCommand::OnTurnStopping(c) => self.listen(c, loop_listeners::on_turn_stopping),
             LoopCommand::OnStatus(c) => self.listen(c, loop_listeners::on_status),
             LoopCommand::OnSessionEvent(c) => self.listen(c, loop_listeners::on_session_event),
+            LoopCommand::OnSessionAppend(c) => self.listen(c, loop_listeners::on_session_append),
             LoopCommand::OnLlmStream(c) => self.listen(c, loop_listeners::on_llm_stream),
             LoopCommand::Plugin(action) => self.plugin(action),
             LoopCommand::Append(c) => self.append(c),

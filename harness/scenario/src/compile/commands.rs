@@ -163,6 +163,7 @@ impl Compiler {
             | Command::Loop(LoopCommand::OnTurnStopping(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnStatus(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand { id, .. }))
+            | Command::Loop(LoopCommand::OnSessionAppend(LoopListenerCommand { id, .. }))
             | Command::Loop(LoopCommand::OnLlmStream(LoopListenerCommand { id, .. })) => {
                 self.define(&id.clone());
                 check_event_types_only_on_observers(path, command)?;
@@ -310,8 +311,8 @@ fn check_event_types_only_on_observers(path: &str, command: &Command) -> Result<
     match filtered {
         true => fail(
             &format!("{path}.event_types"),
-            "`event_types` filters a `session/event` observer (`on_session_event`); this listener \
-             hears one event only",
+            "`event_types` filters a `session/event` observer (`on_session_event`) or a session \
+             append hook (`on_session_append`); this listener hears one event only",
         ),
         false => Ok(()),
     }
@@ -376,6 +377,11 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
             &[Event, LastEvent],
             c.ops.iter().map(|op| Some(op.clone())).collect(),
         ),
+        Command::Loop(LoopCommand::OnSessionAppend(c)) => (
+            "session/event",
+            &[Event, LastEvent],
+            c.ops.iter().map(|op| Some(op.clone())).collect(),
+        ),
         Command::Loop(LoopCommand::OnLlmStream(c)) => (
             "llm/stream",
             &[Provider, LastEvent],
@@ -394,6 +400,15 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
             return fail(
                 &format!("{path}.ops[{index}].sleep_ms"),
                 "an llm/stream listener is synchronous: it cannot sleep (a `serve`d stream can pause with a `{ sleep_ms = N }` part)",
+            );
+        }
+        if matches!(command, Command::Loop(LoopCommand::OnSessionAppend(_)))
+            && matches!(op, Some(ActOp::SleepMs(_)))
+        {
+            return fail(
+                &format!("{path}.ops[{index}].sleep_ms"),
+                "a session append hook runs synchronously inside `session.append`, before the \
+                 event is logged: it cannot sleep",
             );
         }
         if let Some(ActOp::Record(recorded)) = op

@@ -25,10 +25,16 @@ use super::CompileError;
 pub(super) fn check_event_types(scenario: &Scenario) -> Result<(), CompileError> {
     let known = loggable_types(scenario);
     for (index, step) in scenario.steps.iter().enumerate() {
-        if let Command::Loop(LoopCommand::OnSessionEvent(LoopListenerCommand {
-            event_types: Some(types),
-            ..
-        })) = &step.command
+        if let Command::Loop(
+            LoopCommand::OnSessionEvent(LoopListenerCommand {
+                event_types: Some(types),
+                ..
+            })
+            | LoopCommand::OnSessionAppend(LoopListenerCommand {
+                event_types: Some(types),
+                ..
+            }),
+        ) = &step.command
         {
             for (position, kind) in types.iter().enumerate() {
                 check_one(

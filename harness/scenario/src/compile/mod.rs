@@ -238,6 +238,7 @@ pub fn addressed_agent(command: &Command) -> Option<&str> {
         LoopCommand::OnTurnStopping(c) => &c.agent,
         LoopCommand::OnStatus(c) => &c.agent,
         LoopCommand::OnSessionEvent(c) => &c.agent,
+        LoopCommand::OnSessionAppend(c) => &c.agent,
         LoopCommand::OnLlmStream(c) => &c.agent,
         LoopCommand::Append(c) => &c.agent,
         LoopCommand::ReadSession(c) => &c.agent,

@@ -194,6 +194,11 @@ commands_by_level! {
         /// Loop: a `session/event` observer on the agent's session (contained
         /// like `on_status`; runs after each append).
         "on_session_event" => OnSessionEvent(LoopListenerCommand<ActOp>),
+        /// Loop: a hook inside `session.append` on the agent's session, run
+        /// before the event enters the log (upstream: an `internal/dispatch`
+        /// listener for `session/event`): synchronous, and a throw vetoes
+        /// the append, which then throws it.
+        "on_session_append" => OnSessionAppend(LoopListenerCommand<ActOp>),
         /// Loop: an `llm/stream` middleware, on the LLM runtime: it sees
         /// every agent's model calls.
         "on_llm_stream" => OnLlmStream(LoopListenerCommand<LlmStreamOp>),

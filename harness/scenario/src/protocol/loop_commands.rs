@@ -135,8 +135,9 @@ pub struct LoopListenerCommand<Op> {
     /// Act only on these invocations (1-based); on others just pass through.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<Vec<u32>>,
-    /// `session/event` observers only: observe only events of these types;
-    /// the others do not reach it and are not counted as invocations.
+    /// `session/event` observers and session append hooks only: look only
+    /// at events of these types; the others do not reach it and are not
+    /// counted as invocations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_types: Option<Vec<String>>,
     /// What it does, in order.

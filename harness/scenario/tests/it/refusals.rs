@@ -288,6 +288,11 @@ const REFUSALS: &[Refusal] = &[
         "llm_stream_listener_that_sleeps",
     ),
     fixture(
+        COMMANDS,
+        "a session append hook runs synchronously inside `session.append`",
+        "session_append_hook_that_sleeps",
+    ),
+    fixture(
         WORLD,
         "a route pauses with a `{ sleep_ms = N }` part, not an act",
         "route_act_that_sleeps",

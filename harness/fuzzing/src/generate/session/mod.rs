@@ -9,6 +9,7 @@
 use mock_provider::{FaultKind, Fragments, Script, ScriptEntry, ScriptToolCall};
 use serde_json::json;
 
+mod hooks;
 mod images;
 mod settings;
 mod world;
@@ -77,6 +78,9 @@ pub const FEATURES: &[Feature] = &[
     // Images: stored in the deployment's attachment service (or not), shown
     // in prompts and tool results, to a model that accepts them (or not).
     feature("images", 2, 40),
+    // A hook inside the first agent's session appends that vetoes one kind
+    // of event (`on_session_append`).
+    feature("session_hooks", 2, 30),
 ];
 
 /// The grids a session's durations are drawn on when it does not keep
@@ -103,6 +107,9 @@ pub struct SessionFacts {
     /// Whether the deployment or the first agent has a setting its setup
     /// refuses (then the run must fail its setup, and nothing else).
     pub refused_at_setup: bool,
+    /// Whether a session append hook is registered: then a step may fail
+    /// with its veto, or with the reentry refusal of a hook that appends.
+    pub hooked: bool,
 }
 
 impl SessionFacts {
@@ -135,8 +142,17 @@ impl SessionFacts {
             suppressed,
             refused_at_setup: scenario.agent.as_ref().is_some_and(refused_at_creation)
                 || scenario.adapter.as_ref().is_some_and(refused_deployment),
+            hooked: scenario.steps.iter().any(|s| {
+                matches!(&s.command, Command::Loop(LoopCommand::OnSessionAppend(_)))
+            }),
         }
     }
+}
+
+/// Whether a step's error is a veto a generated session hook made (see
+/// [`SessionFacts::hooked`]).
+pub fn is_hook_veto(message: &str) -> bool {
+    message.starts_with(hooks::VETO) || message == dshc_model::session::REENTRANT_APPEND
 }
 
 const TOOL_NAMES: &[&str] = &["read", "Bash", "edit", "grep", "write", "é"];
@@ -352,6 +368,7 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     if g.roll("observers") {
         steps.extend(g.observers());
     }
+    let hooked = g.session_hook().map(|hook| steps.push(hook)).is_some();
     let world = g.world_parts();
     g.world = world.clone();
     let mut suppressed = false;
@@ -359,6 +376,11 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     for turn in 0..turns {
         g.turn_steps(turn, &mut suppressed, &mut steps);
         g.between_turns(&mut steps);
+        if turn == 0 && hooked && g.rng.percent(30) {
+            steps.push(Command::Assembly(AssemblyCommand::Dispose(DisposeCommand {
+                target: "hook".into(),
+            })));
+        }
     }
     if g.roll("dispose_agent") {
         steps.push(Command::Loop(LoopCommand::DisposeAgent(
