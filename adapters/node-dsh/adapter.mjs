@@ -96,8 +96,8 @@ function send(reply) {
 
 const CAPABILITIES =
   loopLevel === undefined
-    ? { levels: ['assembly'], bench: true }
-    : { levels: ['assembly', 'loop'], bench: true, virtual_time: true }
+    ? { levels: ['assembly'], bench: true, step_refs: true }
+    : { levels: ['assembly', 'loop'], bench: true, virtual_time: true, step_refs: true }
 
 /** Execute one assembly-level case; the `result` body of the reply. */
 async function runAssemblyCase(caseData) {

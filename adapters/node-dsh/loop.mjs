@@ -930,8 +930,8 @@ class LoopWorld extends CaseWorld {
         const opts = {}
         if (present(command.surface_op)) opts.surfaceOp = fromJs(command.surface_op)
         if (present(command.source_event_seqs)) opts.sourceEventSeqs = fromJs(command.source_event_seqs)
-        this.agentFor(command.agent).session.append(command.type, fromJs(command.data), opts)
-        return undefined
+        // `append` returns the logged event, the command's value.
+        return new Returned(copyJson(this.agentFor(command.agent).session.append(command.type, fromJs(command.data), opts)))
       }
       case 'fire_pre_step': {
         const agent = this.agentFor(command.agent)

@@ -879,16 +879,44 @@ export class CaseWorld {
     return result
   }
 
-  /** Run every command in order; the observations. */
+  /** Run every command in order; the observations. A step input taken
+   * from an earlier observation (`step_refs/1`) is resolved first; one that
+   * finds nothing there is the command's error. */
   async runAll(commands) {
     const observations = []
-    for (const command of commands) {
+    for (const written of commands) {
+      let command
+      try {
+        command = resolveStepRefs(written, observations)
+      } catch (thrown) {
+        observations.push(this.observe(written, this.counter.changes, observed(thrown)))
+        continue
+      }
       let observation = this.run(command)
       if (isThenable(observation)) observation = await observation
       observations.push(observation)
     }
     return observations
   }
+}
+
+/** `value` with every `{"$from": {step, path}}` replaced by what
+ * `observations[step]` holds at `path` (keys and indexes).
+ * @param {unknown} value @param {object[]} observations @returns {any} */
+export function resolveStepRefs(value, observations) {
+  if (Array.isArray(value)) return value.map((item) => resolveStepRefs(item, observations))
+  if (value === null || typeof value !== 'object') return value
+  if (!Object.hasOwn(value, '$from')) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveStepRefs(item, observations)]))
+  }
+  const { step, path } = /** @type {{$from: {step: number, path: (string | number)[]}}} */ (value).$from
+  let found = observations[step]
+  for (const part of path) found = found === undefined || found === null ? undefined : found[part]
+  if (found === undefined) {
+    const text = path.map((part, index) => (typeof part === 'number' ? `[${part}]` : index === 0 ? part : `.${part}`)).join('')
+    throw new Error(`a step input takes command ${step}'s ${text}, which its observation does not hold`)
+  }
+  return structuredClone(found)
 }
 
 export function isThenable(value) {

@@ -2,12 +2,13 @@
 // world.mjs `clean`: what every reply goes through before it is written
 // (docs/adapter-protocol.md, "Transport": strings must be valid Unicode, a
 // lone UTF-16 surrogate becomes U+FFFD; "Observations": objects keep their
-// own key order).
+// own key order). `resolveStepRefs`: step inputs taken from earlier
+// observations ("step_refs/1").
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 
-import { clean } from '../world.mjs'
+import { clean, resolveStepRefs } from '../world.mjs'
 
 describe('clean', () => {
   test('replaces each lone surrogate with U+FFFD and keeps valid pairs', () => {
@@ -58,5 +59,32 @@ describe('clean', () => {
     const cleaned = clean(value)
     assert.notEqual(cleaned.inner, inner)
     assert.notEqual(cleaned.list, value.list)
+  })
+})
+
+describe('resolveStepRefs', () => {
+  const observations = [{ changes: 0, value: { seq: 4, surface: [2, 7] } }]
+
+  test('replaces each reference with a copy of what the observation holds there', () => {
+    const command = {
+      do: 'append',
+      surface_op: { op: 'replace', start: { $from: { step: 0, path: ['value', 'surface', 1] } } },
+      source_event_seqs: [{ $from: { step: 0, path: ['value', 'seq'] } }],
+    }
+    assert.deepEqual(resolveStepRefs(command, observations), {
+      do: 'append',
+      surface_op: { op: 'replace', start: 7 },
+      source_event_seqs: [4],
+    })
+    const whole = resolveStepRefs({ a: { $from: { step: 0, path: ['value'] } } }, observations)
+    assert.notEqual(whole.a, observations[0].value)
+  })
+
+  test('a reference to nothing throws the error every implementation gives', () => {
+    assert.throws(
+      () => resolveStepRefs({ x: { $from: { step: 0, path: ['value', 'surface', 5] } } }, observations),
+      { message: "a step input takes command 0's value.surface[5], which its observation does not hold" },
+    )
+    assert.throws(() => resolveStepRefs({ $from: { step: 3, path: ['value'] } }, observations))
   })
 })

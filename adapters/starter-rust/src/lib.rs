@@ -105,6 +105,7 @@ fn reply_to(port: &mut impl Port, request: RequestBody) -> ReplyBody {
                 levels: port.levels(),
                 bench: false,
                 virtual_time: false,
+                step_refs: false,
             },
         },
         RequestBody::Start { version } => ReplyBody::Errored {

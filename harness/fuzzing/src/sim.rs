@@ -94,7 +94,8 @@ pub fn check_session_against(
         // was logged) is refused by design; it is not a bug.
         let expected = (matches!(command, Command::Loop(LoopCommand::Compact(_)))
             && error.message == EMPTY_SURFACE)
-            || (facts.hooked && crate::generate::session::is_hook_veto(&error.message));
+            || (facts.hooked && crate::generate::session::is_hook_veto(&error.message))
+            || crate::generate::session::is_empty_surface_input(&error.message);
         if !expected {
             found.push(violation(
                 "step",

@@ -7,6 +7,7 @@
 //! command does is the level's business ([`Commands`]).
 
 use dshc_model::{JsError, Registry};
+use dshc_scenario::protocol::step_refs;
 use dshc_scenario::protocol::{Command, Observation};
 
 use super::scripted::{World, observed};
@@ -33,7 +34,12 @@ pub(crate) async fn run_commands(
     for command in commands {
         let changes_before = registry.change_count();
         let mut observation = Observation::default();
-        if let Err(error) = level.run(command, &mut observation).await {
+        // A step input taken from an earlier observation (`step_refs/1`).
+        let ran = match step_refs::resolve(command, &observations) {
+            Ok(command) => level.run(&command, &mut observation).await,
+            Err(message) => Err(JsError::error(message)),
+        };
+        if let Err(error) = ran {
             observation.error = Some(observed(&error));
         }
         observation.changes = registry.change_count() - changes_before;

@@ -572,37 +572,44 @@ pub fn on_session_event(
     let owner = agent.downgrade();
     let event_types = command.event_types.clone();
     let key = listener_id(&command.id);
-    agent.session().subscribe_keyed(key, Rc::new(move |event: &Event| {
-        if let Some(types) = &event_types
-            && !types.contains(&event.kind)
-        {
-            return Ok(());
-        }
-        let facts = json!({"type": event.kind, "seq": event.seq});
-        let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
-            return Ok(());
-        };
-        if let Some(rest) = acting.run_contained(scripted.ops.clone())? {
-            let owner = owner.clone();
-            tokio::task::spawn_local(async move {
-                if let (Err(error), Some(agent)) = (rest.await, owner.upgrade()) {
-                    let id = agent.session().id();
-                    agent.session().warn(format!(
-                        "session \"{id}\": session/event listener rejected: {}",
-                        error.to_js_string()
-                    ));
-                }
-            });
-        }
-        Ok(())
-    }));
+    agent.session().subscribe_keyed(
+        key,
+        Rc::new(move |event: &Event| {
+            if let Some(types) = &event_types
+                && !types.contains(&event.kind)
+            {
+                return Ok(());
+            }
+            let facts = json!({"type": event.kind, "seq": event.seq});
+            let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
+                return Ok(());
+            };
+            if let Some(rest) = acting.run_contained(scripted.ops.clone())? {
+                let owner = owner.clone();
+                tokio::task::spawn_local(async move {
+                    if let (Err(error), Some(agent)) = (rest.await, owner.upgrade()) {
+                        let id = agent.session().id();
+                        agent.session().warn(format!(
+                            "session \"{id}\": session/event listener rejected: {}",
+                            error.to_js_string()
+                        ));
+                    }
+                });
+            }
+            Ok(())
+        }),
+    );
 }
 
 /// A hook inside `session.append` on the agent's session (upstream: an
 /// `internal/dispatch` listener for `session/event`): it runs its ops
 /// synchronously before the event enters the log, and a throw vetoes the
 /// append, which throws it (the loader refuses a sleep).
-pub fn on_session_append(agent: &Agent, world: &ListenerWorld, command: &LoopListenerCommand<ActOp>) {
+pub fn on_session_append(
+    agent: &Agent,
+    world: &ListenerWorld,
+    command: &LoopListenerCommand<ActOp>,
+) {
     let scripted = Scripted::new(agent, world, command);
     let event_types = command.event_types.clone();
     let key = listener_id(&command.id);

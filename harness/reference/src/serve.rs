@@ -68,6 +68,7 @@ fn answer(line: &str, channel: &SharedChannel) -> std::io::Result<Option<(u64, R
                 levels: reference_levels(),
                 bench: true,
                 virtual_time: true,
+                step_refs: true,
             },
         },
         RequestBody::Run {

@@ -165,19 +165,25 @@ impl LoopCommands {
         Ok(())
     }
 
-    /// `append`: a direct `session.append` of JavaScript values.
-    pub(super) fn append(&self, command: &AppendCommand) -> Result<(), JsError> {
+    /// `append`: a direct `session.append` of JavaScript values; the
+    /// observation's value is the logged event it returns.
+    pub(super) fn append(
+        &self,
+        command: &AppendCommand,
+        observation: &mut Observation,
+    ) -> Result<(), JsError> {
         let js = |value: &Option<JsJson>| {
             value
                 .as_ref()
                 .map_or(JsValue::Undefined, |v| JsValue::from_encoded(&v.0))
         };
-        self.agent(&command.agent).session().append_value(
+        let event = self.agent(&command.agent).session().append_value(
             &command.kind,
             &JsValue::from_encoded(&command.data.0),
             &js(&command.surface_op),
             &js(&command.source_event_seqs),
         )?;
+        observation.value = Some(event.into_json());
         Ok(())
     }
 

@@ -471,7 +471,7 @@ impl LoopCommands {
             LoopCommand::OnSessionAppend(c) => self.listen(c, loop_listeners::on_session_append),
             LoopCommand::OnLlmStream(c) => self.listen(c, loop_listeners::on_llm_stream),
             LoopCommand::Plugin(action) => self.plugin(action),
-            LoopCommand::Append(c) => self.append(c),
+            LoopCommand::Append(c) => self.append(c, observation),
             LoopCommand::ReadSession(c) => self.read_session(c, observation),
             LoopCommand::FirePreStep(c) => self.fire_pre_step(c, observation).await,
             LoopCommand::ClockJump(c) => self.clock_jump(c),

@@ -204,6 +204,14 @@ impl Implementation for External {
                 case.level
             ));
         }
+        if !self.process.capabilities.step_refs
+            && dshc_scenario::protocol::step_refs::uses_step_refs(&case.commands)
+        {
+            return Ran::skipped(
+                "a step takes a value from an earlier step's observation, and the adapter does \
+                 not offer step_refs/1",
+            );
+        }
         match (case.level, &case.world) {
             (Level::Loop, Some(world)) if self.process.capabilities.virtual_time => {
                 self.run_on_virtual_time(case, world)

@@ -318,11 +318,15 @@ fn check_event_types_only_on_observers(path: &str, command: &Command) -> Result<
     }
 }
 
-/// A loop listener records only fields its event's payload has.
-fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError> {
+/// The event a loop listener hears, the fields it can record, and its act
+/// ops in place (`None` where an op is its own kind's).
+type ListenerActs = (&'static str, &'static [RecordField], Vec<Option<ActOp>>);
+
+/// What [`check_listener_acts`] looks at, for a loop listener.
+fn listener_acts(command: &Command) -> Option<ListenerActs> {
     use RecordField::{Aborted, Event, Failure, LastEvent, Messages, Provider, Status, Step, Turn};
     let acts = |op: Option<&ActOp>| op.cloned();
-    let (event, fields, ops): (&str, &[RecordField], Vec<Option<ActOp>>) = match command {
+    Some(match command {
         Command::Loop(LoopCommand::OnPreStep(c)) => (
             "agent/pre-step",
             &[Turn, Step, Messages, Aborted, LastEvent],
@@ -393,7 +397,14 @@ fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError
                 })
                 .collect(),
         ),
-        _ => return Ok(()),
+        _ => return None,
+    })
+}
+
+/// A loop listener records only fields its event's payload has.
+fn check_listener_acts(path: &str, command: &Command) -> Result<(), CompileError> {
+    let Some((event, fields, ops)) = listener_acts(command) else {
+        return Ok(());
     };
     for (index, op) in ops.iter().enumerate() {
         if event == "llm/stream" && matches!(op, Some(ActOp::SleepMs(_))) {

@@ -13,6 +13,7 @@
 mod commands;
 mod event_types;
 mod expect;
+mod step_inputs;
 mod world;
 
 use crate::format::{FORMAT_VERSION, Scenario};
@@ -79,6 +80,8 @@ pub fn compile(id: &str, scenario: &Scenario) -> Result<Case, CompileError> {
         })
         .chain(scenario.steps.iter().map(|step| step.command.clone()))
         .collect();
+    let mut commands = commands;
+    step_inputs::bind_step_refs(scenario, binds, &mut commands)?;
     let mut case = Case {
         id: id.to_string(),
         level: scenario.level,
@@ -179,6 +182,7 @@ fn check_case(case: &mut Case, path_of: &dyn Fn(usize) -> String) -> Result<(), 
     let mut compiler = Compiler::default();
     for (index, command) in case.commands.iter_mut().enumerate() {
         compiler.command(&path_of(index), command)?;
+        step_inputs::check_step_refs(index, &path_of(index), command)?;
     }
     if let Some(world) = case.world.as_mut() {
         compiler.tool_results(&mut world.tool_results)?;

@@ -346,6 +346,49 @@ impl PatternNode {
     }
 }
 
+impl PatternNode {
+    /// The captures made at a fixed place of the value this pattern
+    /// matches, each with its path from `base` (object keys and array
+    /// indexes; a `$match` is the same place). A capture under any other
+    /// operator is made wherever that operator finds a match, so it has no
+    /// fixed place and is left out.
+    pub fn fixed_captures(&self, base: &[Value]) -> Vec<(String, Vec<Value>)> {
+        let mut found = Vec::new();
+        self.collect_fixed(&mut base.to_vec(), &mut found);
+        found
+    }
+
+    fn collect_fixed(&self, path: &mut Vec<Value>, found: &mut Vec<(String, Vec<Value>)>) {
+        let parts: Vec<(Value, &PatternNode)> = match self {
+            PatternNode::Literal(_) => Vec::new(),
+            PatternNode::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| (Value::from(index), item))
+                .collect(),
+            PatternNode::Object(fields) => fields
+                .iter()
+                .map(|(key, node)| (Value::from(key.as_str()), node))
+                .collect(),
+            PatternNode::Matcher(operators) => {
+                for operator in operators {
+                    match operator {
+                        Operator::Capture(name) => found.push((name.clone(), path.clone())),
+                        Operator::Match(node) => node.collect_fixed(path, found),
+                        _ => {}
+                    }
+                }
+                Vec::new()
+            }
+        };
+        for (part, node) in parts {
+            path.push(part);
+            node.collect_fixed(path, found);
+            path.pop();
+        }
+    }
+}
+
 impl Operator {
     fn visit_names(&self, visit: &mut impl FnMut(NameUse, &str)) {
         match self {

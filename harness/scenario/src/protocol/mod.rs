@@ -17,6 +17,7 @@ pub mod providers;
 pub mod result;
 pub mod routes;
 mod serde_defaults;
+pub mod step_refs;
 pub mod world;
 
 pub use case::*;
@@ -120,6 +121,10 @@ pub struct Capabilities {
     /// requests over the protocol (extension `virtual_time/1`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub virtual_time: bool,
+    /// Whether it resolves step inputs taken from earlier observations
+    /// (extension `step_refs/1`); a case with one is skipped otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step_refs: bool,
 }
 
 /// A reply from an adapter: one JSON line on its stdout.

@@ -56,6 +56,7 @@ const COMMANDS: &str = "compile/commands.rs";
 const EXPECT: &str = "compile/expect.rs";
 const MOD: &str = "compile/mod.rs";
 const WORLD: &str = "compile/world.rs";
+const STEP_INPUTS: &str = "compile/step_inputs.rs";
 const LOAD: &str = "load.rs";
 const PROVIDERS: &str = "protocol/providers.rs";
 const EVENT_TYPES: &str = "compile/event_types.rs";
@@ -293,6 +294,21 @@ const REFUSALS: &[Refusal] = &[
         "session_append_hook_that_sleeps",
     ),
     fixture(
+        STEP_INPUTS,
+        "no earlier step captures it so",
+        "step_input_ref_captured_later",
+    ),
+    fixture(
+        STEP_INPUTS,
+        "which does not run before it",
+        "step_input_from_a_later_step",
+    ),
+    Refusal {
+        file: STEP_INPUTS,
+        fragment: "Err(message) => return fail(path, message)",
+        trigger: Trigger::Forwarded("step_input_from_of_the_wrong_shape"),
+    },
+    fixture(
         WORLD,
         "a route pauses with a `{ sleep_ms = N }` part, not an act",
         "route_act_that_sleeps",
@@ -417,6 +433,10 @@ const SOURCES: &[(&str, &str)] = &[
     (EXPECT, include_str!("../../src/compile/expect.rs")),
     (MOD, include_str!("../../src/compile/mod.rs")),
     (WORLD, include_str!("../../src/compile/world.rs")),
+    (
+        STEP_INPUTS,
+        include_str!("../../src/compile/step_inputs.rs"),
+    ),
     (LOAD, include_str!("../../src/load.rs")),
     (PROVIDERS, include_str!("../../src/protocol/providers.rs")),
     (LOOP_OPS, include_str!("../../src/protocol/loop_ops.rs")),

@@ -11,6 +11,7 @@ use serde_json::json;
 
 mod hooks;
 mod images;
+mod session_api;
 mod settings;
 mod world;
 
@@ -142,9 +143,10 @@ impl SessionFacts {
             suppressed,
             refused_at_setup: scenario.agent.as_ref().is_some_and(refused_at_creation)
                 || scenario.adapter.as_ref().is_some_and(refused_deployment),
-            hooked: scenario.steps.iter().any(|s| {
-                matches!(&s.command, Command::Loop(LoopCommand::OnSessionAppend(_)))
-            }),
+            hooked: scenario
+                .steps
+                .iter()
+                .any(|s| matches!(&s.command, Command::Loop(LoopCommand::OnSessionAppend(_)))),
         }
     }
 }
@@ -153,6 +155,12 @@ impl SessionFacts {
 /// [`SessionFacts::hooked`]).
 pub fn is_hook_veto(message: &str) -> bool {
     message.starts_with(hooks::VETO) || message == dshc_model::session::REENTRANT_APPEND
+}
+
+/// Whether a step's error is the session API's compaction finding an empty
+/// surface: its step input (the surface's first node) then reads nothing.
+pub fn is_empty_surface_input(message: &str) -> bool {
+    message.starts_with("a step input takes command") && message.contains("value.surface[0]")
 }
 
 const TOOL_NAMES: &[&str] = &["read", "Bash", "edit", "grep", "write", "é"];
@@ -377,9 +385,11 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
         g.turn_steps(turn, &mut suppressed, &mut steps);
         g.between_turns(&mut steps);
         if turn == 0 && hooked && g.rng.percent(30) {
-            steps.push(Command::Assembly(AssemblyCommand::Dispose(DisposeCommand {
-                target: "hook".into(),
-            })));
+            steps.push(Command::Assembly(AssemblyCommand::Dispose(
+                DisposeCommand {
+                    target: "hook".into(),
+                },
+            )));
         }
     }
     if g.roll("dispose_agent") {
@@ -799,7 +809,8 @@ impl Generator {
             })));
         }
         if self.roll("session_api") {
-            steps.push(self.session_api());
+            let commands = self.session_api(steps.len());
+            steps.extend(commands);
         }
         if self.roll("registry") {
             steps.extend(self.registry_change());
@@ -808,27 +819,6 @@ impl Generator {
             steps.push(self.header_helper());
         }
         self.world_steps(steps);
-    }
-
-    /// One use of the session API while the agent is idle: read it, append
-    /// an event that is not on the surface, or fire the pre-step waterfall.
-    fn session_api(&mut self) -> Command {
-        match self.rng.below(3) {
-            0 => Command::Loop(LoopCommand::ReadSession(ReadSessionCommand::default())),
-            1 => Command::Loop(LoopCommand::Append(AppendCommand {
-                agent: None,
-                kind: "note".into(),
-                data: JsJson(json!({"text": self.words(3)})),
-                surface_op: None,
-                source_event_seqs: None,
-            })),
-            _ => Command::Loop(LoopCommand::FirePreStep(FirePreStepCommand {
-                agent: None,
-                turn: 1,
-                step: 1,
-                messages: Vec::new(),
-            })),
-        }
     }
 
     /// A change to the registry between turns: a section, an owner of one, a
