@@ -114,7 +114,10 @@ pub fn check_session_against(
     }
     if let Some(world) = &case.world {
         for broken in invariants::judge_loop_run(world, &run) {
-            found.push(violation(broken.kind.tag(), broken.to_string()));
+            found.push(violation(
+                broken.kind.tag(),
+                format!("agent {}: {}", broken.agent, broken.detail),
+            ));
         }
     }
     for detail in invariants::tools_sorted(&run.requests) {

@@ -216,8 +216,9 @@ fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) 
 }
 
 /// Attempts that may have sent a request the log does not mark, in a turn
-/// that ended aborted: a cancel landed while the request was in flight,
-/// before its first chunk, so the attempt logged nothing. That is a step's
+/// that ended aborted or failed: a cancel landed while the request was in
+/// flight, before its first chunk, or the session refused to log the first
+/// chunk (a hook's veto), so the attempt logged nothing. That is a step's
 /// first attempt when the step has no chunk, or the retry a failed attempt's
 /// `finish` chunk led to (the `agent/request-error` waterfall said `retry`)
 /// when no chunk follows it in the step (08 C5: an abort before any chunk
@@ -226,6 +227,15 @@ fn aborted_in_flight(events: &[Event], at: usize, next_dispatch: Option<usize>) 
 /// end; the provider may or may not have received a request built from one
 /// of them.
 fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
+    // A turn that completed had its chunks; one that ended aborted, or
+    // failed (a chunk the session refused to log, say), may have sent a
+    // request no chunk traces.
+    let unfinished = |end: &Event| {
+        matches!(
+            end.data["reason"]["kind"].as_str(),
+            Some("aborted" | "error")
+        )
+    };
     let mut attempts = Vec::new();
     let mut open: Option<(usize, bool)> = None;
     for (index, event) in events.iter().enumerate() {
@@ -243,12 +253,18 @@ fn untraced_attempts(events: &[Event]) -> Vec<(usize, usize)> {
                     *chunked = true;
                 }
             }
-            event_kind::STEP_END => {
+            // The step ends at its `step/end`, or, when the session refused
+            // to log that, at its turn's end.
+            event_kind::STEP_END | event_kind::TURN_END => {
                 if let Some((from, false)) = open.take() {
-                    let turn_end = events[index..]
-                        .iter()
-                        .find(|e| e.kind == event_kind::TURN_END);
-                    if turn_end.is_none_or(|end| end.data["reason"]["kind"] == "aborted") {
+                    // The step's turn ends at its `turn/end`, if the
+                    // session logged one before the next turn starts.
+                    let turn_end = events[index..].iter().find(|e| {
+                        e.kind == event_kind::TURN_END || e.kind == event_kind::TURN_START
+                    });
+                    if turn_end
+                        .is_none_or(|end| end.kind == event_kind::TURN_START || unfinished(end))
+                    {
                         attempts.push((from, index));
                     }
                 }
@@ -512,5 +528,46 @@ mod tests {
             received["messages"][1]["source"],
             json!({"kind": "model", "provider": "b", "model": "m"})
         );
+    }
+
+    fn boundary(kind: &str, data: Value) -> Event {
+        Event {
+            kind: kind.into(),
+            seq: 0,
+            time: 0,
+            data,
+            source_event_seqs: None,
+            surface_op: None,
+            ignorable: false,
+            seeded: None,
+        }
+    }
+
+    #[test]
+    fn an_attempt_without_chunks_is_untraced_only_in_a_turn_that_did_not_complete() {
+        let turn = |reason: &str, step_end: bool| {
+            let mut events = vec![
+                boundary(event_kind::TURN_START, json!({})),
+                boundary(event_kind::STEP_START, json!({})),
+            ];
+            if step_end {
+                events.push(boundary(event_kind::STEP_END, json!({})));
+            }
+            events.push(boundary(
+                event_kind::TURN_END,
+                json!({"reason": {"kind": reason}}),
+            ));
+            events
+        };
+        assert_eq!(untraced_attempts(&turn("aborted", true)), vec![(2, 2)]);
+        assert_eq!(untraced_attempts(&turn("error", true)), vec![(2, 2)]);
+        assert_eq!(untraced_attempts(&turn("completed", true)), vec![]);
+        // A step whose step/end the session refused ends with its turn.
+        assert_eq!(untraced_attempts(&turn("error", false)), vec![(2, 2)]);
+        // A turn whose turn/end the session refused ends where the next starts.
+        let mut unended = turn("completed", true);
+        unended.pop();
+        unended.extend(turn("completed", true));
+        assert_eq!(untraced_attempts(&unended), vec![(2, 2)]);
     }
 }
