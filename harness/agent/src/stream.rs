@@ -244,6 +244,7 @@ impl Agent {
                     wire.connection,
                     Rc::clone(request),
                     Box::new(move || probe.is_aborted()),
+                    self.session().clock(),
                 ))
             }
             (None, Some(AdapterRoute::Scripted(scripted))) => {

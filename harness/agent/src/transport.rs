@@ -23,6 +23,7 @@ use dshc_deepseek::{
     wire_body,
 };
 use dshc_model::JsError;
+use dshc_model::session::Clock;
 
 /// Where the provider listens.
 #[derive(Clone, Debug)]
@@ -119,22 +120,27 @@ pub struct ChunkStream {
     connection: Rc<Connection>,
     request: Rc<Value>,
     aborted: Box<dyn Fn() -> bool>,
+    /// `Date.now()`, for a `Retry-After` given as a date.
+    clock: Clock,
     state: State,
     pending: VecDeque<Value>,
 }
 
 impl ChunkStream {
     /// A stream for this harness request. `aborted` reports whether the
-    /// caller's signal fired (failures then become `aborted` finishes).
+    /// caller's signal fired (failures then become `aborted` finishes);
+    /// `clock` is the agent's wall clock.
     pub fn new(
         connection: Rc<Connection>,
         request: Rc<Value>,
         aborted: Box<dyn Fn() -> bool>,
+        clock: Clock,
     ) -> ChunkStream {
         ChunkStream {
             connection,
             request,
             aborted,
+            clock,
             state: State::Start,
             pending: VecDeque::new(),
         }
@@ -212,7 +218,8 @@ impl ChunkStream {
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             let (headers, body) = read_error_response(response).await;
-            return self.fail(http_error(status, &headers, &body), false);
+            let now_ms = (self.clock)() as f64;
+            return self.fail(http_error(status, &headers, &body, now_ms), false);
         }
         if is_null_body_status(status) {
             // fetch gives such a success `response.body === null`.

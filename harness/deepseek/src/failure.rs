@@ -181,13 +181,15 @@ fn header(headers: &[(String, String)], name: &str) -> Option<String> {
 }
 
 /// `providerRetryAfterMs` for a `Retry-After` value: delta-seconds × 1000
-/// when positive. HTTP dates are ignored (the reference reads no clock).
-pub fn provider_retry_after_ms(value: Option<&str>) -> Option<f64> {
+/// for all digits, else the time from `now_ms` (`Date.now()`) to the date
+/// it is (`Date.parse`); kept when finite and positive.
+pub fn provider_retry_after_ms(value: Option<&str>, now_ms: f64) -> Option<f64> {
     let value = value?;
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let delay = value.parse::<f64>().ok()? * 1000.0;
+    let delay = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        value.parse::<f64>().ok()? * 1000.0
+    } else {
+        dshc_model::js::date_parse(value) - now_ms
+    };
     (delay.is_finite() && delay > 0.0).then_some(delay)
 }
 
@@ -231,14 +233,14 @@ pub fn http_error_code(status: u16, provider_error: Option<&Value>) -> String {
 /// The error a non-2xx response throws. The message is the body's
 /// `error.message` when it is a non-empty string, else `DeepSeek API error
 /// (HTTP <status>)`; the failure carries `status`, `providerRetryAfterMs`
-/// (numeric `Retry-After` only) and `requestId` (`x-request-id`, else
+/// (a `Retry-After` in seconds, or a date after `now_ms`) and `requestId` (`x-request-id`, else
 /// `x-deepseek-request-id`; an empty `x-request-id` does not fall back).
 ///
 /// A truthy non-string `error.message` makes upstream's `LlmError`
 /// constructor throw a plain `Error`, returned here as such; the adapter
 /// then reports it as `TRANSPORT` (see [`stream_error`]). Likewise a status
 /// outside 100–599.
-pub fn http_error(status: u16, headers: &[(String, String)], body: &[u8]) -> JsError {
+pub fn http_error(status: u16, headers: &[(String, String)], body: &[u8], now_ms: f64) -> JsError {
     let text = String::from_utf8_lossy(body);
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text);
     let provider_error: Option<Value> = serde_json::from_str::<Value>(text)
@@ -254,7 +256,7 @@ pub fn http_error(status: u16, headers: &[(String, String)], body: &[u8]) -> JsE
             None => constructible = false,
         }
     }
-    let delay = provider_retry_after_ms(header(headers, "retry-after").as_deref());
+    let delay = provider_retry_after_ms(header(headers, "retry-after").as_deref(), now_ms);
     let id = header(headers, "x-request-id")
         .or_else(|| header(headers, "x-deepseek-request-id"))
         .filter(|id| !id.is_empty());
@@ -271,6 +273,13 @@ pub fn http_error(status: u16, headers: &[(String, String)], body: &[u8]) -> JsE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The clock the tests read: 2026-01-01T00:00:00Z.
+    const NOW_MS: f64 = 1_767_225_600_000.0;
+
+    fn http_error(status: u16, headers: &[(String, String)], body: &[u8]) -> JsError {
+        super::http_error(status, headers, body, NOW_MS)
+    }
     use crate::fixtures::*;
 
     fn error_body(message: &str) -> Vec<u8> {
@@ -349,16 +358,30 @@ mod tests {
             b"",
         );
         assert!(empty.failure.unwrap().get("requestId").is_none());
-        // Zero, non-integer, negative and date values give no delay.
-        for value in ["0", "1.5", " ", "Wed, 21 Oct 2099 07:28:00 GMT", "-3"] {
+        // Zero, non-integer, negative, past and unreadable values give no delay.
+        for value in [
+            "0",
+            "1.5",
+            " ",
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "-3",
+            "soon",
+        ] {
             let error = http_error(429, &headers(&[("retry-after", value)]), b"");
             assert!(
                 error.failure.unwrap().get("providerRetryAfterMs").is_none(),
                 "{value}"
             );
         }
-        assert_eq!(provider_retry_after_ms(Some("120")), Some(120_000.0));
-        assert_eq!(provider_retry_after_ms(None), None);
+        assert_eq!(
+            provider_retry_after_ms(Some("120"), NOW_MS),
+            Some(120_000.0)
+        );
+        assert_eq!(provider_retry_after_ms(None, NOW_MS), None);
+        // A date is the time from now until it.
+        let date = "Thu, 01 Jan 2026 00:00:02 GMT";
+        assert_eq!(provider_retry_after_ms(Some(date), NOW_MS), Some(2000.0));
+        assert_eq!(provider_retry_after_ms(Some(date), NOW_MS + 2000.0), None);
     }
 
     #[test]

@@ -18,8 +18,8 @@
 //! take JavaScript own-property order (array-index keys first).
 //!
 //! Known, deliberate divergences (all outside realistic traffic):
-//! - `Retry-After` given as an HTTP date is ignored: upstream subtracts
-//!   `Date.now()`, and the reference model never reads a clock.
+//! - A `Retry-After` date is read by `Date.parse` in the forms HTTP uses
+//!   (`dshc_model::js::date_parse`); V8 reads still others.
 //! - Payloads that `JSON.parse` accepts but `serde_json` rejects (escaped lone
 //!   surrogates, numbers overflowing to `Infinity`, nesting deeper than 128)
 //!   are reported as `MALFORMED_RESPONSE`.

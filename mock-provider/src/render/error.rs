@@ -60,9 +60,12 @@ pub(super) fn render_http_error(entry: &ScriptEntry, context: &RenderContext) ->
         plan.body = vec![BodyAction::Send(Bytes::from(verbatim.clone()))];
     }
     plan.head_delay_ms = entry.delay_ms;
-    if let Some(seconds) = entry.retry_after_s {
-        plan.headers
-            .push(("retry-after".to_owned(), seconds.to_string()));
+    let retry_after = entry
+        .retry_after_s
+        .map(|seconds| seconds.to_string())
+        .or_else(|| entry.retry_after.clone());
+    if let Some(value) = retry_after {
+        plan.headers.push(("retry-after".to_owned(), value));
     }
     push_request_id(entry, &mut plan.headers);
     plan
@@ -166,6 +169,16 @@ mod tests {
         let plan = render_response(&ScriptEntry::fault(FaultKind::ServerError), &context());
         assert_eq!(plan.status, 500);
         assert_eq!(plan.header("retry-after"), None);
+
+        let dated = ScriptEntry {
+            retry_after: Some("Thu, 01 Jan 2026 00:00:02 GMT".into()),
+            ..ScriptEntry::fault(FaultKind::ServerError)
+        };
+        let plan = render_response(&dated, &context());
+        assert_eq!(
+            plan.header("retry-after"),
+            Some("Thu, 01 Jan 2026 00:00:02 GMT")
+        );
 
         let plan = render_response(&ScriptEntry::fault(FaultKind::ContextOverflow), &context());
         assert_eq!(plan.status, 400);

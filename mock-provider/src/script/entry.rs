@@ -108,6 +108,11 @@ pub struct ScriptEntry {
     /// For HTTP errors: value of the `Retry-After` header in seconds (absent if unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_s: Option<u64>,
+    /// For HTTP errors: the `Retry-After` header as written (an HTTP date such
+    /// as `"Thu, 01 Jan 2026 00:00:02 GMT"`, or any other value); not with
+    /// `retry_after_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<String>,
     /// For `http_error`: the status code (400–599). Not allowed on other entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -151,6 +156,7 @@ impl Default for ScriptEntry {
             after_events: None,
             stall_ms: None,
             retry_after_s: None,
+            retry_after: None,
             status: None,
             message: None,
             error_type: None,

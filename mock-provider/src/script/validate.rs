@@ -105,6 +105,7 @@ impl ScriptEntry {
     fn check_no_http_error_fields(&self) -> Result<(), String> {
         for (field, set) in [
             ("retry_after_s", self.retry_after_s.is_some()),
+            ("retry_after", self.retry_after.is_some()),
             ("message", self.message.is_some()),
             ("error_type", self.error_type.is_some()),
             ("error_body", self.error_body.is_some()),
@@ -198,6 +199,23 @@ impl ScriptEntry {
                 "`request_id` {request_id:?} must be visible ASCII (it is sent as a header)"
             ));
         }
+        if let Some(value) = &self.retry_after {
+            if self.retry_after_s.is_some() {
+                return Err(
+                    "`retry_after` is the header as written, `retry_after_s` a number of \
+                            seconds: give one"
+                        .into(),
+                );
+            }
+            if !value
+                .bytes()
+                .all(|byte| byte.is_ascii_graphic() || byte == b' ')
+            {
+                return Err(format!(
+                    "`retry_after` {value:?} must be visible ASCII and spaces (it is sent as a header)"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -237,6 +255,18 @@ mod tests {
             ),
             (r#"{"tool_calls": [{"name": ""}]}"#, "name is empty"),
             (r#"{"request_id": "a b"}"#, "visible ASCII"),
+            (
+                r#"{"content": "x", "retry_after": "soon"}"#,
+                "`retry_after` only applies",
+            ),
+            (
+                r#"{"fault": "rate_limit", "retry_after": "1", "retry_after_s": 1}"#,
+                "give one",
+            ),
+            (
+                r#"{"fault": "rate_limit", "retry_after": "a\nb"}"#,
+                "visible ASCII and spaces",
+            ),
             (r#"{"error_body": "{}"}"#, "`error_body` only applies"),
             (
                 r#"{"fault": "http_error", "status": 500, "error_body": "{}", "message": "m"}"#,

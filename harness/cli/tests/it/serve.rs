@@ -83,7 +83,12 @@ fn chunks_from(address: SocketAddr, request: Value) -> Vec<Value> {
             api_key: "sk-test".into(),
             user_id: "user".into(),
         });
-        let mut stream = ChunkStream::new(connection, request.into(), Box::new(|| false));
+        let mut stream = ChunkStream::new(
+            connection,
+            request.into(),
+            Box::new(|| false),
+            std::rc::Rc::new(|| 0),
+        );
         let mut chunks = Vec::new();
         while let Some(chunk) = stream.next().await {
             chunks.push(chunk);

@@ -469,6 +469,11 @@ impl Session {
         self.state.borrow().log.last().map(|e| e.kind.clone())
     }
 
+    /// The clock the session stamps events with (`Date.now()`).
+    pub fn clock(&self) -> Clock {
+        Rc::clone(&self.clock)
+    }
+
     /// The session id.
     pub fn id(&self) -> String {
         self.state.borrow().id.clone()

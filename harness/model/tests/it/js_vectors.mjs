@@ -1,6 +1,8 @@
 // Computes the JavaScript answers that harness/model/src/js.rs must give.
 // Run with Node 20: `node harness/model/tests/it/js_vectors.mjs > harness/model/tests/it/js_vectors.json`.
 // The Rust test `js_vectors.rs` checks every function against the output.
+// Dates are read in UTC, as the harness and CI run them.
+process.env.TZ = 'UTC'
 
 const numbers = [
   '0', '-0', '1', '-1', '0.1', '0.000001', '1e-7', '1.5e-7', '123456789012345680000', '1e21', '1.7976931348623157e308',
@@ -20,6 +22,18 @@ const keyLists = [
 const pairs = [
   ['\u{1F600}', '\uFFFF'], ['B', 'a'], ['a', 'a_b'], ['a_b', 'ab'], ['', 'a'], ['same', 'same'], ['\uE000', '\u{10000}'],
 ];
+// The forms of date js.rs reads (an HTTP Retry-After may be one), and texts
+// V8 refuses too.
+const dates = [
+  'Thu, 01 Jan 2026 00:00:02 GMT', 'Thursday, 01-Jan-26 00:00:02 GMT', 'Thu Jan  1 00:00:02 2026', 'Sun, 06 Nov 1994 08:49:37 GMT',
+  'Sunday, 06-Nov-94 08:49:37 GMT', 'Sun Nov  6 08:49:37 1994', 'thu, 01 jan 2026 00:00:02 gmt', 'Mon, 01 Jan 2026 00:00:02 GMT',
+  '01 Jan 2026 00:00:02 GMT', 'Thu, 1 Jan 2026 00:00:02 GMT', 'Thu, 01 Jan 2026 00:00:02 +0100', 'Thu, 01 Jan 2026 00:00:02 -0530',
+  'Thu, 01 Jan 2026 00:00:02 UTC', 'Thu, 01 January 2026 00:00 GMT', 'Thu, 31 Feb 2026 00:00:00 GMT', ' Thu, 01 Jan 2026 00:00:02 GMT ',
+  'Thu, 01 Jan 2026 24:00:00 GMT', 'Thu, 01 Jan 2026 25:00:00 GMT', 'Thu, 01 Jan 2026 00:60:00 GMT', 'Jan 2026', '2026',
+  '2026-01-01T00:00:02Z', '2026-01-01T00:00:02.5Z', '2026-01-01T00:00:02.123456Z', '2026-01-01', '2026-01', '2026-01-01T00:00',
+  '2026-01-01T00:00:02+01:00', '2026-01-01T24:00:00Z', '2026-01-01T24:00:01Z', '2026-02-30', '2026-13-01', '+002026-01-01T00:00:00Z',
+  '-000001-01-01T00:00:00Z', '2026-01-01T00:00:02z', '', 'soon', 'Thu, 01 Xyz 2026 00:00:02 GMT',
+]
 const slices = [['a\u{1F600}b', 0, 3], ['ab', 1, 99], ['a\u{1F600}b', 0, 2], ['héllo', 2, 1]];
 
 const spaces = [];
@@ -64,6 +78,7 @@ const out = {
   slice_utf16: slices.map(([s, a, b]) => [s, a, b, s.slice(a, b).replace(/[\uD800-\uDFFF]/gu, '\uFFFD')]),
   js_space_code_points: spaces,
   line_terminator_code_points: lineTerminators,
+  date_parse: dates.map((d) => [d, String(Date.parse(d))]),
   iterate_errors: [[5, iterationErrors[0]], [1e-7, iterationErrors[1]], [true, iterationErrors[2]], [{ a: 1 }, iterationErrors[3]]],
 };
 process.stdout.write(JSON.stringify(out, null, 1) + '\n');

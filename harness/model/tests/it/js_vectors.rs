@@ -194,3 +194,17 @@ fn iterating_a_non_iterable_throws_v8s_text() {
         );
     }
 }
+
+#[test]
+fn dates_parse_as_in_javascript() {
+    let vectors = vectors();
+    for row in rows(&vectors, "date_parse") {
+        let text = row[0].as_str().unwrap();
+        let expected = number(&row[1]);
+        let parsed = js::date_parse(text);
+        assert!(
+            parsed == expected || (parsed.is_nan() && expected.is_nan()),
+            "Date.parse({text:?}): {parsed}, not {expected}"
+        );
+    }
+}

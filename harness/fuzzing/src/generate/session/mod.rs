@@ -317,7 +317,22 @@ impl Generator {
     fn fault(&mut self, fault: FaultKind) -> ScriptEntry {
         let mut entry = ScriptEntry::fault(fault);
         match fault {
-            FaultKind::RateLimit => entry.retry_after_s = Some(1),
+            // Whole seconds mostly; now and then a date (the session's
+            // clock starts at 2026-01-01T00:00:00Z, so the first is in the
+            // future until a clock jump), or a value that is neither.
+            FaultKind::RateLimit => match self.rng.below(10) {
+                0..=5 => entry.retry_after_s = Some(1),
+                6 | 7 => {
+                    entry.retry_after = Some(
+                        (*self.rng.pick(&[
+                            "Thu, 01 Jan 2026 00:00:02 GMT",
+                            "Wed, 31 Dec 2025 23:59:00 GMT",
+                        ]))
+                        .into(),
+                    );
+                }
+                _ => entry.retry_after = Some((*self.rng.pick(&["1.5", "soon"])).into()),
+            },
             FaultKind::HttpError => {
                 entry.status = Some(*self.rng.pick(&[400, 401, 402, 429, 503]));
                 // Now and then a body without a usable error object, or an
