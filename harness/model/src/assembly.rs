@@ -72,20 +72,32 @@ fn merge(
     if layers.is_empty() {
         return global;
     }
-    let scoped: Vec<Vec<Rc<NamedText>>> =
-        layers.iter().map(|layer| pick(&layer.borrow())).collect();
-    let mut merged = global.clone();
-    let mut position: std::collections::BTreeMap<&str, usize> = global
+    let scoped: Vec<Rc<NamedText>> = layers
+        .iter()
+        .flat_map(|layer| pick(&layer.borrow()))
+        .collect();
+    let mut merged = global;
+    // A few shadows (the usual case) are found by a scan; many by an index.
+    if scoped.len() <= 16 {
+        for entry in scoped {
+            match merged.iter().position(|known| known.name == entry.name) {
+                Some(index) => merged[index] = entry,
+                None => merged.push(entry),
+            }
+        }
+        return merged;
+    }
+    let mut position: std::collections::BTreeMap<Rc<str>, usize> = merged
         .iter()
         .enumerate()
-        .map(|(i, entry)| (&*entry.name, i))
+        .map(|(i, entry)| (entry.name.clone(), i))
         .collect();
-    for entry in scoped.iter().flatten() {
+    for entry in scoped {
         match position.get(&*entry.name) {
-            Some(&index) => merged[index] = entry.clone(),
+            Some(&index) => merged[index] = entry,
             None => {
-                position.insert(&entry.name, merged.len());
-                merged.push(entry.clone());
+                position.insert(entry.name.clone(), merged.len());
+                merged.push(entry);
             }
         }
     }

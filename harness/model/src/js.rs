@@ -164,14 +164,23 @@ impl std::error::Error for JsError {}
 /// character at or above U+10000 and the other a character in U+E000..=U+FFFF
 /// at the same position.
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
-    // UTF-8 bytes sort as code points, which is UTF-16's order except where
-    // a supplementary character (lead byte 0xF0 and up) meets U+E000..U+FFFF
-    // (lead bytes 0xEE, 0xEF): below those, compare bytes.
-    let plain = |text: &str| text.bytes().all(|byte| byte < 0xEE);
-    if plain(a) && plain(b) {
-        return a.cmp(b);
+    // The strings agree up to their first differing byte. UTF-8 bytes sort
+    // as code points, which is UTF-16's order but for one case: a
+    // supplementary character (lead byte 0xF0 and up, a high surrogate in
+    // UTF-16) sorts below U+E000..U+FFFF (lead bytes 0xEE, 0xEF). Bytes that
+    // high are always leads, so both strings start a character there.
+    let Some(differs) = a.bytes().zip(b.bytes()).position(|(x, y)| x != y) else {
+        return a.len().cmp(&b.len());
+    };
+    let (x, y) = (a.as_bytes()[differs], b.as_bytes()[differs]);
+    let high_bmp = |lead: u8| lead == 0xEE || lead == 0xEF;
+    if high_bmp(x) && y >= 0xF0 {
+        return Ordering::Greater;
     }
-    a.encode_utf16().cmp(b.encode_utf16())
+    if x >= 0xF0 && high_bmp(y) {
+        return Ordering::Less;
+    }
+    x.cmp(&y)
 }
 
 /// Length of a string in UTF-16 code units (JavaScript's `.length`).

@@ -57,6 +57,21 @@ pub fn interpolate(
     Ok(out)
 }
 
+/// The first position at or after `from` where `byte` occurs twice in a
+/// row (`{{`, `}}`): a byte search, cheaper than a substring searcher on
+/// the short texts a prompt is made of.
+fn find_pair(bytes: &[u8], from: usize, byte: u8) -> Option<usize> {
+    let mut at = from;
+    while let Some(offset) = memchr::memchr(byte, bytes.get(at..)?) {
+        let found = at + offset;
+        if bytes.get(found + 1) == Some(&byte) {
+            return Some(found);
+        }
+        at = found + 1;
+    }
+    None
+}
+
 /// [`interpolate`], appending to `out` (on an error, `out` may hold part of
 /// the text).
 pub fn interpolate_into(
@@ -71,13 +86,14 @@ pub fn interpolate_into(
     let mut last = 0;
     // `{` and `}` are ASCII, so byte positions find the same groups as
     // JavaScript's code-unit positions; only the error snippet needs units.
-    while let Some(found) = text[last..].find("{{") {
-        let open = last + found;
+    let bytes = text.as_bytes();
+    while let Some(open) = find_pair(bytes, last, b'{') {
         let after_open = &text[open + 2..];
-        let inner_len = after_open.find(['{', '}']).unwrap_or(after_open.len());
+        let inner_len =
+            memchr::memchr2(b'{', b'}', after_open.as_bytes()).unwrap_or(after_open.len());
         let closes = after_open[inner_len..].starts_with("}}");
         if !closes {
-            if after_open.contains("}}") {
+            if find_pair(bytes, open + 2, b'}').is_some() {
                 let open_units = utf16_len(&text[..open]);
                 let snippet = slice_utf16(text, open_units, open_units + 16);
                 return Err(JsError::error(format!(

@@ -388,3 +388,37 @@ proptest! {
         prop_assert!(dshc_model::js::same_json_text(&a, &a));
     }
 }
+
+// --- UTF-16 string order ----------------------------------------------------
+
+/// Characters from the ranges where UTF-16 and code-point order part:
+/// ASCII, two- and three-byte characters below U+E000, U+E000..U+FFFF, and
+/// supplementary ones, some sharing a high surrogate.
+fn order_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        proptest::char::range('a', 'c'),
+        proptest::char::range('\u{e9}', '\u{eb}'),
+        proptest::char::range('\u{6e5}', '\u{6e6}'),
+        proptest::char::range('\u{d7ff}', '\u{d7ff}'),
+        proptest::char::range('\u{e000}', '\u{e001}'),
+        proptest::char::range('\u{fffd}', '\u{fffd}'),
+        proptest::char::range('\u{10000}', '\u{10001}'),
+        proptest::char::range('\u{1f600}', '\u{1f601}'),
+    ]
+}
+
+proptest! {
+    /// `cmp_utf16` is JavaScript's `<` on strings: code-unit order.
+    #[test]
+    fn strings_compare_by_utf16_code_units(
+        a in proptest::collection::vec(order_char(), 0..5),
+        b in proptest::collection::vec(order_char(), 0..5),
+    ) {
+        let (a, b): (String, String) = (a.into_iter().collect(), b.into_iter().collect());
+        prop_assert_eq!(
+            dshc_model::js::cmp_utf16(&a, &b),
+            a.encode_utf16().cmp(b.encode_utf16()),
+            "{:?} vs {:?}", a, b
+        );
+    }
+}
