@@ -77,6 +77,16 @@ fn shell_quoted(text: &str) -> String {
 
 /// Run one scenario on both sides and compare.
 pub fn compare_once(scenario: &Scenario, id: &str, other: &mut dyn Implementation) -> Comparison {
+    compare_once_seeing(scenario, id, other, |_| {})
+}
+
+/// [`compare_once`], handing what the reference observed to `seen` first.
+pub fn compare_once_seeing(
+    scenario: &Scenario,
+    id: &str,
+    other: &mut dyn Implementation,
+    seen: impl FnOnce(&CaseResult),
+) -> Comparison {
     let case = match compile(id, scenario) {
         Ok(case) => case,
         Err(error) => {
@@ -89,6 +99,7 @@ pub fn compare_once(scenario: &Scenario, id: &str, other: &mut dyn Implementatio
             return Comparison::NotRun(format!("the reference refused the case: {error}"));
         }
     };
+    seen(&reference);
     match other.run(&case) {
         Ran::Observed(result) => {
             let found = if other.real_time() {

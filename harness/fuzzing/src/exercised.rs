@@ -6,14 +6,19 @@
 //! The kinds come from the command vocabulary's per-level lists
 //! (`AssemblyCommand::KINDS`, `Command::KINDS`), so a new command kind shows
 //! up here, unexercised, until a generator makes it; a loop case may use
-//! every kind.
+//! every kind. The spec clauses come from the catalog's `signals`
+//! ([`crate::signals`]): each case counts for every clause it showed a
+//! signal of, and the clauses of the level with signals that no case showed
+//! are named too.
 
 use std::collections::BTreeMap;
 
+use dshc_runner::coverage::Clause;
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{AssemblyCommand, Command, Level};
 
 use crate::regression::differences::command_kind;
+use crate::signals::{Shown, Signal};
 
 /// Every command kind a case of `level` may use, in the format's order: the
 /// assembly level's, and at the loop level every kind.
@@ -25,27 +30,87 @@ pub fn kinds_of_level(level: Level) -> Vec<String> {
     kinds.iter().map(|kind| kind.to_string()).collect()
 }
 
-/// The command kinds a run's cases used.
+/// The clauses a case of a level can exercise, with their signals.
+#[derive(Clone, Debug, Default)]
+pub struct ClauseSignals {
+    clauses: Vec<(String, Vec<Signal>)>,
+    /// Clauses of the level the catalog gives no signal.
+    without: usize,
+}
+
+impl ClauseSignals {
+    /// The clauses of `catalog` at `level`, each with its signals (a loop
+    /// case registers and assembles too, but the assembly level's clauses
+    /// are `dshc diff`'s assembly cases' to exercise). A malformed signal
+    /// is an error.
+    pub fn of(catalog: &[Clause], level: Level) -> Result<ClauseSignals, String> {
+        let mut signals = ClauseSignals::default();
+        for clause in catalog {
+            if clause.excluded.is_some() || clause.level != level {
+                continue;
+            }
+            if clause.signals.is_empty() {
+                signals.without += 1;
+                continue;
+            }
+            let parsed = clause
+                .signals
+                .iter()
+                .map(|text| Signal::parse(text).map_err(|e| format!("clause {}: {e}", clause.id)))
+                .collect::<Result<Vec<_>, _>>()?;
+            signals.clauses.push((clause.id.clone(), parsed));
+        }
+        Ok(signals)
+    }
+
+    /// The positions of the clauses `shown` exercised.
+    pub fn hits(&self, shown: &Shown<'_>) -> Vec<usize> {
+        self.clauses
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, signals))| signals.iter().any(|signal| shown.shows(signal)))
+            .map(|(index, _)| index)
+            .collect()
+    }
+}
+
+/// The command kinds a run's cases used, and the clauses they exercised.
 #[derive(Clone, Debug)]
 pub struct Exercised {
     kinds: Vec<String>,
     /// Kind → (cases that used it, commands of it).
     counts: BTreeMap<String, (u64, u64)>,
     cases: u64,
+    clauses: ClauseSignals,
+    /// Per clause of `clauses`, the cases that exercised it.
+    clause_cases: Vec<u64>,
 }
 
 impl Exercised {
-    /// Nothing exercised yet, at `level`.
-    pub fn new(level: Level) -> Exercised {
+    /// Nothing exercised yet, at `level`, counting the clauses of `clauses`.
+    pub fn new(level: Level, clauses: ClauseSignals) -> Exercised {
         Exercised {
             kinds: kinds_of_level(level),
             counts: BTreeMap::new(),
             cases: 0,
+            clause_cases: vec![0; clauses.clauses.len()],
+            clauses,
         }
     }
 
-    /// Count one generated case.
-    pub fn add(&mut self, scenario: &Scenario) {
+    /// The clause signals counted.
+    pub fn clauses(&self) -> &ClauseSignals {
+        &self.clauses
+    }
+
+    /// Count one generated case, which exercised the clauses `hits`
+    /// ([`ClauseSignals::hits`]).
+    pub fn add(&mut self, scenario: &Scenario, hits: &[usize]) {
+        for hit in hits {
+            if let Some(count) = self.clause_cases.get_mut(*hit) {
+                *count += 1;
+            }
+        }
         self.cases += 1;
         let mut seen = std::collections::BTreeSet::new();
         for step in &scenario.steps {
@@ -95,6 +160,45 @@ impl Exercised {
                 unexercised.join(", ")
             )
         });
+        lines.extend(self.clause_lines());
+        lines
+    }
+
+    /// The clauses with signals, `clause  cases`, then the ones no case
+    /// exercised and how many clauses have no signal.
+    fn clause_lines(&self) -> Vec<String> {
+        let rows = &self.clauses.clauses;
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let width = rows.iter().map(|(id, _)| id.len()).max().unwrap_or(0);
+        let mut lines = vec![format!(
+            "{:width$}  {:>7}   (the spec clauses whose signals the cases showed)",
+            "clause", "cases"
+        )];
+        let mut never = Vec::new();
+        for ((id, _), cases) in rows.iter().zip(&self.clause_cases) {
+            lines.push(if *cases == 0 {
+                never.push(id.as_str());
+                format!("{id:width$}  {:>7}   NOT EXERCISED", 0)
+            } else {
+                format!("{id:width$}  {cases:>7}")
+            });
+        }
+        let without = self.clauses.without;
+        lines.push(if never.is_empty() {
+            format!(
+                "every clause with signals ({}) is exercised; {without} clauses of the level have none",
+                rows.len()
+            )
+        } else {
+            format!(
+                "{} of {} clauses with signals exercised ({without} have none); never: {}",
+                rows.len() - never.len(),
+                rows.len(),
+                never.join(", ")
+            )
+        });
         lines
     }
 }
@@ -139,9 +243,9 @@ mod tests {
              [[steps]]\ndo = \"assemble\"\n",
         )
         .unwrap();
-        let mut exercised = Exercised::new(Level::Assembly);
-        exercised.add(&scenario);
-        exercised.add(&scenario);
+        let mut exercised = Exercised::new(Level::Assembly, ClauseSignals::default());
+        exercised.add(&scenario, &[]);
+        exercised.add(&scenario, &[]);
         let lines = exercised.lines();
         assert!(
             lines

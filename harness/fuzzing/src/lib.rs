@@ -14,4 +14,5 @@ pub mod exercised;
 pub mod generate;
 pub mod oracles;
 pub mod regression;
+pub mod signals;
 pub mod sim;

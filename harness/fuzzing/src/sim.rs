@@ -43,7 +43,8 @@ fn violation(tag: &str, detail: impl Into<String>) -> Violation {
 
 /// Run a session twice and check every invariant; also return the first run.
 pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
-    check_session_against(scenario, Ticks::CaseGrid)
+    let (violations, result) = check_session_against(scenario, Ticks::CaseGrid);
+    (violations, result.and_then(|result| result.run))
 }
 
 /// [`check_session`], its second run stepping as `second` says: with
@@ -52,7 +53,7 @@ pub fn check_session(scenario: &Scenario) -> (Vec<Violation>, Option<LoopRun>) {
 pub fn check_session_against(
     scenario: &Scenario,
     second: Ticks,
-) -> (Vec<Violation>, Option<LoopRun>) {
+) -> (Vec<Violation>, Option<CaseResult>) {
     let facts = SessionFacts::of(scenario);
     let case = match compile("sim", scenario) {
         Ok(case) => case,
@@ -78,15 +79,10 @@ pub fn check_session_against(
             violation("determinism", "two runs of the same session differ")
         });
     }
-    let CaseResult {
-        run: Some(run),
-        observations,
-        ..
-    } = first
-    else {
+    let Some(run) = &first.run else {
         return (vec![violation("unfinished", "no run")], None);
     };
-    for (command, observation) in case.commands.iter().zip(&observations) {
+    for (command, observation) in case.commands.iter().zip(&first.observations) {
         let Some(error) = &observation.error else {
             continue;
         };
@@ -113,7 +109,7 @@ pub fn check_session_against(
         None => {}
     }
     if let Some(world) = &case.world {
-        for broken in invariants::judge_loop_run(world, &run) {
+        for broken in invariants::judge_loop_run(world, run) {
             found.push(violation(
                 broken.kind.tag(),
                 format!("agent {}: {}", broken.agent, broken.detail),
@@ -123,8 +119,8 @@ pub fn check_session_against(
     for detail in invariants::tools_sorted(&run.requests) {
         found.push(violation("tools", detail));
     }
-    found.extend(session_properties(scenario, &facts, &run));
-    (found, Some(run))
+    found.extend(session_properties(scenario, &facts, run));
+    (found, Some(first))
 }
 
 /// The properties a generated session states about itself: a complete

@@ -27,6 +27,10 @@ pub struct Clause {
     /// Why no scenario covers it, for a clause deliberately left out.
     #[serde(default)]
     pub excluded: Option<String>,
+    /// What a run shows when it exercised the clause, for counting the
+    /// clauses generated cases exercise (`dshc_fuzzing::signals`).
+    #[serde(default)]
+    pub signals: Vec<String>,
 }
 
 #[derive(Deserialize)]

@@ -7,8 +7,11 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use dshc_fuzzing::diff::{Comparison, Replay, compare_once, shrink, summary, write_regression};
+use dshc_fuzzing::diff::{
+    Comparison, Replay, compare_once_seeing, shrink, summary, write_regression,
+};
 use dshc_fuzzing::exercised::Exercised;
+use dshc_fuzzing::signals::Shown;
 use dshc_fuzzing::regression::differences::structural_diff;
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
@@ -122,10 +125,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let mut tally = Tally::default();
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
-    let mut exercised = Exercised::new(match level {
+    let level_of_cases = match level {
         DiffLevel::Assembly => Level::Assembly,
         DiffLevel::Loop => Level::Loop,
-    });
+    };
+    let mut exercised = Exercised::new(level_of_cases, super::clause_signals(level_of_cases)?);
+    let clauses = exercised.clauses().clone();
     for_each_ordered_on(
         indices,
         &mut pool,
@@ -134,13 +139,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 DiffLevel::Assembly => dshc_fuzzing::generate::assembly::generate(seed, case),
                 DiffLevel::Loop => dshc_fuzzing::generate::session::generate_session(seed, case),
             };
+            let mut hits = Vec::new();
             let comparison =
-                compare_once(&scenario, &format!("diff/{seed}/{case}"), implementation);
-            (case, scenario, comparison)
+                compare_once_seeing(&scenario, &format!("diff/{seed}/{case}"), implementation, |result| {
+                    hits = clauses.hits(&Shown::of_result(&scenario, result));
+                });
+            (case, scenario, comparison, hits)
         },
-        |(case, scenario, comparison)| {
+        |(case, scenario, comparison, hits)| {
             progress.tick(case);
-            exercised.add(&scenario);
+            exercised.add(&scenario, &hits);
             match tally.count(case, comparison, &known) {
                 Some(first) => {
                     disagreement = Some((case, scenario, first));

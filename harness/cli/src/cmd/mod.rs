@@ -132,6 +132,22 @@ pub fn catalog_for(path: &std::path::Path) -> PathBuf {
         .unwrap_or_else(|| start.join("clauses.toml"))
 }
 
+/// The clauses a seeded run of `level` counts (`dshc diff`, `dshc sim`): the
+/// signals of `./scenarios/clauses.toml` when there is one, else of the
+/// catalog embedded in this binary.
+pub fn clause_signals(
+    level: dshc_scenario::protocol::Level,
+) -> anyhow::Result<dshc_fuzzing::exercised::ClauseSignals> {
+    let local = std::path::Path::new("scenarios/clauses.toml");
+    let path = if local.is_file() {
+        local.to_path_buf()
+    } else {
+        crate::suite::materialized()?.join("clauses.toml")
+    };
+    let catalog = dshc_runner::coverage::load_catalog(&path)?;
+    dshc_fuzzing::exercised::ClauseSignals::of(&catalog, level).map_err(anyhow::Error::msg)
+}
+
 /// The exit code of a suite: bad input wins over failures.
 pub fn suite_exit(bad_files: usize, failed: usize) -> Exit {
     if bad_files > 0 {

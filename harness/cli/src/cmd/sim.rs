@@ -7,7 +7,8 @@ use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use dshc_fuzzing::exercised::Exercised;
+use dshc_fuzzing::exercised::{ClauseSignals, Exercised};
+use dshc_fuzzing::signals::Shown;
 use dshc_fuzzing::generate::session::{generate_session, swarm};
 use dshc_fuzzing::sim::{
     Violation, check_session_against, second_run_showing, shrink, steps_of, write_session,
@@ -103,7 +104,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let indices = range
         .into_iter()
         .flat_map(|range| args.partition.items(range));
-    let run = run_seed(&args, seed, indices, total, &|| false);
+    let clauses = super::clause_signals(Level::Loop)?;
+    let run = run_seed(&args, seed, indices, total, &|| false, &clauses);
     if let Some((index, scenario, violations)) = run.failing {
         return Ok(report_violation(
             seed,
@@ -135,13 +137,14 @@ fn run_seed(
     indices: impl Iterator<Item = u64> + Send,
     total: u64,
     stop: &(dyn Fn() -> bool + Sync),
+    clauses: &ClauseSignals,
 ) -> SeedRun {
     let progress = Progress::new(total);
     let mut run = SeedRun {
         checked: 0,
         steps: 0,
         failing: None,
-        exercised: Exercised::new(Level::Loop),
+        exercised: Exercised::new(Level::Loop, clauses.clone()),
     };
     for_each_ordered(
         indices,
@@ -149,12 +152,19 @@ fn run_seed(
         |index| {
             let scenario = generate_session(seed, index);
             let (violations, outcome) = check_session_against(&scenario, args.second_run());
-            let steps = outcome.as_ref().map_or(0, steps_of);
-            (index, scenario, violations, steps)
+            let steps = outcome
+                .as_ref()
+                .and_then(|result| result.run.as_ref())
+                .map_or(0, steps_of);
+            let hits = outcome
+                .as_ref()
+                .map(|result| clauses.hits(&Shown::of_result(&scenario, result)))
+                .unwrap_or_default();
+            (index, scenario, violations, steps, hits)
         },
-        |(index, scenario, violations, session_steps)| {
+        |(index, scenario, violations, session_steps, hits)| {
             progress.tick(index);
-            run.exercised.add(&scenario);
+            run.exercised.add(&scenario, &hits);
             run.checked += 1;
             run.steps += session_steps;
             if !violations.is_empty() {
@@ -235,7 +245,7 @@ fn soak(args: &Args, minutes: f64) -> Exit {
             .checked_sub(1)
             .into_iter()
             .flat_map(|last| args.partition.items(0..=last));
-        let run = run_seed(args, seed, indices, args.sessions, &out_of_time);
+        let run = run_seed(args, seed, indices, args.sessions, &out_of_time, &ClauseSignals::default());
         seeds += 1;
         sessions += run.checked;
         steps += run.steps;

@@ -320,9 +320,9 @@ fn shrinking_keeps_the_disagreement_it_found_not_merely_some_disagreement() {
 fn two_thousand_cases_of_the_ci_seed_use_every_command_kind_of_the_assembly_level() {
     use dshc_fuzzing::exercised::Exercised;
     use dshc_scenario::protocol::Level;
-    let mut exercised = Exercised::new(Level::Assembly);
+    let mut exercised = Exercised::new(Level::Assembly, Default::default());
     for case in 0..2000 {
-        exercised.add(&generate(20261129, case));
+        exercised.add(&generate(20261129, case), &[]);
     }
     assert!(
         exercised.unexercised().is_empty(),

@@ -9,3 +9,4 @@
 mod diff;
 mod oracles;
 mod sim;
+mod signals;

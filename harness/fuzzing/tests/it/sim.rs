@@ -119,9 +119,9 @@ fn a_written_violation_is_checked_to_fail_where_the_judge_can_see_it() {
 fn two_thousand_sessions_of_the_ci_seed_use_every_command_kind() {
     use dshc_fuzzing::exercised::Exercised;
     use dshc_scenario::protocol::Level;
-    let mut exercised = Exercised::new(Level::Loop);
+    let mut exercised = Exercised::new(Level::Loop, Default::default());
     for session in 0..2000 {
-        exercised.add(&generate_session(20261129, session));
+        exercised.add(&generate_session(20261129, session), &[]);
     }
     assert!(
         exercised.unexercised().is_empty(),
