@@ -314,7 +314,16 @@ impl Agent {
             throw_if_aborted(signal)?;
             let (_, opened) = self.phase_turn_step();
             let step = opened + 1;
-            let (messages, assembly) = match self.pre_step(target, turn, step, signal).await? {
+            let proposed = self.pre_step(target, turn, step, signal).await;
+            if proposed.is_err() {
+                // `await this.preStep()` of a rejected promise resumes in a
+                // later microtask, however early preStep threw (a claim or
+                // an assembly that fails before its waterfall's await): the
+                // caller that woke the driver gets control back first, and
+                // a cancel it then issues decides how the turn ends.
+                dshc_model::signal::yield_now().await;
+            }
+            let (messages, assembly) = match proposed? {
                 (Decision::Reject, _) => {
                     *turn_ends = Some(TurnEnd::Blocked.to_json());
                     return Ok(false);

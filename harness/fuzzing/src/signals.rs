@@ -29,7 +29,9 @@ use serde_json::Value;
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::step_refs::{takes_json, uses_step_refs};
-use dshc_scenario::protocol::{CaseResult, Command, LoopRun, Observation, Rendered, RenderedSections};
+use dshc_scenario::protocol::{
+    CaseResult, Command, LoopRun, Observation, Rendered, RenderedSections,
+};
 
 use crate::regression::differences::command_kind;
 
@@ -72,9 +74,9 @@ impl Field {
             ("=", json) => Test::Equals(
                 serde_json::from_str(json).unwrap_or_else(|_| Value::String(json.to_owned())),
             ),
-            (_, regex) => Test::Matches(
-                Regex::new(regex).map_err(|e| format!("{text:?}: not a regex: {e}"))?,
-            ),
+            (_, regex) => {
+                Test::Matches(Regex::new(regex).map_err(|e| format!("{text:?}: not a regex: {e}"))?)
+            }
         };
         Ok(Field {
             path: path.split('.').map(str::to_owned).collect(),
@@ -252,9 +254,10 @@ impl<'a> Shown<'a> {
     pub fn shows(&self, signal: &Signal) -> bool {
         let world = self.scenario;
         match signal {
-            Signal::Command(kind, field) => self.commands.iter().any(|(k, json)| {
-                k == kind && field.as_ref().is_none_or(|field| field.holds(json))
-            }),
+            Signal::Command(kind, field) => self
+                .commands
+                .iter()
+                .any(|(k, json)| k == kind && field.as_ref().is_none_or(|field| field.holds(json))),
             Signal::Config(key) => serde_json::to_value(&world.config)
                 .is_ok_and(|config| config.get(key).is_some_and(|v| !v.is_null())),
             Signal::Plugin(name) => world
@@ -272,18 +275,27 @@ impl<'a> Shown<'a> {
             // A file writes `{ "$ref" = name }`, a generator the protocol's
             // `{"$from": ...}`: either, in a command that takes any value.
             Signal::StepRefs => {
-                let commands: Vec<Command> =
-                    world.steps.iter().map(|step| step.command.clone()).collect();
+                let commands: Vec<Command> = world
+                    .steps
+                    .iter()
+                    .map(|step| step.command.clone())
+                    .collect();
                 uses_step_refs(&commands)
-                    || world.steps.iter().zip(&self.commands).any(|(step, (_, json))| {
-                        takes_json(&step.command) && holds_key(json, "$ref")
-                    })
+                    || world
+                        .steps
+                        .iter()
+                        .zip(&self.commands)
+                        .any(|(step, (_, json))| {
+                            takes_json(&step.command) && holds_key(json, "$ref")
+                        })
             }
             Signal::Event(kind, field) => self.logs().any(|event| {
                 event["type"] == kind.as_str() && field.as_ref().is_none_or(|f| f.holds(event))
             }),
             Signal::Live(kind) => self.run.is_some_and(|run| {
-                run.live_events.iter().any(|event| event["type"] == kind.as_str())
+                run.live_events
+                    .iter()
+                    .any(|event| event["type"] == kind.as_str())
             }),
             Signal::Error(regex) => self.errors.iter().any(|error| regex.is_match(error)),
         }

@@ -569,6 +569,7 @@ mod tests {
             text: "t".into(),
             level: Default::default(),
             excluded: None,
+            signals: Vec::new(),
         }];
         let digest = report("a|b", Outcome::Pass).digest();
         let table = markdown_matrix(&catalog, &[digest]);

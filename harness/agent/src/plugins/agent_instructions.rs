@@ -114,11 +114,12 @@ struct NewBaseline {
 
 impl NewBaseline {
     /// As the authority message reconciliation must treat as shown.
-    fn authority(&self, identity: &str) -> Value {
+    fn authority(&self, identity: &str, id: String) -> Value {
         json!({
             "content": [self.block],
             "source": {"kind": NAME, "form": "instructions", "baseline": true, "baselineIdentity": identity, "changes": self.changes},
             "role": "user",
+            "id": id,
         })
     }
 }
@@ -240,9 +241,14 @@ impl Plugin {
             excluded = Some(preparation.excluded_scopes.clone());
             next_preparation = Some(preparation);
             if let Some(baseline) = baseline {
+                // Upstream builds the block as a whole user message, keeping
+                // only its content, then the authority message: each mints
+                // an id, so the ids after them count both.
+                let ids = &agent.context().ids;
+                let _ = ids.next("msg");
                 composed.content.push(baseline.block.clone());
                 composed.changes.extend(baseline.changes.iter().cloned());
-                authority.push(baseline.authority(&identity));
+                authority.push(baseline.authority(&identity, ids.next("msg")));
                 composed.baseline = true;
             }
         }
@@ -266,6 +272,9 @@ impl Plugin {
             &options,
         );
         if let Some(update) = update {
+            // Upstream's reconciliation hands back a whole user message (an
+            // id minted) of which only the content and changes are kept.
+            let _ = agent.context().ids.next("msg");
             composed
                 .content
                 .push(json!({"type": "text", "text": update.text}));

@@ -11,8 +11,8 @@ use dshc_fuzzing::diff::{
     Comparison, Replay, compare_once_seeing, shrink, summary, write_regression,
 };
 use dshc_fuzzing::exercised::Exercised;
-use dshc_fuzzing::signals::Shown;
 use dshc_fuzzing::regression::differences::structural_diff;
+use dshc_fuzzing::signals::Shown;
 use dshc_runner::adapter::External;
 use dshc_runner::adapter::process::{AdapterProcess, Limits};
 use dshc_runner::check::KnownDisagreement;
@@ -140,10 +140,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 DiffLevel::Loop => dshc_fuzzing::generate::session::generate_session(seed, case),
             };
             let mut hits = Vec::new();
-            let comparison =
-                compare_once_seeing(&scenario, &format!("diff/{seed}/{case}"), implementation, |result| {
+            let comparison = compare_once_seeing(
+                &scenario,
+                &format!("diff/{seed}/{case}"),
+                implementation,
+                |result| {
                     hits = clauses.hits(&Shown::of_result(&scenario, result));
-                });
+                },
+            );
             (case, scenario, comparison, hits)
         },
         |(case, scenario, comparison, hits)| {

@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use dshc_fuzzing::exercised::{ClauseSignals, Exercised};
-use dshc_fuzzing::signals::Shown;
 use dshc_fuzzing::generate::session::{generate_session, swarm};
+use dshc_fuzzing::signals::Shown;
 use dshc_fuzzing::sim::{
     Violation, check_session_against, second_run_showing, shrink, steps_of, write_session,
 };
@@ -245,7 +245,14 @@ fn soak(args: &Args, minutes: f64) -> Exit {
             .checked_sub(1)
             .into_iter()
             .flat_map(|last| args.partition.items(0..=last));
-        let run = run_seed(args, seed, indices, args.sessions, &out_of_time, &ClauseSignals::default());
+        let run = run_seed(
+            args,
+            seed,
+            indices,
+            args.sessions,
+            &out_of_time,
+            &ClauseSignals::default(),
+        );
         seeds += 1;
         sessions += run.checked;
         steps += run.steps;

@@ -46,6 +46,10 @@ pub const FEATURES: &[Feature] = &[
     feature("undefined", 2, 20),
     feature("throws", 2, 20),
     feature("escapes", 5, 40),
+    // Schemas `structuredClone` refuses (02 A4.2), and complete sections
+    // often enough that two are effective at once (02 A5.2).
+    feature("unclonable", 2, 15),
+    feature("complete", 5, 40),
 ];
 
 /// Separates the assembly generator's swarm from the loop's.
@@ -336,7 +340,7 @@ impl Generator {
             } else {
                 None
             },
-            unclonable_symbol: None,
+            unclonable_symbol: self.roll("unclonable").then(|| "token".to_owned()),
         }
     }
 
@@ -370,7 +374,7 @@ impl Generator {
                 name: self.name(SECTION_NAMES),
                 order: self.order(),
                 text: self.text_spec(top_level),
-                complete: self.rng.percent(8),
+                complete: self.roll("complete"),
             }),
             4..=5 => Registration::Context(ContextCommand {
                 id: Some(self.fresh_id("c")),

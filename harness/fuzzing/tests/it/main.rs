@@ -8,5 +8,5 @@
 
 mod diff;
 mod oracles;
-mod sim;
 mod signals;
+mod sim;

@@ -34,7 +34,10 @@ fn every_signal_is_shown_by_a_scenario_covering_its_clause() {
     let mut results = BTreeMap::new();
     let mut unshown = Vec::new();
     for clause in catalog.iter().filter(|c| !c.signals.is_empty()) {
-        let scenarios = covering.get(clause.id.as_str()).cloned().unwrap_or_default();
+        let scenarios = covering
+            .get(clause.id.as_str())
+            .cloned()
+            .unwrap_or_default();
         for text in &clause.signals {
             let signal = Signal::parse(text).expect("parses");
             let shown = scenarios.iter().any(|loaded| {

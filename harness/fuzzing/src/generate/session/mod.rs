@@ -13,6 +13,7 @@ mod hooks;
 mod images;
 mod session_api;
 mod settings;
+mod variety;
 mod world;
 
 use images::ImageWorld;
@@ -82,6 +83,17 @@ pub const FEATURES: &[Feature] = &[
     // A hook inside the first agent's session appends that vetoes one kind
     // of event (`on_session_append`).
     feature("session_hooks", 2, 30),
+    // The rarer paths of `variety.rs`: the agent-instructions and
+    // session-reference plugins, listeners that decide a turn, answers cut
+    // at max_tokens, prompts with their own source, a resume onto another
+    // model.
+    feature("agent_instructions", 2, 40),
+    feature("session_reference", 2, 40),
+    feature("deciding_listeners", 2, 30),
+    feature("max_tokens", 2, 30),
+    feature("message_sources", 2, 30),
+    feature("resume_options", 20, 60),
+    feature("tool_order_failure", 2, 10),
 ];
 
 /// The grids a session's durations are drawn on when it does not keep
@@ -297,6 +309,9 @@ impl Generator {
             if self.rng.percent(20) {
                 entry.reasoning = Fragments(vec!["Thinking ".into(), self.words(2)]);
             }
+            if self.roll("max_tokens") {
+                entry.finish_reason = Some("length".into());
+            }
             return entry;
         }
         let name = self.rng.pick(&self.registered_tools).clone();
@@ -396,9 +411,17 @@ pub fn generate_session(seed: u64, session: u64) -> Scenario {
     g.world = world.clone();
     let mut suppressed = false;
     let turns = 1 + g.rng.below(4);
+    let mut reserved_disposal = None;
     for turn in 0..turns {
         g.turn_steps(turn, &mut suppressed, &mut steps);
+        steps.extend(reserved_disposal.take());
         g.between_turns(&mut steps);
+        if turn + 1 < turns
+            && let Some((register, dispose)) = g.reserved_tool_name()
+        {
+            steps.push(register);
+            reserved_disposal = Some(dispose);
+        }
         if turn == 0 && hooked && g.rng.percent(30) {
             steps.push(Command::Assembly(AssemblyCommand::Dispose(
                 DisposeCommand {
@@ -506,6 +529,7 @@ impl Generator {
         if self.roll("pre_step_message") {
             steps.push(self.pre_step_message());
         }
+        steps.extend(self.deciding_listeners());
         steps
     }
 
@@ -535,13 +559,14 @@ impl Generator {
     /// One turn: a follow-up, maybe a steer or a cancel, the wait for idle,
     /// then maybe a compaction, a suppression (once), a resume or a wait.
     fn turn_steps(&mut self, turn: u64, suppressed: &mut bool, steps: &mut Vec<Command>) {
-        let text = format!("task {turn}: {}", self.words(4));
+        let text = self.prompt_text(turn);
         let content = self.prompt_content(&text);
+        let source = self.prompt_source();
         steps.push(Command::Loop(LoopCommand::Followup(MessageCommand {
             agent: None,
             text: content.is_none().then_some(text),
             content,
-            source: None,
+            source,
         })));
 
         if self.roll("steer") {
@@ -597,7 +622,8 @@ impl Generator {
             )));
         }
         if self.roll("resume") {
-            steps.push(Command::Loop(LoopCommand::Resume(ResumeCommand::default())));
+            let resume = self.resume();
+            steps.push(Command::Loop(LoopCommand::Resume(resume)));
         }
         if self.roll("long_wait") {
             steps.push(Command::Loop(LoopCommand::Wait(WaitCommand {

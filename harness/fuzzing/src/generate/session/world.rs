@@ -108,6 +108,7 @@ impl Generator {
                 query,
             });
         }
+        self.more_plugins(&mut plugins);
         if plugins != PluginsSpec::default() {
             world.plugins = Some(plugins);
         }
@@ -121,6 +122,21 @@ impl Generator {
         let delay_ms = self.duration_ms(0, 10);
         let (first, second) = (self.words(2), self.words(1));
         if !self.roll("route_act") {
+            // Now and then a finish that hands the message state to replay
+            // to this adapter (a provider's response id, say).
+            if self.rng.percent(30) {
+                let delta = |text: String| json!({"type": "text-delta", "index": 0, "text": text});
+                let state = json!({"response": {"id": self.id("resp")}});
+                return RouteResponse {
+                    delay_ms,
+                    parts: vec![
+                        delta(first),
+                        delta(second),
+                        json!({"type": "finish", "reason": {"kind": "stop"}, "replayState": state}),
+                    ],
+                    ..RouteResponse::default()
+                };
+            }
             return RouteResponse {
                 delay_ms,
                 text: vec![first, second],

@@ -7,6 +7,7 @@ fn catalog(ids: &[&str]) -> Vec<Clause> {
             text: format!("rule {id}"),
             level: Default::default(),
             excluded: None,
+            signals: Vec::new(),
         })
         .collect()
 }
