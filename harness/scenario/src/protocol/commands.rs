@@ -20,6 +20,7 @@ use super::loop_commands::{
     RouteCommand, SettleModelCommand, WaitCommand, WaitIdleCommand,
 };
 use super::loop_ops::{ActOp, LlmStreamOp, PreStepOp, RequestErrorOp, RequestOp};
+use super::plain_json;
 use super::plugins::PluginAction;
 use super::providers::{
     ContextCommand, Registration, SectionCommand, SuppressCommand, ToolsCommand, VariableCommand,
@@ -319,7 +320,11 @@ pub struct AssembleCommand {
     pub scope: Option<String>,
     /// More fields of the assemble context, passed to every provider
     /// (e.g. `{ who = "ann" }`).
-    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "serde_json::Map::is_empty",
+        deserialize_with = "plain_json::map"
+    )]
     pub context: serde_json::Map<String, Value>,
 }
 

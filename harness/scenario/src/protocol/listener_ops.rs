@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::plain_json;
 use super::providers::Registration;
 use super::providers::SchemaSpec;
 
@@ -178,6 +179,7 @@ pub struct SetToolParameterSpec {
     /// objects must exist.
     pub path: Vec<String>,
     /// The value.
+    #[serde(deserialize_with = "plain_json::value")]
     pub value: Value,
 }
 
@@ -198,6 +200,7 @@ pub struct SetFieldSpec {
     /// Field name (not `sections`, `contexts`, `tools` or `variables`).
     pub name: String,
     /// Value.
+    #[serde(deserialize_with = "plain_json::value")]
     pub value: Value,
 }
 
@@ -222,7 +225,11 @@ pub struct ToolData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Parameters; absent = `undefined`. Key order is compared.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub parameters: Option<Value>,
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::js_json::JsJson;
+use super::plain_json;
 
 /// A message sent to the agent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -24,10 +25,18 @@ pub struct MessageCommand {
     pub text: Option<String>,
     /// The message's content blocks as given (several text blocks, tool
     /// results, ...), instead of `text`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option_list"
+    )]
     pub content: Option<Vec<Value>>,
     /// The message's `source` (default `{kind = "user"}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub source: Option<Value>,
 }
 
@@ -51,7 +60,11 @@ pub struct CancelCommand {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The abort cause (default `{kind = "user"}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -188,7 +201,11 @@ pub struct FirePreStepCommand {
     pub step: u64,
     /// The claimed messages, as given (user messages); the default decision
     /// enters with them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "plain_json::list"
+    )]
     pub messages: Vec<Value>,
 }
 
@@ -262,7 +279,11 @@ pub struct SettleModelCommand {
     /// The model whose resolution is pending.
     pub model: String,
     /// Resolve with this metadata (as a route's `model.returns`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option_map"
+    )]
     pub returns: Option<serde_json::Map<String, serde_json::Value>>,
     /// Reject with this error (as a route's `model.rejects`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

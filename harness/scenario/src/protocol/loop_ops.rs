@@ -13,6 +13,8 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use super::plain_json;
+
 /// The names of the ops every listener and tool body shares ([`ActOp`]).
 pub const ACT_OP_NAMES: [&str; 9] = [
     "sleep_ms",
@@ -115,7 +117,7 @@ pub enum LlmStreamOp {
     Next,
     /// This stream instead, without calling `next()`: parts as a route
     /// response's `parts` (with `{sleep_ms}` pauses and `{act}` acts).
-    Serve(Vec<Value>),
+    Serve(#[serde(deserialize_with = "plain_json::list")] Vec<Value>),
     /// Act or observe.
     #[serde(untagged)]
     Act(ActOp),
@@ -125,7 +127,7 @@ pub enum LlmStreamOp {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum LlmStreamOwn {
     Next,
-    Serve(Vec<Value>),
+    Serve(#[serde(deserialize_with = "plain_json::list")] Vec<Value>),
 }
 
 impl<'de> Deserialize<'de> for LlmStreamOp {
@@ -152,7 +154,7 @@ pub enum RequestOp {
     /// `current = await next()`.
     Next,
     /// A new object: `{...current, ...set}`.
-    Set(serde_json::Map<String, Value>),
+    Set(#[serde(deserialize_with = "plain_json::map")] serde_json::Map<String, Value>),
     /// A new object without this key.
     Remove(String),
     /// Act or observe.
@@ -224,7 +226,7 @@ impl<'de> Deserialize<'de> for PreStepOp {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum RequestOwn {
     Next,
-    Set(serde_json::Map<String, Value>),
+    Set(#[serde(deserialize_with = "plain_json::map")] serde_json::Map<String, Value>),
     Remove(String),
 }
 
@@ -301,7 +303,11 @@ pub enum ActOp {
 #[serde(deny_unknown_fields)]
 pub struct CancelArgs {
     /// The abort cause (default `{kind = "user"}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub reason: Option<Value>,
     /// `{keepInbox: true}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -358,10 +364,10 @@ struct MessageFields {
     #[serde(default)]
     text: Option<String>,
     /// Its content blocks as given (several text blocks, images, ...).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "plain_json::option_list")]
     content: Option<Vec<Value>>,
     /// Its `source` (default `{kind = "user"}`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "plain_json::option")]
     source: Option<Value>,
 }
 

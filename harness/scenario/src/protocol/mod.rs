@@ -12,6 +12,7 @@ pub mod listener_ops;
 pub mod loop_commands;
 pub mod loop_ops;
 pub mod order;
+pub mod plain_json;
 pub mod plugins;
 pub mod providers;
 pub mod result;

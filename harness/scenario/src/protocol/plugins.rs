@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::js_json::JsNumber;
+use super::plain_json;
 use super::serde_defaults::{is_true, yes};
 
 /// Which context plugins the agent's loop has, and how they are set up
@@ -268,7 +269,11 @@ pub struct SurfaceMessage {
     /// A `user/message`'s source (default `{kind = "user"}`); only `user`
     /// sources and compaction checkpoints
     /// (`{kind = "plugin", plugin = "compact"}`) are projected.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub source: Option<Value>,
 }
 

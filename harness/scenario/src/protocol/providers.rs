@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::js_json::JsJson;
 use super::order::Order;
+use super::plain_json;
 
 /// Section or context text, or a variable's value provider.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -337,10 +338,18 @@ pub struct SchemaSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON parameters; absent = `undefined`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub parameters: Option<Value>,
     /// Extra fields on the schema object (e.g. `strict = true`); assembly drops them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option_map"
+    )]
     pub extra: Option<serde_json::Map<String, Value>>,
     /// Put `Symbol(<this>)` into `parameters` under the key `unclonable`, so
     /// `structuredClone` fails.

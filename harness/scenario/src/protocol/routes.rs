@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::plain_json;
 use super::serde_defaults::{is_true, is_zero, yes};
 
 /// A scripted LLM adapter registered for one provider route
@@ -45,7 +46,7 @@ pub enum ModelResolution {
     /// {efforts = [{id, name}], defaultEffort}`, `inputModalities`);
     /// `provider`, `id` and `name` default to the route, the model and the
     /// model. Upstream validates it; invalid metadata fails the call.
-    Returns(serde_json::Map<String, Value>),
+    Returns(#[serde(deserialize_with = "plain_json::map")] serde_json::Map<String, Value>),
     /// Reject with this error.
     Rejects(ScriptedError),
     /// Never settle until the lookup's signal aborts, then reject with its reason.
@@ -104,7 +105,11 @@ pub struct RouteResponse {
     /// `{act = op}` acts between them (one act op, not `record` nor
     /// `sleep_ms`, on the agent whose call the route answers, run inside the
     /// generator: a throw is the stream's).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "plain_json::list"
+    )]
     pub parts: Vec<Value>,
     /// Shorthand: a reasoning block streamed as these deltas.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -116,11 +121,19 @@ pub struct RouteResponse {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ScriptedToolCall>,
     /// Shorthand: a `usage` part with this object (`{inputTokens, outputTokens, ...}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option_map"
+    )]
     pub usage: Option<serde_json::Map<String, Value>>,
     /// Shorthand: the `finish` part's reason (default `{kind = "tool-calls"}`
     /// with tool calls, else `{kind = "stop"}`); a string is short for `{kind}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option"
+    )]
     pub finish: Option<Value>,
     /// After the parts, throw this error.
     #[serde(skip_serializing_if = "Option::is_none")]

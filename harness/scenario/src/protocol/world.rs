@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::js_json::JsJson;
 use super::loop_ops::ActOp;
+use super::plain_json;
 use super::plugins::PluginsSpec;
 use super::providers::Registration;
 use super::routes::RouteSpec;
@@ -371,7 +372,11 @@ pub struct ToolResultSpec {
     /// The result's content blocks as given (text and image blocks), in
     /// place of the one text block `text` renders to; `text` stays the
     /// tool's returned value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "plain_json::option_list"
+    )]
     pub content: Option<Vec<Value>>,
     /// `isError`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -61,9 +61,21 @@ const LOAD: &str = "load.rs";
 const PROVIDERS: &str = "protocol/providers.rs";
 const EVENT_TYPES: &str = "compile/event_types.rs";
 const LOOP_OPS: &str = "protocol/loop_ops.rs";
+const PLAIN_JSON: &str = "protocol/plain_json.rs";
 
 /// Every refusal, by source file.
 const REFUSALS: &[Refusal] = &[
+    // A field that holds JSON, whatever its command.
+    fixture(
+        PLAIN_JSON,
+        "JSON has no NaN or Infinity, and this field holds JSON",
+        "route_model_metadata_with_an_infinite_number",
+    ),
+    fixture(
+        PLAIN_JSON,
+        "JSON has no NaN or Infinity, and this field holds JSON",
+        "message_content_with_nan",
+    ),
     // Each command, and the ids it defines.
     // A provider table, as it is read.
     fixture(
@@ -440,6 +452,7 @@ const SOURCES: &[(&str, &str)] = &[
     (LOAD, include_str!("../../src/load.rs")),
     (PROVIDERS, include_str!("../../src/protocol/providers.rs")),
     (LOOP_OPS, include_str!("../../src/protocol/loop_ops.rs")),
+    (PLAIN_JSON, include_str!("../../src/protocol/plain_json.rs")),
 ];
 
 fn crate_dir() -> &'static Path {
