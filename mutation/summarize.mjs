@@ -13,6 +13,7 @@
 //   node mutation/summarize.mjs [--check] [--strict]
 //   node mutation/summarize.mjs --import-cargo-mutants OUTCOMES REPORT COMMIT [ONLY]
 //   node mutation/summarize.mjs --model-commit
+//   node mutation/summarize.mjs --import-model-diff OUTCOMES DIFF BASE COMMIT
 //
 // --check writes nothing and fails when REPORT.md is not what it would write.
 // --import-cargo-mutants keeps, of cargo-mutants' outcomes.json, each
@@ -22,6 +23,9 @@
 // --model-commit prints it. With ONLY (a file of mutant names, a line each)
 // it keeps those mutants alone: a rerun's, since cargo-mutants' --re lets
 // its struct-field mutants through whatever the filter.
+// --import-model-diff keeps a --in-diff run of the lines DIFF changes from
+// BASE (the report's commit) to COMMIT as mutation/reports/model/diff-*.json,
+// which brings the report forward to COMMIT (see withDiffs).
 //
 // The search's reports (mutation/reports/search/, written by mutation/search)
 // say which of the mutants the suite kills `dshc diff` finds too; REPORT.md
@@ -138,7 +142,7 @@ function modelReports(dir, problems) {
   };
   if (files.includes('outcomes.json')) {
     const reports = [readJson(join(dir, 'outcomes.json'))];
-    return { reports: withReruns(dir, files, reports, problems), partial: '', commit: commitOf(reports) };
+    return withDiffs(dir, files, { reports: withReruns(dir, files, reports, problems), partial: '', commit: commitOf(reports) }, problems);
   }
   const shards = files.map((f) => /^shard-(\d+)-of-(\d+)\.json$/.exec(f)).filter(Boolean);
   if (!shards.length) return null;
@@ -150,11 +154,62 @@ function modelReports(dir, problems) {
   // the shards not run yet are named in the report, not a failure.
   const absent = [...Array(total).keys()].filter((k) => !have.has(k));
   const reports = shards.map((m) => readJson(join(dir, m[0])));
-  return {
+  return withDiffs(dir, files, {
     reports: withReruns(dir, files, reports, problems),
     partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total}; ${absent.join(', ')} not run yet)` : '',
     commit: commitOf(reports),
-  };
+  }, problems);
+}
+
+/**
+ * The run brought forward by its `diff-*.json` reports: each tests the
+ * mutants on the lines of harness/model/src changed from its `base` (the
+ * run's commit, or the diff before it) to its `commit`, as CI's --in-diff
+ * would, and was committed so that CI need not. Its outcomes replace the
+ * run's mutants on the lines it changed (`replaced`, their names at the
+ * base) and add the new ones; the last commit of the chain is the report's.
+ */
+function withDiffs(dir, files, model, problems) {
+  const diffs = files.filter((f) => /^diff-.*\.json$/.test(f)).map((f) => ({ file: f, ...readJson(join(dir, f)) }));
+  let { commit } = model;
+  let mutants = model.reports.flatMap((report) => report.mutants);
+  const chain = [];
+  for (let next; (next = diffs.find((d) => d.base === commit)); ) {
+    const replaced = new Set(next.replaced);
+    mutants = [...mutants.filter(({ mutant }) => !replaced.has(mutant)), ...next.mutants];
+    chain.push(next.file);
+    commit = next.commit;
+  }
+  for (const { file } of diffs) {
+    if (!chain.includes(file)) problems.push(`mutation/reports/model/${file}: its base is not the run's commit or a diff's before it`);
+  }
+  return { ...model, reports: [{ mutants }], commit, partial: `${model.partial}${chain.length ? ` (brought forward by ${chain.join(', ')})` : ''}` };
+}
+
+/**
+ * The base-side lines a unified diff removes or changes, per file: a
+ * mutant the run named on one of them is no longer in the source.
+ */
+export function changedBaseLines(diff) {
+  const lines = new Map();
+  let file = null;
+  let old = 0;
+  for (const line of diff.split('\n')) {
+    const header = /^--- (?:a\/)?(.*)$/.exec(line);
+    if (header) { file = header[1]; continue; }
+    if (line.startsWith('+++')) continue;
+    const hunk = /^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@/.exec(line);
+    if (hunk) { old = Number(hunk[1]); continue; }
+    if (!file) continue;
+    if (line.startsWith('-')) {
+      if (!lines.has(file)) lines.set(file, new Set());
+      lines.get(file).add(old);
+      old += 1;
+    } else if (line.startsWith(' ')) {
+      old += 1;
+    }
+  }
+  return lines;
 }
 
 /**
@@ -328,6 +383,27 @@ function main() {
     }
     const only = onlyFile ? new Set(readFileSync(onlyFile, 'utf8').split('\n').filter(Boolean)) : null;
     writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from), commit, only), null, 2)}\n`);
+    renameSync(`${to}.new`, to);
+    return;
+  }
+  const diffAt = process.argv.indexOf('--import-model-diff');
+  if (diffAt !== -1) {
+    const [from, diffFile, base, commit] = process.argv.slice(diffAt + 1, diffAt + 5);
+    if (!from || !diffFile || ![base, commit].every((c) => /^[0-9a-f]{40}$/.test(c ?? ''))) {
+      throw new Error('usage: --import-model-diff OUTCOMES DIFF BASE COMMIT (full commit hashes)');
+    }
+    const dir = join(here, 'reports', 'model');
+    const model = modelReports(dir, problems);
+    if (model?.commit !== base || problems.length) throw new Error(`the diff's base ${base} is not the report's commit ${model?.commit}: ${problems.join('; ')}`);
+    const removed = changedBaseLines(readFileSync(diffFile, 'utf8'));
+    const atLine = (name) => /^(.*?):(\d+):\d+:/.exec(name);
+    const replaced = model.reports.flatMap((report) => report.mutants).map(({ mutant }) => mutant).filter((name) => {
+      const [, file, line] = atLine(name) ?? [];
+      return removed.get(file)?.has(Number(line));
+    });
+    const report = { ...importCargoMutants(readJson(from), commit), base, replaced };
+    const to = join(dir, `diff-${commit.slice(0, 12)}.json`);
+    writeFileSync(`${to}.new`, `${JSON.stringify(report, null, 2)}\n`);
     renameSync(`${to}.new`, to);
     return;
   }

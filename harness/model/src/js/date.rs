@@ -98,7 +98,7 @@ fn iso_date_time(text: &str) -> Option<f64> {
     } else {
         1
     };
-    let day = if month_given(text, &rest) && eat(&mut rest, '-') {
+    let day = if month_given(text, rest) && eat(&mut rest, '-') {
         digits(&mut rest, 2)?
     } else {
         1
