@@ -24,7 +24,8 @@
 // it keeps those mutants alone: a rerun's, since cargo-mutants' --re lets
 // its struct-field mutants through whatever the filter.
 // --import-model-diff keeps a --in-diff run of the lines DIFF changes from
-// BASE (the report's commit) to COMMIT as mutation/reports/model/diff-*.json,
+// BASE (the report's commit) to COMMIT as mutation/reports/model/diff-*.json
+// (with the base-side lines DIFF removes or changes),
 // which brings the report forward to COMMIT (see withDiffs).
 //
 // The search's reports (mutation/reports/search/, written by mutation/search)
@@ -142,7 +143,7 @@ function modelReports(dir, problems) {
   };
   if (files.includes('outcomes.json')) {
     const reports = [readJson(join(dir, 'outcomes.json'))];
-    return withDiffs(dir, files, { reports: withReruns(dir, files, reports, problems), partial: '', commit: commitOf(reports) }, problems);
+    return withReruns(dir, files, withDiffs(dir, files, { reports, partial: '', commit: commitOf(reports) }, problems), problems);
   }
   const shards = files.map((f) => /^shard-(\d+)-of-(\d+)\.json$/.exec(f)).filter(Boolean);
   if (!shards.length) return null;
@@ -154,11 +155,11 @@ function modelReports(dir, problems) {
   // the shards not run yet are named in the report, not a failure.
   const absent = [...Array(total).keys()].filter((k) => !have.has(k));
   const reports = shards.map((m) => readJson(join(dir, m[0])));
-  return withDiffs(dir, files, {
-    reports: withReruns(dir, files, reports, problems),
+  return withReruns(dir, files, withDiffs(dir, files, {
+    reports,
     partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total}; ${absent.join(', ')} not run yet)` : '',
     commit: commitOf(reports),
-  }, problems);
+  }, problems), problems);
 }
 
 /**
@@ -166,8 +167,9 @@ function modelReports(dir, problems) {
  * mutants on the lines of harness/model/src changed from its `base` (the
  * run's commit, or the diff before it) to its `commit`, as CI's --in-diff
  * would, and was committed so that CI need not. Its outcomes replace the
- * run's mutants on the lines it changed (`replaced`, their names at the
- * base) and add the new ones; the last commit of the chain is the report's.
+ * run's mutants on the base-side lines the diff removed or changed
+ * (`removed`, per file) and those of the same name, and add the new ones;
+ * the last commit of the chain is the report's.
  */
 function withDiffs(dir, files, model, problems) {
   const diffs = files.filter((f) => /^diff-.*\.json$/.test(f)).map((f) => ({ file: f, ...readJson(join(dir, f)) }));
@@ -175,8 +177,12 @@ function withDiffs(dir, files, model, problems) {
   let mutants = model.reports.flatMap((report) => report.mutants);
   const chain = [];
   for (let next; (next = diffs.find((d) => d.base === commit)); ) {
-    const replaced = new Set(next.replaced);
-    mutants = [...mutants.filter(({ mutant }) => !replaced.has(mutant)), ...next.mutants];
+    const renamed = new Set(next.mutants.map(({ mutant }) => mutant));
+    const gone = ({ mutant }) => {
+      const [, file, line] = /^(.*?):(\d+):\d+:/.exec(mutant) ?? [];
+      return renamed.has(mutant) || (next.removed[file] ?? []).includes(Number(line));
+    };
+    mutants = [...mutants.filter((m) => !gone(m)), ...next.mutants];
     chain.push(next.file);
     commit = next.commit;
   }
@@ -213,20 +219,20 @@ export function changedBaseLines(diff) {
 }
 
 /**
- * The run's reports with each `rerun-*.json` applied: a rerun tests some of
+ * The run (brought forward) with each `rerun-*.json` applied: a rerun tests some of
  * the run's mutants again (its survivors, once new scenarios were written),
  * on the same model source, and its outcome replaces theirs. A rerun naming
  * a mutant the run does not have is a problem: the source moved on.
  */
-function withReruns(dir, files, reports, problems) {
-  const outcome = new Map(reports.flatMap((report) => report.mutants).map(({ mutant, outcome }) => [mutant, outcome]));
+function withReruns(dir, files, model, problems) {
+  const outcome = new Map(model.reports.flatMap((report) => report.mutants).map(({ mutant, outcome }) => [mutant, outcome]));
   for (const file of files.filter((f) => /^rerun-.*\.json$/.test(f))) {
     for (const { mutant, outcome: again } of readJson(join(dir, file)).mutants) {
       if (!outcome.has(mutant)) problems.push(`mutation/reports/model/${file}: not a mutant of the run: ${mutant}`);
       else outcome.set(mutant, again);
     }
   }
-  return [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }];
+  return { ...model, reports: [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }] };
 }
 
 /** The names of the model crate's mutants the suite caught (or timed out on), reruns applied. */
@@ -395,13 +401,8 @@ function main() {
     const dir = join(here, 'reports', 'model');
     const model = modelReports(dir, problems);
     if (model?.commit !== base || problems.length) throw new Error(`the diff's base ${base} is not the report's commit ${model?.commit}: ${problems.join('; ')}`);
-    const removed = changedBaseLines(readFileSync(diffFile, 'utf8'));
-    const atLine = (name) => /^(.*?):(\d+):\d+:/.exec(name);
-    const replaced = model.reports.flatMap((report) => report.mutants).map(({ mutant }) => mutant).filter((name) => {
-      const [, file, line] = atLine(name) ?? [];
-      return removed.get(file)?.has(Number(line));
-    });
-    const report = { ...importCargoMutants(readJson(from), commit), base, replaced };
+    const removed = Object.fromEntries([...changedBaseLines(readFileSync(diffFile, 'utf8'))].map(([file, lines]) => [file, [...lines].sort((a, b) => a - b)]));
+    const report = { ...importCargoMutants(readJson(from), commit), base, removed };
     const to = join(dir, `diff-${commit.slice(0, 12)}.json`);
     writeFileSync(`${to}.new`, `${JSON.stringify(report, null, 2)}\n`);
     renameSync(`${to}.new`, to);

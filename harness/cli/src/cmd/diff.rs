@@ -80,6 +80,32 @@ pub enum DiffLevel {
     Loop,
 }
 
+impl DiffLevel {
+    /// The protocol's level.
+    fn level(self) -> Level {
+        match self {
+            DiffLevel::Assembly => Level::Assembly,
+            DiffLevel::Loop => Level::Loop,
+        }
+    }
+
+    /// The seed's swarm: which features its cases draw, and how often.
+    fn swarm(self, seed: u64) -> dshc_fuzzing::generate::swarm::Swarm {
+        match self {
+            DiffLevel::Assembly => dshc_fuzzing::generate::assembly::swarm(seed),
+            DiffLevel::Loop => dshc_fuzzing::generate::session::swarm(seed),
+        }
+    }
+
+    /// Case `case` of `seed`.
+    fn generate(self, seed: u64, case: u64) -> Scenario {
+        match self {
+            DiffLevel::Assembly => dshc_fuzzing::generate::assembly::generate(seed, case),
+            DiffLevel::Loop => dshc_fuzzing::generate::session::generate_session(seed, case),
+        }
+    }
+}
+
 /// Run it.
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     let Args {
@@ -105,11 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         handshake_timeout_ms,
         ..Limits::default()
     };
-    let swarm = match level {
-        DiffLevel::Assembly => dshc_fuzzing::generate::assembly::swarm(seed),
-        DiffLevel::Loop => dshc_fuzzing::generate::session::swarm(seed),
-    };
-    crate::out!("seed {seed} swarm odds: {}", swarm.line());
+    crate::out!("seed {seed} swarm odds: {}", level.swarm(seed).line());
     let mut pool = adapter_pool(&adapter, &limits, case.is_some(), jobs);
     // Inclusive, so that the last case of the u64 range replays too.
     let range = match case {
@@ -125,20 +147,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let mut tally = Tally::default();
     let progress = Progress::new(if case.is_some() { 1 } else { cases });
     let mut disagreement = None;
-    let level_of_cases = match level {
-        DiffLevel::Assembly => Level::Assembly,
-        DiffLevel::Loop => Level::Loop,
-    };
-    let mut exercised = Exercised::new(level_of_cases, super::clause_signals(level_of_cases)?);
+    let mut exercised = Exercised::new(level.level(), super::clause_signals(level.level())?);
     let clauses = exercised.clauses().clone();
     for_each_ordered_on(
         indices,
         &mut pool,
         |implementation, case| {
-            let scenario = match level {
-                DiffLevel::Assembly => dshc_fuzzing::generate::assembly::generate(seed, case),
-                DiffLevel::Loop => dshc_fuzzing::generate::session::generate_session(seed, case),
-            };
+            let scenario = level.generate(seed, case);
             let mut hits = Vec::new();
             let comparison = compare_once_seeing(
                 &scenario,
