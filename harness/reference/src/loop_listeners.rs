@@ -256,6 +256,17 @@ impl<Op: Clone> Scripted<Op> {
         }
     }
 
+    /// An invocation by a session event, unless `event_types` leaves the
+    /// event out (then it is no invocation: `calls` counts only the events
+    /// the listener looks at); its facts are the event's `{type, seq}`.
+    fn invoked_by(&self, event_types: Option<&[String]>, event: &Event) -> Option<Acting> {
+        if event_types.is_some_and(|types| !types.contains(&event.kind)) {
+            return None;
+        }
+        let facts = json!({"type": event.kind, "seq": event.seq});
+        self.invoked(Rc::new(move |_| facts.clone()))
+    }
+
     /// Count the invocation; an [`Acting`] when it acts on it.
     fn invoked(&self, facts: Facts) -> Option<Acting> {
         acts(&self.calls, &self.counter).then(|| Acting {
@@ -575,13 +586,7 @@ pub fn on_session_event(
     agent.session().subscribe_keyed(
         key,
         Rc::new(move |event: &Event| {
-            if let Some(types) = &event_types
-                && !types.contains(&event.kind)
-            {
-                return Ok(());
-            }
-            let facts = json!({"type": event.kind, "seq": event.seq});
-            let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
+            let Some(acting) = scripted.invoked_by(event_types.as_deref(), event) else {
                 return Ok(());
             };
             if let Some(rest) = acting.run_contained(scripted.ops.clone())? {
@@ -616,13 +621,7 @@ pub fn on_session_append(
     agent.session().add_append_hook(
         key,
         Rc::new(move |event: &Event| {
-            if let Some(types) = &event_types
-                && !types.contains(&event.kind)
-            {
-                return Ok(());
-            }
-            let facts = json!({"type": event.kind, "seq": event.seq});
-            let Some(acting) = scripted.invoked(Rc::new(move |_| facts.clone())) else {
+            let Some(acting) = scripted.invoked_by(event_types.as_deref(), event) else {
                 return Ok(());
             };
             scripted.ops.iter().try_for_each(|op| acting.act(op))
