@@ -3,10 +3,10 @@
 // the report mutation/reports/search/PACKAGE.json. No times are kept, so a
 // run that finds alike writes the same bytes.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, renameSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { modelCaught, mutantKey, withStrykerRerun } from './summarize.mjs';
+import { modelCaught, mutantKey, replaceFile, withStrykerRerun } from './summarize.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -155,8 +155,7 @@ async function main() {
     sampled: opts.sample > 0 && opts.sample < population.length ? opts.sample : null,
     mutants: results,
   };
-  writeFileSync(`${opts.out}.new`, `${JSON.stringify(out, null, 2)}\n`);
-  renameSync(`${opts.out}.new`, opts.out);
+  replaceFile(opts.out, `${JSON.stringify(out, null, 2)}\n`);
   const found = results.filter((r) => r.found).length;
   console.error(`mutation/search: ${found} of ${results.length} found (${((100 * found) / results.length).toFixed(1)}%); report in ${opts.out}`);
 }
@@ -205,8 +204,7 @@ function modelSearch(argv) {
     sampled: Number(sampled) > 0 && Number(sampled) < population.length ? Number(sampled) : null,
     mutants,
   };
-  writeFileSync(`${out}.new`, `${JSON.stringify(report, null, 2)}\n`);
-  renameSync(`${out}.new`, out);
+  replaceFile(out, `${JSON.stringify(report, null, 2)}\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -77,13 +77,21 @@ const CARGO_MUTANTS_OUTCOMES = {
   Unviable: 'unviable',
 };
 
+/** A cargo-mutants name's place and mutation: `[file, line, column, what]`. */
+function placeOf(name) {
+  const [, file = name, line = 0, column = 0, what = ''] = /^(.*?):(\d+):(\d+): (.*)$/.exec(name) ?? [];
+  return [file, Number(line), Number(column), what];
+}
+
+/** Write `text` to `path` through a temporary file and a rename, so a failed write leaves the old file whole. */
+export function replaceFile(path, text) {
+  writeFileSync(`${path}.new`, text);
+  renameSync(`${path}.new`, path);
+}
+
 /** cargo-mutants' names (`file:line:column: what`) by file, then line and column as numbers, then what. */
 function byPosition(a, b) {
-  const parse = (name) => {
-    const [, file = name, line = 0, column = 0, what = ''] = /^(.*?):(\d+):(\d+): (.*)$/.exec(name) ?? [];
-    return [file, Number(line), Number(column), what];
-  };
-  const [x, y] = [parse(a), parse(b)];
+  const [x, y] = [placeOf(a), placeOf(b)];
   for (let i = 0; i < x.length; i++) {
     if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
   }
@@ -179,8 +187,8 @@ function withDiffs(dir, files, model, problems) {
   for (let next; (next = diffs.find((d) => d.base === commit)); ) {
     const renamed = new Set(next.mutants.map(({ mutant }) => mutant));
     const gone = ({ mutant }) => {
-      const [, file, line] = /^(.*?):(\d+):\d+:/.exec(mutant) ?? [];
-      return renamed.has(mutant) || (next.removed[file] ?? []).includes(Number(line));
+      const [file, line] = placeOf(mutant);
+      return renamed.has(mutant) || (next.removed[file] ?? []).includes(line);
     };
     mutants = [...mutants.filter((m) => !gone(m)), ...next.mutants];
     chain.push(next.file);
@@ -193,11 +201,11 @@ function withDiffs(dir, files, model, problems) {
 }
 
 /**
- * The base-side lines a unified diff removes or changes, per file: a
- * mutant the run named on one of them is no longer in the source.
+ * The base-side lines a unified diff removes or changes, per file, in
+ * order: a mutant the run named on one of them is no longer in the source.
  */
-export function changedBaseLines(diff) {
-  const lines = new Map();
+function changedBaseLines(diff) {
+  const lines = {};
   let file = null;
   let old = 0;
   for (const line of diff.split('\n')) {
@@ -208,8 +216,7 @@ export function changedBaseLines(diff) {
     if (hunk) { old = Number(hunk[1]); continue; }
     if (!file) continue;
     if (line.startsWith('-')) {
-      if (!lines.has(file)) lines.set(file, new Set());
-      lines.get(file).add(old);
+      (lines[file] ??= []).push(old);
       old += 1;
     } else if (line.startsWith(' ')) {
       old += 1;
@@ -388,8 +395,7 @@ function main() {
       throw new Error('usage: --import-cargo-mutants OUTCOMES REPORT COMMIT [ONLY] (a full commit hash)');
     }
     const only = onlyFile ? new Set(readFileSync(onlyFile, 'utf8').split('\n').filter(Boolean)) : null;
-    writeFileSync(`${to}.new`, `${JSON.stringify(importCargoMutants(readJson(from), commit, only), null, 2)}\n`);
-    renameSync(`${to}.new`, to);
+    replaceFile(to, `${JSON.stringify(importCargoMutants(readJson(from), commit, only), null, 2)}\n`);
     return;
   }
   const diffAt = process.argv.indexOf('--import-model-diff');
@@ -401,11 +407,9 @@ function main() {
     const dir = join(here, 'reports', 'model');
     const model = modelReports(dir, problems);
     if (model?.commit !== base || problems.length) throw new Error(`the diff's base ${base} is not the report's commit ${model?.commit}: ${problems.join('; ')}`);
-    const removed = Object.fromEntries([...changedBaseLines(readFileSync(diffFile, 'utf8'))].map(([file, lines]) => [file, [...lines].sort((a, b) => a - b)]));
+    const removed = changedBaseLines(readFileSync(diffFile, 'utf8'));
     const report = { ...importCargoMutants(readJson(from), commit), base, removed };
-    const to = join(dir, `diff-${commit.slice(0, 12)}.json`);
-    writeFileSync(`${to}.new`, `${JSON.stringify(report, null, 2)}\n`);
-    renameSync(`${to}.new`, to);
+    replaceFile(join(dir, `diff-${commit.slice(0, 12)}.json`), `${JSON.stringify(report, null, 2)}\n`);
     return;
   }
   if (process.argv.includes('--model-commit')) {
@@ -502,8 +506,7 @@ function main() {
   } else {
     // A temporary file renamed over the old report: a failed write never
     // leaves a truncated REPORT.md.
-    writeFileSync(`${out}.new`, text);
-    renameSync(`${out}.new`, out);
+    replaceFile(out, text);
   }
   if (strict) problems.push(...missed);
   else if (missed.length) console.error(`${missed.length} survivor(s) classified missed: gaps still to close (--strict fails on them)`);
