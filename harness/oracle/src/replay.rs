@@ -12,7 +12,7 @@ use dshc_model::JsError;
 
 use dshc_deepseek::{WireOptions, wire_body};
 use dshc_model::session::event_kind;
-use dshc_model::session::{Event, SurfaceFold, derive_messages, fold_request_header, fold_surface};
+use dshc_model::session::{Event, SurfaceFold, derive_messages};
 
 /// Why a request cannot be rebuilt from a log.
 #[derive(Debug, thiserror::Error)]
@@ -34,13 +34,6 @@ pub enum ReplayError {
     /// The rebuilt request does not serialize for the wire.
     #[error("the request does not serialize: {}", .0.message)]
     Serialize(JsError),
-}
-
-/// The harness request dispatched after this log prefix.
-pub fn request_at(prefix: &[Event], session_id: &str) -> Result<Value, ReplayError> {
-    let header = fold_request_header(prefix).ok_or(ReplayError::NoHeader)?;
-    let nodes = fold_surface(prefix).map_err(ReplayError::Surface)?;
-    Ok(request_from(&header, prefix, &nodes, session_id))
 }
 
 /// The request of a folded header and the surface `nodes` of `prefix`.
@@ -118,9 +111,10 @@ impl<'a> Rebuilder<'a> {
             .and_then(|index| self.events[index].data.get("header"))
             .map(dshc_model::header::canonical_header)
             .ok_or(ReplayError::NoHeader)?;
-        if let Some(error) = &self.fold_error
-            && self.fold.folded() < self.scanned
-        {
+        // A fold error stopped the fold inside the prefix: `seek` only
+        // moves forward (a shorter prefix starts over), so an error is
+        // always about the prefix it moved to.
+        if let Some(error) = &self.fold_error {
             return Err(ReplayError::Surface(error.clone()));
         }
         Ok(request_from(
@@ -130,6 +124,11 @@ impl<'a> Rebuilder<'a> {
             self.session_id,
         ))
     }
+
+    /// [`Rebuilder::request`] serialized for the DeepSeek wire.
+    fn wire_body(&self, wire: &WireOptions) -> Result<Value, ReplayError> {
+        wire_body(&self.request()?, wire).map_err(ReplayError::Serialize)
+    }
 }
 
 /// The wire body of the request dispatched after this prefix.
@@ -138,8 +137,9 @@ pub fn wire_body_at(
     session_id: &str,
     wire: &WireOptions,
 ) -> Result<Value, ReplayError> {
-    let request = request_at(prefix, session_id)?;
-    wire_body(&request, wire).map_err(ReplayError::Serialize)
+    let mut rebuilder = Rebuilder::new(prefix, session_id);
+    rebuilder.seek(prefix.len());
+    rebuilder.wire_body(wire)
 }
 
 /// The wire body of every request a log alone rebuilds, in dispatch order,
@@ -151,9 +151,12 @@ pub fn rebuilt_wire_bodies<'a>(
     session_id: &'a str,
     wire: &'a WireOptions,
 ) -> impl Iterator<Item = (usize, Result<Value, ReplayError>)> + 'a {
-    dispatch_points(events)
-        .into_iter()
-        .map(move |point| (point, wire_body_at(&events[..point], session_id, wire)))
+    // Dispatch points increase, so one rebuilder folds each event once.
+    let mut rebuilder = Rebuilder::new(events, session_id);
+    dispatch_points(events).into_iter().map(move |point| {
+        rebuilder.seek(point);
+        (point, rebuilder.wire_body(wire))
+    })
 }
 
 /// Dispatch points recoverable from a log alone: the position of the first

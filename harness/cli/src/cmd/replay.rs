@@ -20,7 +20,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let path = &args.log;
     let text = read_text(path)?;
     let events = read_log(&text).map_err(|e| DataFileError::new(path, e.to_string()))?;
-    dshc_model::session::fold_surface(&events).map_err(|error| {
+    let mut fold = dshc_model::session::SurfaceFold::default();
+    fold.advance(&events, events.len()).map_err(|error| {
         DataFileError::new(
             path,
             format!("the log's surface does not fold: {}", error.message),

@@ -3,8 +3,9 @@
 //! in the legacy forms HTTP uses (RFC 7231's IMF-fixdate, RFC 850, asctime),
 //! with the time zone taken as UTC where the text names none (as V8 does
 //! with `TZ=UTC`, which the harness and CI run with). V8's legacy parser
-//! reads still other texts (`"1.5"` is 5 January 2001 to it); this one gives
-//! `NaN` for those, as for every text it does not read.
+//! reads still other texts (`"1.5"` is 5 January 2001 to it, `GMT+0100` an
+//! offset, `10:60` ten o'clock, `2030 01-Jan-27` a day of 2030); this one
+//! gives `NaN` for those, as for every text it does not read.
 
 use super::is_js_space;
 
@@ -78,7 +79,7 @@ fn eat(text: &mut &str, prefix: char) -> bool {
 
 /// The ECMAScript date-time string format: `YYYY[-MM[-DD]]` (or a signed
 /// six-digit year), then optionally `THH:mm[:ss[.sss]]` and `Z` or
-/// `±HH:mm`. A date alone is UTC; a time without an offset is local time,
+/// `±HH:mm` (V8 takes `t` and `z` too). A date alone is UTC; a time without an offset is local time,
 /// UTC here.
 fn iso_date_time(text: &str) -> Option<f64> {
     let mut rest = text;
@@ -98,7 +99,9 @@ fn iso_date_time(text: &str) -> Option<f64> {
     } else {
         1
     };
-    let day = if month_given(text, rest) && eat(&mut rest, '-') {
+    // A dash here follows a month: without one, the month's own dash test
+    // would have taken it.
+    let day = if eat(&mut rest, '-') {
         digits(&mut rest, 2)?
     } else {
         1
@@ -107,7 +110,7 @@ fn iso_date_time(text: &str) -> Option<f64> {
         return None;
     }
     let (mut hour, mut minute, mut second, mut ms, mut offset_minutes) = (0, 0, 0, 0, 0i64);
-    if eat(&mut rest, 'T') {
+    if eat(&mut rest, 'T') || eat(&mut rest, 't') {
         hour = digits(&mut rest, 2)?;
         if !eat(&mut rest, ':') {
             return None;
@@ -144,15 +147,10 @@ fn iso_date_time(text: &str) -> Option<f64> {
             offset_minutes = (hours * 60 + minutes) * if sign == '-' { -1 } else { 1 };
         }
     }
-    if !rest.is_empty() || (hour == 24 && (minute, second, ms) != (0, 0, 0)) {
+    if !rest.is_empty() {
         return None;
     }
     Some(utc_ms(year, month, day, hour, minute, second, ms)? - offset_minutes as f64 * 60_000.0)
-}
-
-/// Whether the ISO text consumed a month (`YYYY-MM`), so a day may follow.
-fn month_given(whole: &str, rest: &str) -> bool {
-    whole.len() - rest.len() >= 7
 }
 
 const MONTHS: [&str; 12] = [
@@ -182,8 +180,10 @@ fn legacy_date(text: &str) -> Option<f64> {
             let minutes: i64 = digits_only[2..].parse().ok()?;
             offset_minutes = (hours * 60 + minutes) * if sign == '-' { -1 } else { 1 };
         } else if token.contains(':') {
+            // Each part is a number of any length (`10:0020` is 10:20).
             let part = |part: &str| -> Option<u32> {
-                (!part.is_empty() && part.len() <= 2 && part.bytes().all(|b| b.is_ascii_digit()))
+                part.bytes()
+                    .all(|b| b.is_ascii_digit())
                     .then(|| part.parse().ok())?
             };
             let parts: Vec<&str> = token.split(':').collect();
@@ -203,7 +203,9 @@ fn legacy_date(text: &str) -> Option<f64> {
             else {
                 return None;
             };
-            if day.is_some() || month.is_some() || year.is_some() {
+            // A month named before is replaced (`Jan 01-Feb-27` is in
+            // February); a day or year before is refused.
+            if day.is_some() || year.is_some() {
                 return None;
             }
             day = Some(d.parse::<u32>().ok()?);
@@ -246,7 +248,7 @@ fn month_of(word: &str) -> Option<u32> {
 
 /// A year: four digits as written, two digits in 1950–2049.
 fn year_of(text: &str) -> Option<i64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let year: i64 = text.parse().ok()?;

@@ -11,7 +11,7 @@ mod input;
 mod surface;
 
 use surface::Surface;
-pub use surface::{RawSurfaceMeta, SurfaceFold, fold_surface};
+pub use surface::{RawSurfaceMeta, SurfaceFold};
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -243,7 +243,6 @@ pub type WarningSink = Rc<dyn Fn(String)>;
 struct SessionState {
     id: String,
     cwd: Option<String>,
-    seed_length: u64,
     log: Vec<Event>,
     surface: Surface,
     /// Observers, each with the key it can be removed by, if any.
@@ -370,7 +369,6 @@ impl Session {
             state: Rc::new(RefCell::new(SessionState {
                 id: id.to_string(),
                 cwd,
-                seed_length: 0,
                 log: Vec::new(),
                 surface: Surface::default(),
                 observers: Vec::new(),
@@ -451,7 +449,6 @@ impl Session {
         let session = Session::new(id, cwd, clock);
         {
             let mut state = session.state.borrow_mut();
-            state.seed_length = log.len() as u64;
             state.log = log;
             state.surface = surface;
         }
@@ -482,11 +479,6 @@ impl Session {
     /// `session.header.cwd`.
     pub fn cwd(&self) -> Option<String> {
         self.state.borrow().cwd.clone()
-    }
-
-    /// How many events came from the constructor seed.
-    pub fn seed_length(&self) -> u64 {
-        self.state.borrow().seed_length
     }
 
     /// Register a `session/event` observer.

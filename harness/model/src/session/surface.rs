@@ -19,7 +19,6 @@ const SURFACE_TYPES: [&str; 3] = [
 #[derive(Clone, Default)]
 pub(super) struct Surface {
     pub(super) nodes: Vec<u64>,
-    pub(super) replace_generation: u64,
 }
 
 impl Surface {
@@ -61,7 +60,6 @@ impl Surface {
                 let from = self.nodes.iter().position(|n| n == start).unwrap_or(0);
                 let to = self.nodes.iter().position(|n| n == end).unwrap_or(from);
                 self.nodes.splice(from..=to, [seq]);
-                self.replace_generation += 1;
             }
         }
     }
@@ -275,16 +273,10 @@ pub struct RawSurfaceMeta {
     pub source_event_seqs: Option<Value>,
 }
 
-/// Fold a log prefix's surface (validating it) into its node list.
-pub fn fold_surface(events: &[Event]) -> Result<Vec<u64>, JsError> {
-    let mut fold = SurfaceFold::default();
-    fold.advance(events, events.len())?;
-    Ok(fold.surface.nodes)
-}
-
-/// [`fold_surface`] one event at a time, for a reader that needs the
-/// surface of many prefixes of one log (replaying every request of a
-/// session): each event is folded once instead of once per prefix.
+/// A log's surface folded (and validated) one event at a time, for a
+/// reader that needs the surface of many prefixes of one log (replaying
+/// every request of a session): each event is folded once instead of once
+/// per prefix.
 #[derive(Clone, Default)]
 pub struct SurfaceFold {
     surface: Surface,
@@ -292,11 +284,6 @@ pub struct SurfaceFold {
 }
 
 impl SurfaceFold {
-    /// How many events of the log are folded.
-    pub fn folded(&self) -> usize {
-        self.folded
-    }
-
     /// The surface nodes of the folded prefix.
     pub fn nodes(&self) -> &[u64] {
         &self.surface.nodes
@@ -304,7 +291,7 @@ impl SurfaceFold {
 
     /// Fold `events[folded..to]`. An event that does not fold stops the
     /// fold before it, so asking again fails again, as every longer prefix
-    /// does in [`fold_surface`].
+    /// does.
     pub fn advance(&mut self, events: &[Event], to: usize) -> Result<(), JsError> {
         for index in self.folded..to.min(events.len()) {
             let event = &events[index];
