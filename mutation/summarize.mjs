@@ -26,7 +26,7 @@
 // --import-model-diff keeps a --in-diff run of the lines DIFF changes from
 // BASE (the report's commit) to COMMIT as mutation/reports/model/diff-*.json
 // (with the base-side lines DIFF removes or changes),
-// which brings the report forward to COMMIT (see withDiffs).
+// which brings the report forward to COMMIT (see broughtForward).
 //
 // The search's reports (mutation/reports/search/, written by mutation/search)
 // say which of the mutants the suite kills `dshc diff` finds too; REPORT.md
@@ -151,7 +151,7 @@ function modelReports(dir, problems) {
   };
   if (files.includes('outcomes.json')) {
     const reports = [readJson(join(dir, 'outcomes.json'))];
-    return withReruns(dir, files, withDiffs(dir, files, { reports, partial: '', commit: commitOf(reports) }, problems), problems);
+    return broughtForward(dir, files, { reports, partial: '', commit: commitOf(reports) }, problems);
   }
   const shards = files.map((f) => /^shard-(\d+)-of-(\d+)\.json$/.exec(f)).filter(Boolean);
   if (!shards.length) return null;
@@ -163,41 +163,72 @@ function modelReports(dir, problems) {
   // the shards not run yet are named in the report, not a failure.
   const absent = [...Array(total).keys()].filter((k) => !have.has(k));
   const reports = shards.map((m) => readJson(join(dir, m[0])));
-  return withReruns(dir, files, withDiffs(dir, files, {
+  return broughtForward(dir, files, {
     reports,
     partial: absent.length ? ` (shards ${[...have].sort((a, b) => a - b).join(', ')} of ${total}; ${absent.join(', ')} not run yet)` : '',
     commit: commitOf(reports),
-  }, problems), problems);
+  }, problems);
 }
 
 /**
- * The run brought forward by its `diff-*.json` reports: each tests the
- * mutants on the lines of harness/model/src changed from its `base` (the
- * run's commit, or the diff before it) to its `commit`, as CI's --in-diff
- * would, and was committed so that CI need not. Its outcomes replace the
- * run's mutants on the base-side lines the diff removed or changed
- * (`removed`, per file) and those of the same name, and add the new ones;
- * the last commit of the chain is the report's.
+ * The run brought forward by its `diff-*.json` reports, with its
+ * `rerun-*.json` reports applied. Each diff tests the mutants on the lines
+ * of harness/model/src changed from its `base` (the run's commit, or the
+ * diff before it) to its `commit`, as CI's --in-diff would, and was
+ * committed so that CI need not. Its outcomes replace the run's mutants on
+ * the base-side lines the diff removed or changed (`removed`, per file) and
+ * those of the same name, and add the new ones; the last commit of the
+ * chain is the report's. A rerun tests some mutants again (survivors, once
+ * new scenarios were written) on the model source of one link of the
+ * chain, and its outcomes replace theirs: it applies at the first link
+ * that has every mutant it names, so a later diff that removes a line
+ * removes the rerun's mutant on it too. A rerun naming a mutant no link
+ * has is a problem: the source moved on.
  */
-function withDiffs(dir, files, model, problems) {
+function broughtForward(dir, files, model, problems) {
   const diffs = files.filter((f) => /^diff-.*\.json$/.test(f)).map((f) => ({ file: f, ...readJson(join(dir, f)) }));
+  let pending = files.filter((f) => /^rerun-.*\.json$/.test(f))
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+    .map((file) => ({ file, mutants: readJson(join(dir, file)).mutants }));
   let { commit } = model;
-  let mutants = model.reports.flatMap((report) => report.mutants);
+  let outcome = new Map(model.reports.flatMap((report) => report.mutants).map(({ mutant, outcome: o }) => [mutant, o]));
+  const applyReruns = () => {
+    pending = pending.filter((rerun) => {
+      if (!rerun.mutants.every(({ mutant }) => outcome.has(mutant))) return true;
+      rerun.mutants.forEach(({ mutant, outcome: again }) => outcome.set(mutant, again));
+      return false;
+    });
+  };
   const chain = [];
+  applyReruns();
   for (let next; (next = diffs.find((d) => d.base === commit)); ) {
     const renamed = new Set(next.mutants.map(({ mutant }) => mutant));
-    const gone = ({ mutant }) => {
+    const gone = (mutant) => {
       const [file, line] = placeOf(mutant);
       return renamed.has(mutant) || (next.removed[file] ?? []).includes(line);
     };
-    mutants = [...mutants.filter((m) => !gone(m)), ...next.mutants];
+    outcome = new Map([
+      ...[...outcome].filter(([mutant]) => !gone(mutant)),
+      ...next.mutants.map(({ mutant, outcome: o }) => [mutant, o]),
+    ]);
     chain.push(next.file);
     commit = next.commit;
+    applyReruns();
   }
   for (const { file } of diffs) {
     if (!chain.includes(file)) problems.push(`mutation/reports/model/${file}: its base is not the run's commit or a diff's before it`);
   }
-  return { ...model, reports: [{ mutants }], commit, partial: `${model.partial}${chain.length ? ` (brought forward by ${chain.join(', ')})` : ''}` };
+  for (const { file, mutants } of pending) {
+    for (const { mutant } of mutants.filter(({ mutant }) => !outcome.has(mutant))) {
+      problems.push(`mutation/reports/model/${file}: not a mutant of the run: ${mutant}`);
+    }
+  }
+  return {
+    ...model,
+    reports: [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }],
+    commit,
+    partial: `${model.partial}${chain.length ? ` (brought forward by ${chain.join(', ')})` : ''}`,
+  };
 }
 
 /**
@@ -223,23 +254,6 @@ function changedBaseLines(diff) {
     }
   }
   return lines;
-}
-
-/**
- * The run (brought forward) with each `rerun-*.json` applied: a rerun tests some of
- * the run's mutants again (its survivors, once new scenarios were written),
- * on the same model source, and its outcome replaces theirs. A rerun naming
- * a mutant the run does not have is a problem: the source moved on.
- */
-function withReruns(dir, files, model, problems) {
-  const outcome = new Map(model.reports.flatMap((report) => report.mutants).map(({ mutant, outcome }) => [mutant, outcome]));
-  for (const file of files.filter((f) => /^rerun-.*\.json$/.test(f))) {
-    for (const { mutant, outcome: again } of readJson(join(dir, file)).mutants) {
-      if (!outcome.has(mutant)) problems.push(`mutation/reports/model/${file}: not a mutant of the run: ${mutant}`);
-      else outcome.set(mutant, again);
-    }
-  }
-  return { ...model, reports: [{ mutants: [...outcome].map(([mutant, result]) => ({ mutant, outcome: result })) }] };
 }
 
 /** The names of the model crate's mutants the suite caught (or timed out on), reruns applied. */
