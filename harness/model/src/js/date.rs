@@ -79,8 +79,8 @@ fn eat(text: &mut &str, prefix: char) -> bool {
 
 /// The ECMAScript date-time string format: `YYYY[-MM[-DD]]` (or a signed
 /// six-digit year), then optionally `THH:mm[:ss[.sss]]` and `Z` or
-/// `±HH:mm` (V8 takes `t` and `z` too). A date alone is UTC; a time without an offset is local time,
-/// UTC here.
+/// `±HH:mm` (V8 takes `t` and `z` too). A date alone is UTC; a time
+/// without an offset is local time, UTC here.
 fn iso_date_time(text: &str) -> Option<f64> {
     let mut rest = text;
     let year = match rest.chars().next()? {
