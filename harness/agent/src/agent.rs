@@ -448,7 +448,7 @@ impl LoopContext {
                 None,
                 name,
                 Rc::new(move |context: &AssembleContext, _| {
-                    Ok(context.agent.as_ref().and_then(pick))
+                    Ok(context.agent.as_ref().and_then(pick).map(Rc::from))
                 }),
             )?;
         }

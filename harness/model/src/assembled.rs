@@ -125,7 +125,9 @@ pub struct ToolProviderResult {
 /// `string | undefined`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Variables {
-    entries: Vec<(String, Option<String>)>,
+    /// Names and values are shared with the registry and the providers
+    /// that gave them: assembling copies no text.
+    entries: Vec<(Rc<str>, Option<Rc<str>>)>,
 }
 
 impl Variables {
@@ -135,28 +137,48 @@ impl Variables {
         if name == "__proto__" {
             return;
         }
-        match self.entries.iter_mut().find(|(key, _)| key == name) {
-            Some(entry) => entry.1 = value,
-            None => self.entries.push((name.to_string(), value)),
+        let value = value.map(Rc::from);
+        match self.position(name) {
+            Some(index) => self.entries[index].1 = value,
+            None => self.entries.push((Rc::from(name), value)),
         }
+    }
+
+    /// [`Variables::set`] of a shared name and value, as assembly sets
+    /// what the variable providers return.
+    pub fn set_shared(&mut self, name: Rc<str>, value: Option<Rc<str>>) {
+        if &*name == "__proto__" {
+            return;
+        }
+        match self.position(&name) {
+            Some(index) => self.entries[index].1 = value,
+            None => self.entries.push((name, value)),
+        }
+    }
+
+    /// Where `name` is. Names often share a prefix and differ at the end
+    /// (`var_0`, `var_1`), so the last bytes are compared first.
+    fn position(&self, name: &str) -> Option<usize> {
+        let last = name.as_bytes().last();
+        self.entries.iter().position(|(key, _)| {
+            key.len() == name.len() && key.as_bytes().last() == last && **key == *name
+        })
     }
 
     /// `delete variables[name]`.
     pub fn delete(&mut self, name: &str) {
-        self.entries.retain(|(key, _)| key != name);
+        self.entries.retain(|(key, _)| **key != *name);
     }
 
     /// Own-property lookup: `None` when absent, `Some(None)` when `undefined`.
     pub fn get(&self, name: &str) -> Option<Option<&str>> {
-        self.entries
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_deref())
+        self.position(name)
+            .map(|index| self.entries[index].1.as_deref())
     }
 
     /// Own keys in JavaScript order.
     pub fn keys(&self) -> Vec<&str> {
-        js_key_order(self.entries.iter().map(|(key, _)| key.as_str()))
+        js_key_order(self.entries.iter().map(|(key, _)| &**key))
     }
 
     /// Entries in JavaScript key order.

@@ -26,7 +26,7 @@ fn evaluate_text(
 ) -> Result<PromptEntry, JsError> {
     let text = match &entry.text {
         Text::Static(text) => Some(text.clone()),
-        Text::Provider(provider) => provider(context, registry)?.map(Rc::from),
+        Text::Provider(provider) => provider(context, registry)?,
     };
     Ok(PromptEntry {
         name: entry.name.clone(),
@@ -175,7 +175,7 @@ impl Registry {
                 let next = layer.borrow().variables.next(&mut cursor);
                 let Some((name, provider)) = next else { break };
                 let value = provider(context, self)?;
-                variables.set(name.as_deref().unwrap_or_default(), value);
+                variables.set_shared(name.unwrap_or_default(), value);
             }
         }
         Ok(variables)

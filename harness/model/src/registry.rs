@@ -54,7 +54,7 @@ impl Default for Config {
 }
 
 /// A text provider: called at most once per assembly. `Ok(None)` is `undefined`.
-pub type TextFn = Rc<dyn Fn(&AssembleContext, &Registry) -> Result<Option<String>, JsError>>;
+pub type TextFn = Rc<dyn Fn(&AssembleContext, &Registry) -> Result<Option<Rc<str>>, JsError>>;
 /// A variable provider. `Ok(None)` is `undefined`.
 pub type VariableFn = TextFn;
 /// A tool provider. `Ok(None)` is `undefined` (assembly then fails reading `schemas`).
@@ -476,7 +476,7 @@ impl Registry {
             }
             layer
                 .sections
-                .push(uid, Some(section.name.to_string()), Rc::new(section));
+                .push(uid, Some(section.name.clone()), Rc::new(section));
             Ok(())
         })
     }
@@ -508,7 +508,7 @@ impl Registry {
             };
             layer
                 .contexts
-                .push(uid, Some(context.name.to_string()), Rc::new(context));
+                .push(uid, Some(context.name.clone()), Rc::new(context));
             Ok(())
         })
     }
@@ -552,7 +552,7 @@ impl Registry {
             if layer.variables.contains(name) {
                 return Err(duplicate_error("variable", name, scoped, "value"));
             }
-            layer.variables.push(uid, Some(name.to_string()), provider);
+            layer.variables.push(uid, Some(Rc::from(name)), provider);
             Ok(())
         })
     }

@@ -9,6 +9,7 @@
 //! rather than Rust iterators, which could not tolerate mutation.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// Identity of one registration; unique across a registry's lifetime.
 pub type EntryUid = u64;
@@ -16,7 +17,7 @@ pub type EntryUid = u64;
 #[derive(Clone, Debug)]
 struct Slot<T> {
     uid: EntryUid,
-    name: Option<String>,
+    name: Option<Rc<str>>,
     value: T,
     alive: bool,
 }
@@ -27,7 +28,7 @@ struct Slot<T> {
 pub struct Table<T> {
     generation: u64,
     slots: Vec<Slot<T>>,
-    index_by_name: BTreeMap<String, usize>,
+    index_by_name: BTreeMap<Rc<str>, usize>,
     live: usize,
 }
 
@@ -61,7 +62,7 @@ impl<T: Clone> Table<T> {
     }
 
     /// Append an entry. The caller has already checked name uniqueness.
-    pub fn push(&mut self, uid: EntryUid, name: Option<String>, value: T) {
+    pub fn push(&mut self, uid: EntryUid, name: Option<Rc<str>>, value: T) {
         assert!(
             name.as_ref()
                 .is_none_or(|n| !self.index_by_name.contains_key(n)),
@@ -111,7 +112,7 @@ impl<T: Clone> Table<T> {
     /// The next live entry at or after the cursor, advancing it. Entries
     /// appended since the cursor was made are visited; a cursor from an older
     /// generation is exhausted.
-    pub fn next(&self, cursor: &mut Cursor) -> Option<(Option<String>, T)> {
+    pub fn next(&self, cursor: &mut Cursor) -> Option<(Option<Rc<str>>, T)> {
         if cursor.generation != self.generation {
             return None;
         }

@@ -63,8 +63,15 @@ impl KnownNames {
     }
 }
 
+/// A stable sort by name. Providers often list their tools in order
+/// already, and a sorted list is left as it is: checking costs a pass of
+/// comparisons, where the sort would also set up a scratch buffer.
 fn sort_by_name<T: Borrow<ToolSchema>>(tools: &mut [T]) {
-    tools.sort_by(|a, b| cmp_utf16(&a.borrow().name, &b.borrow().name));
+    let order = |a: &T, b: &T| cmp_utf16(&a.borrow().name, &b.borrow().name);
+    if tools.is_sorted_by(|a, b| order(a, b).is_le()) {
+        return;
+    }
+    tools.sort_by(order);
 }
 
 /// Order the collected schemas (04 T5–T8). Stable: equal names keep provider

@@ -325,12 +325,15 @@ fn journaled_provider(
     world: &WorldRef,
 ) -> dshc_model::registry::TextFn {
     let calls = Rc::new(Cell::new(0u32));
-    let (id, spec, world) = (id.to_string(), spec.clone(), world.clone());
+    // Shared texts: a call hands out the same string, as a JavaScript
+    // closure over a constant does.
+    let spec = spec.map(|text| Rc::<str>::from(text.as_str()));
+    let (id, world) = (id.to_string(), world.clone());
     Rc::new(move |context: &AssembleContext, registry: &Registry| {
         calls.set(calls.get() + 1);
         World::record(&world, || format!("{kind} {id}"));
         call_provider(&spec, calls.get(), context, &world, registry, |value| {
-            value.as_str().map(str::to_string)
+            value.as_str().map(Rc::from)
         })
     })
 }

@@ -65,7 +65,7 @@ proptest! {
                     if name.as_ref().is_some_and(|n| table.contains(n)) {
                         continue; // the registry refuses duplicates before pushing
                     }
-                    table.push(next_uid, name.clone(), next_uid);
+                    table.push(next_uid, name.as_deref().map(std::rc::Rc::from), next_uid);
                     model.push((next_uid, name));
                     next_uid += 1;
                 }

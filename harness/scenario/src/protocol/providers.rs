@@ -76,6 +76,34 @@ impl<T> ProviderSpec<T> {
             effects: Vec::new(),
         }
     }
+
+    /// The same provider with each value it returns converted by `f` (an
+    /// implementation's own representation of the values).
+    pub fn map<U>(&self, f: impl Fn(&T) -> U) -> ProviderSpec<U> {
+        let provided = match &self.provided {
+            Provided::Returns(value) => Provided::Returns(f(value)),
+            Provided::Sequence(items) => Provided::Sequence(
+                items
+                    .iter()
+                    .map(|item| match item {
+                        SequenceItem::Undefined(marker) => SequenceItem::Undefined(marker.clone()),
+                        SequenceItem::Value(value) => SequenceItem::Value(f(value)),
+                    })
+                    .collect(),
+            ),
+            Provided::ContextField(field) => Provided::ContextField(field.clone()),
+            Provided::Computes(template) => Provided::Computes(template.clone()),
+            Provided::Undefined => Provided::Undefined,
+            Provided::Throws { message, cause } => Provided::Throws {
+                message: message.clone(),
+                cause: cause.clone(),
+            },
+        };
+        ProviderSpec {
+            provided,
+            effects: self.effects.clone(),
+        }
+    }
 }
 
 /// The one outcome of a scripted provider's call.
