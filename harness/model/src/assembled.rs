@@ -134,14 +134,7 @@ impl Variables {
     /// `variables[name] = value`. Assigning `__proto__` on a plain object
     /// with a string does nothing, so neither does this.
     pub fn set(&mut self, name: &str, value: Option<String>) {
-        if name == "__proto__" {
-            return;
-        }
-        let value = value.map(Rc::from);
-        match self.position(name) {
-            Some(index) => self.entries[index].1 = value,
-            None => self.entries.push((Rc::from(name), value)),
-        }
+        self.set_shared(Rc::from(name), value.map(Rc::from));
     }
 
     /// [`Variables::set`] of a shared name and value, as assembly sets
