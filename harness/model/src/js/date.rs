@@ -56,14 +56,20 @@ fn days_from_civil(year: i64, month: u32) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
-/// Consume exactly `n` ASCII digits from the front of `text`.
-fn digits(text: &mut &str, n: usize) -> Option<u32> {
-    let head = text.get(..n)?;
-    if !head.bytes().all(|b| b.is_ascii_digit()) {
+/// A number written in ASCII digits alone: no sign, which `str::parse`
+/// would take.
+fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
+    text.parse().ok()
+}
+
+/// Consume exactly `n` ASCII digits from the front of `text`.
+fn digits(text: &mut &str, n: usize) -> Option<u32> {
+    let value = number(text.get(..n)?)?;
     *text = &text[n..];
-    head.parse().ok()
+    Some(value)
 }
 
 /// Consume `prefix` from the front of `text`.
@@ -181,15 +187,10 @@ fn legacy_date(text: &str) -> Option<f64> {
             offset_minutes = (hours * 60 + minutes) * if sign == '-' { -1 } else { 1 };
         } else if token.contains(':') {
             // Each part is a number of any length (`10:0020` is 10:20).
-            let part = |part: &str| -> Option<u32> {
-                part.bytes()
-                    .all(|b| b.is_ascii_digit())
-                    .then(|| part.parse().ok())?
-            };
             let parts: Vec<&str> = token.split(':').collect();
             let (hour, minute, second) = match parts[..] {
-                [hour, minute] => (part(hour)?, part(minute)?, 0),
-                [hour, minute, second] => (part(hour)?, part(minute)?, part(second)?),
+                [hour, minute] => (number(hour)?, number(minute)?, 0),
+                [hour, minute, second] => (number(hour)?, number(minute)?, number(second)?),
                 _ => return None,
             };
             if time.replace((hour, minute, second)).is_some() {
@@ -208,7 +209,7 @@ fn legacy_date(text: &str) -> Option<f64> {
             if day.is_some() || year.is_some() {
                 return None;
             }
-            day = Some(d.parse::<u32>().ok()?);
+            day = Some(number(d)?);
             month = Some(month_of(&m.to_ascii_lowercase())?);
             year = Some(year_of(y)?);
         } else if token.bytes().all(|b| b.is_ascii_digit()) {
@@ -248,10 +249,7 @@ fn month_of(word: &str) -> Option<u32> {
 
 /// A year: four digits as written, two digits in 1950–2049.
 fn year_of(text: &str) -> Option<i64> {
-    if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let year: i64 = text.parse().ok()?;
+    let year: i64 = number(text)?;
     Some(match text.len() {
         1 | 2 if year < 50 => 2000 + year,
         1 | 2 => 1900 + year,
