@@ -24,6 +24,8 @@
 //! object. `tests/it/signals.rs` checks that every clause's signals are
 //! well formed and that each is shown by a bundled scenario covering it.
 
+use std::cell::OnceCell;
+
 use regex::Regex;
 use serde_json::Value;
 
@@ -187,12 +189,23 @@ fn holds_key(value: &Value, key: &str) -> bool {
     }
 }
 
+/// `value` as JSON; `null` if it cannot be written as JSON.
+fn as_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
 /// What one case showed, read once for every clause.
 pub struct Shown<'a> {
     scenario: &'a Scenario,
     commands: Vec<(String, Value)>,
     errors: Vec<&'a str>,
     run: Option<&'a LoopRun>,
+    /// The config, the plugin tables and the scripted responses as JSON,
+    /// each serialized when a signal first asks (a case is asked about
+    /// every clause's signals).
+    config: OnceCell<Value>,
+    plugins: OnceCell<Value>,
+    responses: OnceCell<Value>,
 }
 
 impl<'a> Shown<'a> {
@@ -229,6 +242,9 @@ impl<'a> Shown<'a> {
             commands,
             errors,
             run,
+            config: OnceCell::new(),
+            plugins: OnceCell::new(),
+            responses: OnceCell::new(),
         }
     }
 
@@ -258,18 +274,26 @@ impl<'a> Shown<'a> {
                 .commands
                 .iter()
                 .any(|(k, json)| k == kind && field.as_ref().is_none_or(|field| field.holds(json))),
-            Signal::Config(key) => serde_json::to_value(&world.config)
-                .is_ok_and(|config| config.get(key).is_some_and(|v| !v.is_null())),
-            Signal::Plugin(name) => world
+            Signal::Config(key) => self
+                .config
+                .get_or_init(|| as_json(&world.config))
+                .get(key)
+                .is_some_and(|v| !v.is_null()),
+            Signal::Plugin(name) => self
                 .plugins
-                .as_ref()
-                .and_then(|plugins| serde_json::to_value(plugins).ok())
-                .is_some_and(|plugins| plugins.get(name).is_some_and(|v| !v.is_null())),
-            Signal::Fault(kind) => world.provider.as_ref().is_some_and(|script| {
-                serde_json::to_value(&script.responses).is_ok_and(|responses| {
-                    Field::parse(&format!("*.fault={kind:?}")).is_ok_and(|f| f.holds(&responses))
-                })
-            }),
+                .get_or_init(|| as_json(&world.plugins))
+                .get(name)
+                .is_some_and(|v| !v.is_null()),
+            Signal::Fault(kind) => {
+                let responses = self.responses.get_or_init(|| {
+                    world
+                        .provider
+                        .as_ref()
+                        .map_or(Value::Null, |script| as_json(&script.responses))
+                });
+                !responses.is_null()
+                    && Field::parse(&format!("*.fault={kind:?}")).is_ok_and(|f| f.holds(responses))
+            }
             Signal::Routes => !world.routes.is_empty(),
             Signal::Agents => !world.agents.is_empty(),
             // A file writes `{ "$ref" = name }`, a generator the protocol's
