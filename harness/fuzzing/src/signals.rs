@@ -25,6 +25,7 @@
 //! well formed and that each is shown by a bundled scenario covering it.
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
 use regex::Regex;
 use serde_json::Value;
@@ -206,6 +207,8 @@ pub struct Shown<'a> {
     config: OnceCell<Value>,
     plugins: OnceCell<Value>,
     responses: OnceCell<Value>,
+    /// The logged events by type, built when an event signal first asks.
+    events: OnceCell<BTreeMap<&'a str, Vec<&'a Value>>>,
 }
 
 impl<'a> Shown<'a> {
@@ -245,6 +248,7 @@ impl<'a> Shown<'a> {
             config: OnceCell::new(),
             plugins: OnceCell::new(),
             responses: OnceCell::new(),
+            events: OnceCell::new(),
         }
     }
 
@@ -258,12 +262,23 @@ impl<'a> Shown<'a> {
         )
     }
 
-    fn logs(&self) -> impl Iterator<Item = &Value> {
-        self.run.into_iter().flat_map(|run| {
-            run.log
-                .iter()
-                .chain(run.agents.iter().flat_map(|agent| agent.log.iter()))
-        })
+    /// Every logged event (the run's log, then each agent's), by type.
+    fn events_of(&self, kind: &str) -> &[&'a Value] {
+        let events = self.events.get_or_init(|| {
+            let mut events: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+            let logs = self.run.into_iter().flat_map(|run| {
+                run.log
+                    .iter()
+                    .chain(run.agents.iter().flat_map(|agent| agent.log.iter()))
+            });
+            for event in logs {
+                if let Some(kind) = event.get("type").and_then(Value::as_str) {
+                    events.entry(kind).or_default().push(event);
+                }
+            }
+            events
+        });
+        events.get(kind).map_or(&[], Vec::as_slice)
     }
 
     /// Whether the case shows `signal`.
@@ -313,9 +328,10 @@ impl<'a> Shown<'a> {
                             takes_json(&step.command) && holds_key(json, "$ref")
                         })
             }
-            Signal::Event(kind, field) => self.logs().any(|event| {
-                event["type"] == kind.as_str() && field.as_ref().is_none_or(|f| f.holds(event))
-            }),
+            Signal::Event(kind, field) => self
+                .events_of(kind)
+                .iter()
+                .any(|event| field.as_ref().is_none_or(|f| f.holds(event))),
             Signal::Live(kind) => self.run.is_some_and(|run| {
                 run.live_events
                     .iter()

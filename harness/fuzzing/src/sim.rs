@@ -17,7 +17,7 @@ use crate::generate::shrink;
 use crate::regression::{self, RegressionError};
 use dshc_model::session::event_kind;
 use dshc_oracle::invariants;
-use dshc_reference::{LOOP_LIMITS, Ticks, run_case, run_case_ticking};
+use dshc_reference::{LOOP_LIMITS, Ticks, run_case, run_compiled_case};
 use dshc_runner::adapter::Reference;
 use dshc_runner::check::{Outcome, check_twice, describe_outcome};
 use dshc_scenario::format::{CommandExpect, Pattern, StepExpect};
@@ -59,17 +59,12 @@ pub fn check_session_against(
         Ok(case) => case,
         Err(error) => return (vec![violation("generator", error.to_string())], None),
     };
-    let run = |ticks| run_case_ticking(&case, LOOP_LIMITS, ticks);
-    let (first, second_run) = match (run(Ticks::CaseGrid), run(second)) {
-        (Ok(first), Ok(second)) => (first, second),
-        (Err(error), _) | (_, Err(error)) => {
-            return (vec![violation("generator", error.to_string())], None);
-        }
-    };
+    let run = |ticks| run_compiled_case(&case, LOOP_LIMITS, ticks);
+    let (first, second_run) = (run(Ticks::CaseGrid), run(second));
     let mut found = Vec::new();
     if !dshc_oracle::same_bytes(&first, &second_run) {
-        let grid_is_deterministic = second == Ticks::EveryMs
-            && run(Ticks::CaseGrid).is_ok_and(|third| dshc_oracle::same_bytes(&first, &third));
+        let grid_is_deterministic =
+            second == Ticks::EveryMs && dshc_oracle::same_bytes(&first, &run(Ticks::CaseGrid));
         found.push(if grid_is_deterministic {
             violation(
                 "grid",

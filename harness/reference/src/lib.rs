@@ -75,10 +75,17 @@ pub fn run_case_ticking(
     ticks: Ticks,
 ) -> Result<CaseResult, CompileError> {
     validate_case(case)?;
-    Ok(match case.level {
+    Ok(run_compiled_case(case, limits, ticks))
+}
+
+/// [`run_case_ticking`] for a case `dshc_scenario::compile::compile` has
+/// just returned, which made the checks [`run_case`] would make again: how
+/// `dshc sim` runs each generated session twice on one check.
+pub fn run_compiled_case(case: &Case, limits: dshc_agent::LoopLimits, ticks: Ticks) -> CaseResult {
+    match case.level {
         Level::Assembly => assembly_level::run_assembly_case(case),
         Level::Loop => loop_level::run_loop_case(case, limits, ticks),
-    })
+    }
 }
 
 /// The loop's bounds on one run: provider attempts per step (retries),

@@ -569,7 +569,7 @@ fn provider_simulation_ticking<'a>(
 /// process: as `ticks` says, on the case's grid (`grid::tick_of`) and again
 /// at 1 ms if a timer fell off it, or at 1 ms.
 pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, ticks: crate::Ticks) -> CaseResult {
-    let Some(world) = case.world.clone() else {
+    let Some(world) = &case.world else {
         return failed_run("a loop case needs its world");
     };
     let every_ms = mock_provider::sim_time::TICK;
@@ -578,7 +578,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, ticks: crate::Ticks
         crate::Ticks::EveryMs => every_ms,
     };
     if tick > every_ms
-        && let Some(result) = run_in_process(case, world.clone(), limits, tick)
+        && let Some(result) = run_in_process(case, world, limits, tick)
     {
         return result;
     }
@@ -589,7 +589,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, ticks: crate::Ticks
 /// One run of `run_loop_case` on a `tick` grid; `None` if it left the grid.
 fn run_in_process(
     case: &Case,
-    world: LoopWorld,
+    world: &LoopWorld,
     limits: LoopLimits,
     tick: Duration,
 ) -> Option<CaseResult> {
@@ -598,7 +598,7 @@ fn run_in_process(
         Err(error) => return Some(failed_run(&error.to_string())),
     };
     let sim = provider_simulation_ticking(&provider, &world.simulation, tick);
-    run_agent_ticking(sim, case, world, Some(provider), limits, tick)
+    run_agent_ticking(sim, case, Some(provider), limits, tick)
 }
 
 /// Run a loop case's agent on `sim`, whose provider host is in place and
@@ -608,12 +608,11 @@ fn run_in_process(
 pub(crate) fn run_agent_in(
     sim: turmoil::Sim<'_>,
     case: &Case,
-    world: LoopWorld,
     provider: Option<MockProvider>,
     limits: LoopLimits,
 ) -> CaseResult {
     let tick = mock_provider::sim_time::TICK;
-    run_agent_ticking(sim, case, world, provider, limits, tick)
+    run_agent_ticking(sim, case, provider, limits, tick)
         .unwrap_or_else(|| failed_run("a 1 ms run cannot leave its grid"))
 }
 
@@ -622,14 +621,18 @@ pub(crate) fn run_agent_in(
 fn run_agent_ticking(
     mut sim: turmoil::Sim<'_>,
     case: &Case,
-    world: LoopWorld,
     provider: Option<MockProvider>,
     limits: LoopLimits,
     tick: Duration,
 ) -> Option<CaseResult> {
+    // The agent's host owns its copy of the case; the world moves out of
+    // it into the run (one copy of each per run).
+    let mut case = case.clone();
+    let Some(world) = case.world.take() else {
+        return Some(failed_run("a loop case needs its world"));
+    };
     let output: Rc<RefCell<Option<CaseResult>>> = Rc::new(RefCell::new(None));
     let sink = output.clone();
-    let case = case.clone();
     let client_provider = provider.clone();
     let budget = Duration::from_millis(world.simulation.budget_ms);
     let latency = Duration::from_millis(world.simulation.latency_ms);

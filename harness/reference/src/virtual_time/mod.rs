@@ -160,7 +160,7 @@ struct BridgeHost {
 /// simulation with the bridge host for a provider. `run.requests` stays
 /// empty: the harness that answered the requests reports them.
 pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, link: &HarnessLink) -> CaseResult {
-    let Some(world) = case.world.clone() else {
+    let Some(world) = &case.world else {
         return failed_run("a loop case needs its world");
     };
     // The harness serves the script; one it could not serve fails here, as
@@ -174,7 +174,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, link: &HarnessLink)
         latency: Duration::from_millis(world.simulation.latency_ms),
     };
     sim.host(PROVIDER_HOST, move || serve_bridge(host.clone()));
-    let mut result = loop_level::run_agent_in(sim, case, world, None, limits);
+    let mut result = loop_level::run_agent_in(sim, case, None, limits);
     // A broken exchange with the harness comes first: whatever failed
     // after it followed from it.
     if let Some(trouble) = link.state.trouble.borrow_mut().take() {
