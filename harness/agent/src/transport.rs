@@ -68,7 +68,7 @@ type Response = hyper::Response<Incoming>;
 
 async fn send(
     connection: &Connection,
-    body: String,
+    body: Vec<u8>,
     headers: Vec<(String, String)>,
 ) -> Result<Response, String> {
     let request = {
@@ -193,7 +193,9 @@ impl ChunkStream {
     async fn start(&mut self) -> Option<Value> {
         let idle = self.idle();
         let body = match wire_body(&self.request, &self.connection.wire) {
-            Ok(body) => body.to_string(),
+            // Compact JSON, as `JSON.stringify` writes it (`Value`'s
+            // `Display` writes the same bytes through a formatter, slower).
+            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
             Err(error) => return self.fail(error, false),
         };
         let session_id = self.request["sessionId"].as_str().map(str::to_string);
