@@ -90,8 +90,20 @@ pub const DONE: &str = "[DONE]";
 /// `value.key` for a JSON value: only objects have the properties the
 /// adapter reads; on any other value the property is `undefined` (`None`).
 pub(crate) fn prop<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
-    value.as_object().and_then(|map| map.get(key))
+    let map = value.as_object()?;
+    // The adapter's objects are small (a message, a tool, a request), and
+    // comparing their few keys costs less than hashing `key` (serde_json's
+    // maps hash with SipHash); keys are unique, so either finds the same.
+    if map.len() <= SCANNED_OBJECT_LEN {
+        map.iter()
+            .find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        map.get(key)
+    }
 }
+
+/// Objects up to this many keys are read by a scan of their keys.
+const SCANNED_OBJECT_LEN: usize = 12;
 
 /// `optional?.key` where `optional` may itself be missing.
 pub(crate) fn prop_of<'a>(value: Option<&'a Value>, key: &str) -> Option<&'a Value> {

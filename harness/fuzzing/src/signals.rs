@@ -36,7 +36,7 @@ use dshc_scenario::protocol::{
     CaseResult, Command, LoopRun, Observation, Rendered, RenderedSections,
 };
 
-use crate::regression::differences::command_kind;
+use crate::regression::differences::kind_of_json;
 
 /// What a field must be.
 #[derive(Clone, Debug)]
@@ -225,7 +225,7 @@ impl<'a> Shown<'a> {
             .iter()
             .map(|step| {
                 let json = serde_json::to_value(&step.command).unwrap_or(Value::Null);
-                (command_kind(&step.command), json)
+                (kind_of_json(&json), json)
             })
             .collect();
         let mut errors: Vec<&str> = config_error.into_iter().collect();
