@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::tokenizer::tokens;
+use crate::tokenizer::MAX_ALPHANUMERIC_TOKEN_CHARS;
 
 /// DeepSeek stores prefixes in units of this many tokens; hits are rounded down to it.
 pub const CACHE_UNIT_TOKENS: u64 = 64;
@@ -219,14 +219,42 @@ pub struct PromptAccounting {
 /// Unicode scalar, so at most 4 bytes of UTF-8; its bytes, zero-padded, are
 /// its id. No token but the NUL character has a zero byte, and that one is a
 /// token on its own, so no two tokens share an id and no vocabulary is kept.
+///
+/// Read byte by byte, as [`crate::tokenizer`] defines the cuts: a run of
+/// ASCII alphanumerics in fours, any other scalar alone (its UTF-8 length
+/// is in its first byte). Every request's whole prompt is read, so this is
+/// the provider's hottest loop.
 pub fn token_ids(prompt: &str) -> Vec<u32> {
-    tokens(prompt)
-        .map(|token| {
-            let mut bytes = [0u8; 4];
-            bytes[..token.len()].copy_from_slice(token.as_bytes());
-            u32::from_le_bytes(bytes)
-        })
-        .collect()
+    let bytes = prompt.as_bytes();
+    let mut ids = Vec::with_capacity(bytes.len() / 2);
+    let mut at = 0;
+    while let Some(&first) = bytes.get(at) {
+        let len = if first.is_ascii_alphanumeric() {
+            bytes[at..]
+                .iter()
+                .take(MAX_ALPHANUMERIC_TOKEN_CHARS)
+                .take_while(|b| b.is_ascii_alphanumeric())
+                .count()
+        } else {
+            utf8_len(first)
+        };
+        let mut id = [0u8; 4];
+        id[..len].copy_from_slice(&bytes[at..at + len]);
+        ids.push(u32::from_le_bytes(id));
+        at += len;
+    }
+    ids
+}
+
+/// The length of a UTF-8 sequence from its first byte (`prompt` is a `str`,
+/// so the byte starts a valid one).
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
 }
 
 /// Prompts seen so far, per model, as token-id sequences ([`token_ids`]).
@@ -383,7 +411,31 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tokenizer::{count_tokens, tokenize};
+    use crate::tokenizer::{count_tokens, tokenize, tokens};
+
+    #[test]
+    fn token_ids_read_bytes_as_the_tokenizer_cuts_tokens() {
+        let by_tokens = |text: &str| -> Vec<u32> {
+            tokens(text)
+                .map(|token| {
+                    let mut id = [0u8; 4];
+                    id[..token.len()].copy_from_slice(token.as_bytes());
+                    u32::from_le_bytes(id)
+                })
+                .collect()
+        };
+        for text in [
+            "",
+            "a",
+            "abcdefghij",
+            "abc1 23_xY\n\t",
+            "é字🙂 mixed ÀB9z héllo",
+            "\u{0}\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}\u{10ffff}",
+            "{\"role\":\"user\",\"content\":\"Summarise 2026-12-07 in 12 words\"}",
+        ] {
+            assert_eq!(token_ids(text), by_tokens(text), "{text:?}");
+        }
+    }
 
     fn body(system: &str, turns: &[(&str, &str)]) -> Value {
         let mut messages = vec![json!({"role": "system", "content": system})];
