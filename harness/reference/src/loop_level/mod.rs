@@ -636,12 +636,17 @@ fn run_agent_ticking(
     let client_provider = provider.clone();
     let budget = Duration::from_millis(world.simulation.budget_ms);
     let latency = Duration::from_millis(world.simulation.latency_ms);
-    sim.client("agent-host", async move {
-        mock_provider::sim_time::enlist();
-        let result = drive(&case, world, client_provider.as_ref(), limits).await;
-        *sink.borrow_mut() = Some(result);
-        Ok(())
-    });
+    // Boxed: the run's future is many kilobytes, and turmoil and tokio
+    // move it by value several times on the way into its task.
+    sim.client(
+        "agent-host",
+        Box::pin(async move {
+            mock_provider::sim_time::enlist();
+            let result = drive(&case, world, client_provider.as_ref(), limits).await;
+            *sink.borrow_mut() = Some(result);
+            Ok(())
+        }),
+    );
     // The provider's host and the agent's: idle time is skipped.
     let finished = match mock_provider::sim_time::run_on_grid(&mut sim, budget, latency, tick, 2) {
         mock_provider::sim_time::GridRun::Exact(finished) => finished,
