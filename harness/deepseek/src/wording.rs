@@ -156,8 +156,8 @@ fn sequence(nodes: &[Node], text: &[u16], from: &[usize]) -> Vec<usize> {
 }
 
 /// `RegExp.prototype.test`: a match starting anywhere. Every start runs at
-/// once, as one set of positions: a start matches when some end is reached
-/// from it, so some start matches when the ends of all of them are not none.
+/// once, as one set of positions: some start matches exactly when the set of
+/// ends reached from all of them is not empty.
 pub fn test(pattern: &[Node], text: &str) -> bool {
     let units: Vec<u16> = text.encode_utf16().collect();
     let starts: Vec<usize> = (0..=units.len()).collect();

@@ -262,7 +262,8 @@ impl<'a> Shown<'a> {
         )
     }
 
-    /// Every logged event (the run's log, then each agent's), by type.
+    /// The logged events of type `kind` (the run's log, then each agent's),
+    /// from an index by type built at the first ask.
     fn events_of(&self, kind: &str) -> &[&'a Value] {
         let events = self.events.get_or_init(|| {
             let mut events: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
