@@ -18,7 +18,8 @@ use std::fmt::Display;
 use std::time::Duration;
 
 use dshc_scenario::protocol::Case;
-use serde::ser::{self, Impossible, Serialize};
+use serde::ser::{self, Serialize};
+use serde_json::Value;
 
 /// The tick for `case`: the greatest common divisor of every duration it
 /// states, 1 ms when one is fractional or the latency is zero (a message
@@ -247,38 +248,27 @@ impl ser::Serializer for &mut Grid {
     }
 }
 
-impl ser::SerializeSeq for &mut Grid {
-    type Ok = ();
-    type Error = Failed;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Failed> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), Failed> {
-        Ok(())
-    }
+/// An item of a sequence, tuple or tuple struct: under the container's name.
+macro_rules! items {
+    ($($kind:ident :: $method:ident),*) => {$(
+        impl ser::$kind for &mut Grid {
+            type Ok = ();
+            type Error = Failed;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Failed> {
+                self.item(value)
+            }
+            fn end(self) -> Result<(), Failed> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut Grid {
-    type Ok = ();
-    type Error = Failed;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Failed> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), Failed> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Grid {
-    type Ok = ();
-    type Error = Failed;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Failed> {
-        self.item(value)
-    }
-    fn end(self) -> Result<(), Failed> {
-        Ok(())
-    }
-}
+items!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field
+);
 
 impl ser::SerializeTupleVariant for &mut Grid {
     type Ok = ();
@@ -296,7 +286,15 @@ impl ser::SerializeMap for &mut Grid {
     type Ok = ();
     type Error = Failed;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Failed> {
-        self.map_key = key.serialize(KeyName)?;
+        // A key's name as JSON writes it: a string as it is, any other
+        // scalar as text that names no duration, and a compound key refused
+        // as JSON refuses it. Keys are short, so building one as a value is
+        // cheap.
+        self.map_key = match serde_json::to_value(key) {
+            Ok(Value::String(name)) => Cow::Owned(name),
+            Ok(Value::Bool(_) | Value::Number(_)) => Cow::Borrowed(""),
+            Ok(Value::Null | Value::Array(_) | Value::Object(_)) | Err(_) => return Err(Failed),
+        };
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Failed> {
@@ -308,168 +306,27 @@ impl ser::SerializeMap for &mut Grid {
     }
 }
 
-impl ser::SerializeStruct for &mut Grid {
-    type Ok = ();
-    type Error = Failed;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        name: &'static str,
-        value: &T,
-    ) -> Result<(), Failed> {
-        self.under(Cow::Borrowed(name), value)
-    }
-    fn end(self) -> Result<(), Failed> {
-        Ok(())
-    }
+/// A named field of a struct or struct variant: under its own name.
+macro_rules! fields {
+    ($($kind:ident),*) => {$(
+        impl ser::$kind for &mut Grid {
+            type Ok = ();
+            type Error = Failed;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                name: &'static str,
+                value: &T,
+            ) -> Result<(), Failed> {
+                self.under(Cow::Borrowed(name), value)
+            }
+            fn end(self) -> Result<(), Failed> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for &mut Grid {
-    type Ok = ();
-    type Error = Failed;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        name: &'static str,
-        value: &T,
-    ) -> Result<(), Failed> {
-        self.under(Cow::Borrowed(name), value)
-    }
-    fn end(self) -> Result<(), Failed> {
-        Ok(())
-    }
-}
-
-/// A map key's name, as JSON writes it: a string or a character as it is,
-/// any other scalar as text that names no duration, and a compound key
-/// refused as JSON refuses it.
-struct KeyName;
-
-impl ser::Serializer for KeyName {
-    type Ok = Cow<'static, str>;
-    type Error = Failed;
-    type SerializeSeq = Impossible<Cow<'static, str>, Failed>;
-    type SerializeTuple = Impossible<Cow<'static, str>, Failed>;
-    type SerializeTupleStruct = Impossible<Cow<'static, str>, Failed>;
-    type SerializeTupleVariant = Impossible<Cow<'static, str>, Failed>;
-    type SerializeMap = Impossible<Cow<'static, str>, Failed>;
-    type SerializeStruct = Impossible<Cow<'static, str>, Failed>;
-    type SerializeStructVariant = Impossible<Cow<'static, str>, Failed>;
-
-    fn serialize_str(self, v: &str) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-    fn serialize_char(self, v: char) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Owned(v.to_string()))
-    }
-    fn serialize_unit_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-    ) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(variant))
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<Self::Ok, Failed> {
-        value.serialize(self)
-    }
-    fn serialize_bool(self, _: bool) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_i8(self, _: i8) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_i16(self, _: i16) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_i32(self, _: i32) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_i64(self, _: i64) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_u8(self, _: u8) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_u16(self, _: u16) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_u32(self, _: u32) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_u64(self, _: u64) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_f32(self, _: f32) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_f64(self, _: f64) -> Result<Self::Ok, Failed> {
-        Ok(Cow::Borrowed(""))
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_none(self) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_unit(self) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<Self::Ok, Failed> {
-        Err(Failed)
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Failed> {
-        Err(Failed)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Failed> {
-        Err(Failed)
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Failed> {
-        Err(Failed)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Failed> {
-        Err(Failed)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Failed> {
-        Err(Failed)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Failed> {
-        Err(Failed)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Failed> {
-        Err(Failed)
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// Milliseconds per unit of a field named `name`, if it is a duration.
 fn scale_of(name: &str) -> Option<f64> {
