@@ -73,3 +73,14 @@ export function stackOf(error) {
   if (typeof stack === 'string') return stack
   return safeString(error)
 }
+
+/** The frames an Error captures, from `DSHC_NODE_STACK_FRAMES`: none when it
+ * is unset or empty, else its value, a whole number of at most 1000.
+ * @param {string | undefined} text */
+export function stackFramesFrom(text) {
+  if (text === undefined || text === '') return 0
+  if (!/^[0-9]{1,4}$/.test(text) || Number(text) > 1000) {
+    throw new Error(`DSHC_NODE_STACK_FRAMES must be a whole number from 0 to 1000, not ${JSON.stringify(text)}`)
+  }
+  return Number(text)
+}

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 
-import { PROTOCOL_VERSION, answerStart, recoverSeq, safeString, stackOf } from '../protocol.mjs'
+import { PROTOCOL_VERSION, answerStart, recoverSeq, safeString, stackFramesFrom, stackOf } from '../protocol.mjs'
 
 describe('recoverSeq', () => {
   test('takes the seq of a JSON request, 0 included', () => {
@@ -64,6 +64,22 @@ describe('stackOf and safeString', () => {
     }
     assert.equal(safeString(hostile), '[object Object]')
     assert.equal(stackOf(Object.create(null)), '[object Object]')
+  })
+})
+
+describe('stackFramesFrom', () => {
+  test('no frames unless DSHC_NODE_STACK_FRAMES asks for some', () => {
+    assert.equal(stackFramesFrom(undefined), 0)
+    assert.equal(stackFramesFrom(''), 0)
+    assert.equal(stackFramesFrom('0'), 0)
+    assert.equal(stackFramesFrom('10'), 10)
+    assert.equal(stackFramesFrom('1000'), 1000)
+  })
+
+  test('anything but a whole number up to 1000 is refused, naming the value', () => {
+    for (const text of ['-1', '1.5', ' 3', 'ten', '1001', '99999', '0x10']) {
+      assert.throws(() => stackFramesFrom(text), { message: `DSHC_NODE_STACK_FRAMES must be a whole number from 0 to 1000, not ${JSON.stringify(text)}` })
+    }
   })
 })
 
