@@ -114,7 +114,8 @@ fn command_of(kind: &str, payload: toml::Table) -> Result<Command, String> {
     Command::from_payload(kind, deserializer).map_err(|error: toml::de::Error| {
         let message = error.message().trim_end();
         match track.path().to_string().as_str() {
-            "." => message.to_string(),
+            // The table itself, or an empty key at its top.
+            "." | "" => message.to_string(),
             path => format!("{path}: {message}"),
         }
     })

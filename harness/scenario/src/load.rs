@@ -182,11 +182,14 @@ fn step_field_error(
 }
 
 /// Serde reports errors inside a tagged step at the step's table. For an
-/// unknown field, point at the field's key inside that table instead.
+/// unknown field, point at the field's key inside that table instead: the
+/// first key of that name, however it is written (bare, quoted, dotted,
+/// empty), between the table's start and the next table header.
 fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usize {
+    // After a path when the key is not one a path can name (`a b: ...`).
     let Some(field) = message
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split('`').next())
+        .split_once("unknown field `")
+        .and_then(|(_, rest)| rest.split('`').next())
     else {
         return span.start;
     };
@@ -201,19 +204,44 @@ fn refine_span(source: &str, span: std::ops::Range<usize>, message: &str) -> usi
     let end = next_header
         .unwrap_or(source.len())
         .max(span.end.min(source.len()));
-    let table = &source[span.start..end];
-    let mut offset = 0;
-    while let Some(found) = table[offset..].find(field) {
-        let at = offset + found;
-        let before_ok =
-            at == 0 || !table[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
-        let after = table[at + field.len()..].trim_start_matches([' ', '\t']);
-        if before_ok && (after.starts_with('=') || after.starts_with('.')) {
-            return span.start + at;
+    let Ok(document) = source.parse::<toml_edit::Document<String>>() else {
+        return span.start;
+    };
+    let mut starts = Vec::new();
+    key_starts(document.as_table(), field, &mut starts);
+    starts
+        .into_iter()
+        .filter(|start| (span.start..end).contains(start))
+        .min()
+        .unwrap_or(span.start)
+}
+
+/// Where each key named `field` starts, in `table` and every table below it.
+fn key_starts(table: &dyn toml_edit::TableLike, field: &str, starts: &mut Vec<usize>) {
+    use toml_edit::{Item, Value};
+    fn value_starts(value: &Value, field: &str, starts: &mut Vec<usize>) {
+        match value {
+            Value::InlineTable(table) => key_starts(table, field, starts),
+            Value::Array(array) => array
+                .iter()
+                .for_each(|value| value_starts(value, field, starts)),
+            _ => {}
         }
-        offset = at + field.len();
     }
-    span.start
+    for (name, item) in table.iter() {
+        if name == field {
+            let key_span = table.get_key_value(name).and_then(|(key, _)| key.span());
+            starts.extend(key_span.map(|span| span.start));
+        }
+        match item {
+            Item::Table(inner) => key_starts(inner, field, starts),
+            Item::ArrayOfTables(tables) => tables
+                .iter()
+                .for_each(|inner| key_starts(inner, field, starts)),
+            Item::Value(value) => value_starts(value, field, starts),
+            Item::None => {}
+        }
+    }
 }
 
 /// The position of the first key of the document named in `keys`.
@@ -737,6 +765,41 @@ mod tests {
         let old = error_of("format = 1\ntitle = \"t\"\ncovers = [\"x\"]\n");
         assert!(old.message.contains("dshc migrate x.toml"), "{old}");
         assert_eq!((old.line, old.column), (Some(1), Some(10)), "{old}");
+    }
+
+    #[test]
+    fn an_unknown_field_is_found_however_its_key_is_written() {
+        let position = |source: &str| {
+            let error = error_of(source);
+            assert!(error.message.contains("unknown field"), "{error}");
+            (error.line, error.column)
+        };
+        // An empty key, alone and after known keys (this once never ended).
+        assert_eq!(position("\"\"=\"\""), (Some(1), Some(1)));
+        assert_eq!(
+            position("format = 2\ntitle = \"\"\n\"\" = 1\n"),
+            (Some(3), Some(1))
+        );
+        // A quoted key, a literal key, and one whose name first appears
+        // inside another key and inside a string.
+        assert_eq!(position("format = 2\n  \"a b\" = 1\n"), (Some(2), Some(3)));
+        assert_eq!(position("format = 2\n'lit' = 1\n"), (Some(2), Some(1)));
+        assert_eq!(
+            position("format = 2\ntitle = \"tit\"\ntit = 1\n"),
+            (Some(3), Some(1))
+        );
+        // Inside a step table: the key, not the table's header.
+        let head = "format = 2\ntitle = \"t\"\ncovers = [\"01:R1.1\"]\n";
+        let step = error_of(&format!(
+            "{head}[[steps]]\ndo = \"assemble\"\n\"\" = 1\n[[steps]]\ndo = \"assemble\"\n"
+        ));
+        assert!(step.message.starts_with("unknown field ``"), "{step}");
+        assert_eq!((step.line, step.column), (Some(6), Some(1)), "{step}");
+        let spaced = error_of(&format!(
+            "{head}[[steps]]\ndo = \"assemble\"\n\"a b\" = 1\n[[steps]]\ndo = \"assemble\"\n"
+        ));
+        assert!(spaced.message.contains("unknown field `a b`"), "{spaced}");
+        assert_eq!((spaced.line, spaced.column), (Some(6), Some(1)), "{spaced}");
     }
 
     #[test]
