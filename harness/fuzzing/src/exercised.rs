@@ -17,7 +17,6 @@ use dshc_runner::coverage::Clause;
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::{AssemblyCommand, Command, Level};
 
-use crate::regression::differences::command_kind;
 use crate::signals::{Shown, Signal};
 
 /// Every command kind a case of `level` may use, in the format's order: the
@@ -114,8 +113,8 @@ impl Exercised {
         self.cases += 1;
         let mut seen = std::collections::BTreeSet::new();
         for step in &scenario.steps {
-            let kind = command_kind(&step.command);
-            let entry = self.counts.entry(kind.clone()).or_default();
+            let kind = step.command.kind();
+            let entry = self.counts.entry(kind.to_owned()).or_default();
             entry.1 += 1;
             if seen.insert(kind) {
                 entry.0 += 1;

@@ -32,11 +32,7 @@ use serde_json::Value;
 
 use dshc_scenario::format::Scenario;
 use dshc_scenario::protocol::step_refs::{takes_json, uses_step_refs};
-use dshc_scenario::protocol::{
-    CaseResult, Command, LoopRun, Observation, Rendered, RenderedSections,
-};
-
-use crate::regression::differences::kind_of_json;
+use dshc_scenario::protocol::{CaseResult, LoopRun, Observation, Rendered, RenderedSections};
 
 /// What a field must be.
 #[derive(Clone, Debug)]
@@ -198,7 +194,9 @@ fn as_json(value: &impl serde::Serialize) -> Value {
 /// What one case showed, read once for every clause.
 pub struct Shown<'a> {
     scenario: &'a Scenario,
-    commands: Vec<(String, Value)>,
+    /// Each step's command kind, and the command as JSON, written when a
+    /// signal on its fields first asks.
+    commands: Vec<(&'static str, OnceCell<Value>)>,
     errors: Vec<&'a str>,
     run: Option<&'a LoopRun>,
     /// The config, the plugin tables and the scripted responses as JSON,
@@ -223,10 +221,7 @@ impl<'a> Shown<'a> {
         let commands = scenario
             .steps
             .iter()
-            .map(|step| {
-                let json = serde_json::to_value(&step.command).unwrap_or(Value::Null);
-                (kind_of_json(&json), json)
-            })
+            .map(|step| (step.command.kind(), OnceCell::new()))
             .collect();
         let mut errors: Vec<&str> = config_error.into_iter().collect();
         for observation in observations {
@@ -282,14 +277,25 @@ impl<'a> Shown<'a> {
         events.get(kind).map_or(&[], Vec::as_slice)
     }
 
+    /// Step `index`'s command as JSON.
+    fn command_json(&self, index: usize) -> &Value {
+        self.commands[index]
+            .1
+            .get_or_init(|| as_json(&self.scenario.steps[index].command))
+    }
+
     /// Whether the case shows `signal`.
     pub fn shows(&self, signal: &Signal) -> bool {
         let world = self.scenario;
         match signal {
-            Signal::Command(kind, field) => self
-                .commands
-                .iter()
-                .any(|(k, json)| k == kind && field.as_ref().is_none_or(|field| field.holds(json))),
+            Signal::Command(kind, field) => {
+                self.commands.iter().enumerate().any(|(index, (k, _))| {
+                    k == kind
+                        && field
+                            .as_ref()
+                            .is_none_or(|field| field.holds(self.command_json(index)))
+                })
+            }
             Signal::Config(key) => self
                 .config
                 .get_or_init(|| as_json(&world.config))
@@ -315,19 +321,10 @@ impl<'a> Shown<'a> {
             // A file writes `{ "$ref" = name }`, a generator the protocol's
             // `{"$from": ...}`: either, in a command that takes any value.
             Signal::StepRefs => {
-                let commands: Vec<Command> = world
-                    .steps
-                    .iter()
-                    .map(|step| step.command.clone())
-                    .collect();
-                uses_step_refs(&commands)
-                    || world
-                        .steps
-                        .iter()
-                        .zip(&self.commands)
-                        .any(|(step, (_, json))| {
-                            takes_json(&step.command) && holds_key(json, "$ref")
-                        })
+                uses_step_refs(world.steps.iter().map(|step| &step.command))
+                    || world.steps.iter().enumerate().any(|(index, step)| {
+                        takes_json(&step.command) && holds_key(self.command_json(index), "$ref")
+                    })
             }
             Signal::Event(kind, field) => self
                 .events_of(kind)

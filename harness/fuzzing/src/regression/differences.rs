@@ -142,24 +142,10 @@ fn command_name(scenario: &Scenario, index: usize) -> (String, String) {
     match scenario.steps.get(index - scopes) {
         Some(step) => (
             format!("steps[{}].expect", index - scopes),
-            command_kind(&step.command),
+            step.command.kind().to_owned(),
         ),
         None => (format!("observations[{index}]"), "command".into()),
     }
-}
-
-/// A command's kind, as its `do` key says it.
-pub fn command_kind<T: Serialize>(command: &T) -> String {
-    serde_json::to_value(command).map_or_else(|_| "command".into(), |json| kind_of_json(&json))
-}
-
-/// [`command_kind`] of a command already written as JSON.
-pub fn kind_of_json(command: &Value) -> String {
-    command
-        .get("do")
-        .and_then(Value::as_str)
-        .unwrap_or("command")
-        .to_owned()
 }
 
 /// An observation's fields as the judge reads them: the assembly's parts

@@ -31,8 +31,8 @@ use super::providers::{
 /// header helpers), a [`LoopCommand`] needs an agent. In a scenario file and
 /// on the protocol it is one table or object whose `do` selects the kind;
 /// each step is a command plus, for most kinds, its `expect`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(from = "WireCommand", into = "WireCommand")]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "WireCommand")]
 pub enum Command {
     /// A command of the assembly level.
     Assembly(AssemblyCommand),
@@ -59,12 +59,31 @@ macro_rules! commands_by_level {
 
         /// One command of a case. `do` selects the kind. In a scenario file each
         /// step is a command plus, for most kinds, its `expect`.
-        #[derive(Clone, Serialize, Deserialize, JsonSchema)]
+        #[derive(Deserialize, JsonSchema)]
         #[serde(tag = "do")]
         #[schemars(rename = "Command")]
         enum WireCommand {
             $( $(#[$a_meta])* #[serde(rename = $a_name)] $a_kind($a_payload), )*
             $( $(#[$l_meta])* #[serde(rename = $l_name)] $l_kind($l_payload), )*
+        }
+
+        /// A command as it is written: [`WireCommand`]'s shape, borrowing
+        /// the payload, so that writing a command copies nothing.
+        #[derive(Serialize)]
+        #[serde(tag = "do")]
+        enum WireCommandRef<'a> {
+            $( #[serde(rename = $a_name)] $a_kind(&'a $a_payload), )*
+            $( #[serde(rename = $l_name)] $l_kind(&'a $l_payload), )*
+        }
+
+        impl Serialize for Command {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Command::Assembly(AssemblyCommand::$a_kind(c)) => WireCommandRef::$a_kind(c), )*
+                    $( Command::Loop(LoopCommand::$l_kind(c)) => WireCommandRef::$l_kind(c), )*
+                }
+                .serialize(serializer)
+            }
         }
 
         impl AssemblyCommand {
@@ -80,6 +99,14 @@ macro_rules! commands_by_level {
         impl Command {
             /// Every `do` kind, in the schema's order.
             pub const KINDS: &[&str] = &[$( $a_name, )* $( $l_name, )*];
+
+            /// This command's kind: its `do`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( Command::Assembly(AssemblyCommand::$a_kind(_)) => $a_name, )*
+                    $( Command::Loop(LoopCommand::$l_kind(_)) => $l_name, )*
+                }
+            }
 
             /// The command of kind `kind` (its `do`) whose other fields
             /// `payload` holds. Unlike reading a whole `do`-tagged table,
@@ -104,15 +131,6 @@ macro_rules! commands_by_level {
                 match wire {
                     $( WireCommand::$a_kind(c) => Command::Assembly(AssemblyCommand::$a_kind(c)), )*
                     $( WireCommand::$l_kind(c) => Command::Loop(LoopCommand::$l_kind(c)), )*
-                }
-            }
-        }
-
-        impl From<Command> for WireCommand {
-            fn from(command: Command) -> Self {
-                match command {
-                    $( Command::Assembly(AssemblyCommand::$a_kind(c)) => WireCommand::$a_kind(c), )*
-                    $( Command::Loop(LoopCommand::$l_kind(c)) => WireCommand::$l_kind(c), )*
                 }
             }
         }

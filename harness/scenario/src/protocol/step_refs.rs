@@ -139,9 +139,9 @@ pub fn refs_in(command: &Command) -> Result<Vec<StepRef>, String> {
 }
 
 /// Whether any command of `commands` takes a value from an earlier one.
-pub fn uses_step_refs(commands: &[Command]) -> bool {
+pub fn uses_step_refs<'a>(commands: impl IntoIterator<Item = &'a Command>) -> bool {
     commands
-        .iter()
+        .into_iter()
         .any(|command| refs_in(command).is_ok_and(|refs| !refs.is_empty()))
 }
 
