@@ -199,12 +199,10 @@ pub struct Shown<'a> {
     commands: Vec<(&'static str, OnceCell<Value>)>,
     errors: Vec<&'a str>,
     run: Option<&'a LoopRun>,
-    /// The config, the plugin tables and the scripted responses as JSON,
-    /// each serialized when a signal first asks (a case is asked about
-    /// every clause's signals).
+    /// The config and the plugin tables as JSON, each serialized when a
+    /// signal first asks (a case is asked about every clause's signals).
     config: OnceCell<Value>,
     plugins: OnceCell<Value>,
-    responses: OnceCell<Value>,
     /// The logged events by type, built when an event signal first asks.
     events: OnceCell<BTreeMap<&'a str, Vec<&'a Value>>>,
 }
@@ -242,7 +240,6 @@ impl<'a> Shown<'a> {
             run,
             config: OnceCell::new(),
             plugins: OnceCell::new(),
-            responses: OnceCell::new(),
             events: OnceCell::new(),
         }
     }
@@ -306,16 +303,14 @@ impl<'a> Shown<'a> {
                 .get_or_init(|| as_json(&world.plugins))
                 .get(name)
                 .is_some_and(|v| !v.is_null()),
-            Signal::Fault(kind) => {
-                let responses = self.responses.get_or_init(|| {
-                    world
-                        .provider
-                        .as_ref()
-                        .map_or(Value::Null, |script| as_json(&script.responses))
-                });
-                !responses.is_null()
-                    && Field::parse(&format!("*.fault={kind:?}")).is_ok_and(|f| f.holds(responses))
-            }
+            // A scripted response's `fault`, by the name a file gives it.
+            Signal::Fault(kind) => world.provider.as_ref().is_some_and(|script| {
+                script.responses.iter().any(|entry| {
+                    entry
+                        .fault
+                        .is_some_and(|fault| as_json(&fault).as_str() == Some(kind.as_str()))
+                })
+            }),
             Signal::Routes => !world.routes.is_empty(),
             Signal::Agents => !world.agents.is_empty(),
             // A file writes `{ "$ref" = name }`, a generator the protocol's

@@ -57,3 +57,23 @@ fn every_signal_is_shown_by_a_scenario_covering_its_clause() {
         unshown.join("\n")
     );
 }
+
+#[test]
+fn a_fault_signal_is_shown_by_exactly_the_faults_a_script_has() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/loop/wire/retry_after_http_date.toml");
+    let loaded = dshc_scenario::load::load_scenario(&path).expect("a bundled scenario loads");
+    let result = dshc_reference::run_case(&loaded.case).expect("the reference runs it");
+    let shown = Shown::of_result(&loaded.scenario, &result);
+    let shows = |text: &str| shown.shows(&Signal::parse(text).expect("parses"));
+    // Its one scripted fault is a 429.
+    assert!(shows("fault:rate_limit"));
+    for other in [
+        "fault:server_error",
+        "fault:stall",
+        "fault:rate",
+        "fault:RateLimit",
+    ] {
+        assert!(!shows(other), "{other}");
+    }
+}
