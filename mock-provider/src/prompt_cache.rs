@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::tokenizer::MAX_ALPHANUMERIC_TOKEN_CHARS;
+use crate::tokenizer::first_token_len;
 
 /// DeepSeek stores prefixes in units of this many tokens; hits are rounded down to it.
 pub const CACHE_UNIT_TOKENS: u64 = 64;
@@ -220,41 +220,20 @@ pub struct PromptAccounting {
 /// its id. No token but the NUL character has a zero byte, and that one is a
 /// token on its own, so no two tokens share an id and no vocabulary is kept.
 ///
-/// Read byte by byte, as [`crate::tokenizer`] defines the cuts: a run of
-/// ASCII alphanumerics in fours, any other scalar alone (its UTF-8 length
-/// is in its first byte). Every request's whole prompt is read, so this is
-/// the provider's hottest loop.
+/// Read byte by byte, cut where [`crate::tokenizer`] cuts (its
+/// `first_token_len`). Every request's whole prompt is read, so this is the
+/// provider's hottest loop.
 pub fn token_ids(prompt: &str) -> Vec<u32> {
     let bytes = prompt.as_bytes();
     let mut ids = Vec::with_capacity(bytes.len() / 2);
     let mut at = 0;
-    while let Some(&first) = bytes.get(at) {
-        let len = if first.is_ascii_alphanumeric() {
-            bytes[at..]
-                .iter()
-                .take(MAX_ALPHANUMERIC_TOKEN_CHARS)
-                .take_while(|b| b.is_ascii_alphanumeric())
-                .count()
-        } else {
-            utf8_len(first)
-        };
+    while let Some(len) = first_token_len(&bytes[at..]) {
         let mut id = [0u8; 4];
         id[..len].copy_from_slice(&bytes[at..at + len]);
         ids.push(u32::from_le_bytes(id));
         at += len;
     }
     ids
-}
-
-/// The length of a UTF-8 sequence from its first byte (`prompt` is a `str`,
-/// so the byte starts a valid one).
-fn utf8_len(first: u8) -> usize {
-    match first {
-        0x00..=0x7f => 1,
-        0xc0..=0xdf => 2,
-        0xe0..=0xef => 3,
-        _ => 4,
-    }
 }
 
 /// Prompts seen so far, per model, as token-id sequences ([`token_ids`]).

@@ -41,21 +41,34 @@ impl<'a> Iterator for Tokens<'a> {
     type Item = &'a str;
 
     fn next(&mut self) -> Option<&'a str> {
-        let first = self.rest.chars().next()?;
-        let len = if first.is_ascii_alphanumeric() {
-            // ASCII alphanumerics are one byte each.
-            self.rest
-                .bytes()
-                .take(MAX_ALPHANUMERIC_TOKEN_CHARS)
-                .take_while(u8::is_ascii_alphanumeric)
-                .count()
-        } else {
-            first.len_utf8()
-        };
+        let len = first_token_len(self.rest.as_bytes())?;
         let (token, rest) = self.rest.split_at(len);
         self.rest = rest;
         Some(token)
     }
+}
+
+/// The length in bytes of the first token of `text`, the UTF-8 bytes of a
+/// `str` from a character's start; `None` when it is empty. The one place
+/// the cuts are made: [`Tokens`] and the prompt cache's token ids both read
+/// text through it.
+pub(crate) fn first_token_len(text: &[u8]) -> Option<usize> {
+    let first = *text.first()?;
+    Some(if first.is_ascii_alphanumeric() {
+        // ASCII alphanumerics are one byte each.
+        text.iter()
+            .take(MAX_ALPHANUMERIC_TOKEN_CHARS)
+            .take_while(|byte| byte.is_ascii_alphanumeric())
+            .count()
+    } else {
+        // Any other scalar alone: its UTF-8 length is in its first byte.
+        match first {
+            0x00..=0x7f => 1,
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            _ => 4,
+        }
+    })
 }
 
 /// Number of tokens in `text` (same as `tokenize(text).len()`, without allocating).
