@@ -228,9 +228,14 @@ pub fn token_ids(prompt: &str) -> Vec<u32> {
     let mut ids = Vec::with_capacity(bytes.len() / 2);
     let mut at = 0;
     while let Some(len) = first_token_len(&bytes[at..]) {
-        let mut id = [0u8; 4];
-        id[..len].copy_from_slice(&bytes[at..at + len]);
-        ids.push(u32::from_le_bytes(id));
+        // The token's bytes, little-endian, as `u32::from_le_bytes` of the
+        // bytes padded with zeros; shifted in, as a copy of 1 to 4 bytes
+        // would be a call to `memcpy`.
+        let id = bytes[at..at + len]
+            .iter()
+            .rev()
+            .fold(0u32, |id, &byte| id << 8 | u32::from(byte));
+        ids.push(id);
         at += len;
     }
     ids

@@ -24,6 +24,7 @@ use crate::tools::ToolSchemas;
 use dshc_model::session::event_kind;
 
 /// The proposal as `prepareCall` resolved it (07 H5–H6).
+#[cfg_attr(test, derive(Clone))]
 struct ResolvedCall {
     /// The resolved config (the proposal itself when no route serves it).
     config: Value,
@@ -79,11 +80,11 @@ fn names_route(proposed: &Value) -> bool {
 
 /// `canonicalHeader` (07 H7): the config, the adapter defaults, the step's
 /// system text (absent when empty) and tools (absent when none).
-fn canonical_header(resolved: &ResolvedCall, system: &str, tools: &[Value]) -> Value {
+fn canonical_header(resolved: ResolvedCall, system: &str, tools: &[Value]) -> Value {
     let mut header = Map::new();
-    header.insert("config".into(), resolved.config.clone());
-    if let Some(defaults) = &resolved.adapter_defaults {
-        header.insert("adapterDefaults".into(), defaults.clone());
+    header.insert("config".into(), resolved.config);
+    if let Some(defaults) = resolved.adapter_defaults {
+        header.insert("adapterDefaults".into(), defaults);
     }
     if !system.is_empty() {
         header.insert("system".into(), json!(system));
@@ -95,15 +96,22 @@ fn canonical_header(resolved: &ResolvedCall, system: &str, tools: &[Value]) -> V
 }
 
 /// The request (07 H11): the canonical header's config, system and tools
-/// with the attempt's messages and the session id.
-fn request_of(header: &Value, messages: Vec<Value>, session_id: String) -> Value {
-    let mut request = header["config"].as_object().cloned().unwrap_or_default();
+/// with the attempt's messages and the session id. The header's parts move
+/// into it.
+fn request_of(header: Value, messages: Vec<Value>, session_id: String) -> Value {
+    let Value::Object(mut header) = header else {
+        unreachable!("a canonical header is an object")
+    };
+    let mut request = match header.remove("config") {
+        Some(Value::Object(config)) => config,
+        _ => Map::new(),
+    };
     request.insert("messages".into(), Value::Array(messages));
-    if let Some(system) = header.get("system") {
-        request.insert("system".into(), system.clone());
+    if let Some(system) = header.remove("system") {
+        request.insert("system".into(), system);
     }
-    if let Some(tools) = header.get("tools") {
-        request.insert("tools".into(), tools.clone());
+    if let Some(tools) = header.remove("tools") {
+        request.insert("tools".into(), tools);
     }
     request.insert("sessionId".into(), json!(session_id));
     Value::Object(request)
@@ -158,12 +166,13 @@ impl Agent {
         let proposed = self.propose_config(turn, step, signal).await?;
         let (route, resolved) = self.resolve_call(&proposed, signal).await?;
         throw_if_aborted(signal)?;
-        let header = canonical_header(&resolved, system, &tools.schemas);
+        let context = request_context(&resolved);
+        let header = canonical_header(resolved, system, &tools.schemas);
+        self.log_request_header(&header, tools.loggable)?;
+        self.log_request_context(context)?;
         // The request is the canonical header's config, system and tools
-        // with the messages; the header itself then moves into the log.
-        let request = request_of(&header, messages, self.0.session.id());
-        self.log_request_header(header, tools.loggable)?;
-        self.log_request_context(&resolved)?;
+        // with the messages.
+        let request = request_of(header, messages, self.0.session.id());
         throw_if_aborted(signal)?;
         Ok((request, route))
     }
@@ -179,7 +188,7 @@ impl Agent {
         let options = &self.0.options;
         let seed = seed_config(
             self.0.header_logged.get(),
-            self.0.session.request_header().as_ref(),
+            self.0.session.request_header().as_deref(),
             (
                 options.provider.as_deref().unwrap_or_default(),
                 options.model.as_deref().unwrap_or_default(),
@@ -246,9 +255,9 @@ impl Agent {
 
     /// Log `header` as `request/header` when 07 H9 says so; a header that
     /// must be logged but carries non-JSON tool schemas fails the attempt.
-    fn log_request_header(&self, header: Value, loggable: bool) -> Result<(), JsError> {
+    fn log_request_header(&self, header: &Value, loggable: bool) -> Result<(), JsError> {
         let baseline = self.0.session.request_header();
-        let changed = baseline.as_ref().is_none_or(|b| !header_equals(b, &header));
+        let changed = baseline.as_ref().is_none_or(|b| !header_equals(b, header));
         let logged = self.0.header_logged.get();
         let Some(reason) = header_reason(logged, baseline.is_some(), changed) else {
             return Ok(());
@@ -258,10 +267,9 @@ impl Agent {
                 "session event \"request/header\" carries non-JSON-serializable data",
             ));
         }
-        let logged_header = header.clone();
-        self.append(
+        let logged = self.append(
             event_kind::REQUEST_HEADER,
-            object([("header", header), ("reason", json!(reason))]),
+            object([("header", header.clone()), ("reason", json!(reason))]),
             SurfaceMeta::default(),
         )?;
         // The write side of change-only header logging: what was logged is
@@ -272,7 +280,7 @@ impl Agent {
             self.0
                 .session
                 .request_header()
-                .is_some_and(|in_force| header_equals(&in_force, &logged_header)),
+                .is_some_and(|in_force| header_equals(&in_force, &logged.data["header"])),
             "a logged request/header is the header in force"
         );
         self.0.header_logged.set(true);
@@ -280,9 +288,8 @@ impl Agent {
     }
 
     /// Log the call's `request/context` when it differs from the latest.
-    fn log_request_context(&self, resolved: &ResolvedCall) -> Result<(), JsError> {
-        let context = request_context(resolved);
-        if context_differs(self.0.session.request_context().as_ref(), &context) {
+    fn log_request_context(&self, context: Value) -> Result<(), JsError> {
+        if context_differs(self.0.session.request_context().as_deref(), &context) {
             self.append(event_kind::REQUEST_CONTEXT, context, SurfaceMeta::default())?;
         }
         Ok(())
@@ -364,13 +371,13 @@ mod tests {
             adapter_defaults: Some(json!({"reasoningEffort": false})),
             context_window: None,
         };
-        let header = canonical_header(&resolved, "", &[]);
+        let header = canonical_header(resolved.clone(), "", &[]);
         assert_eq!(header, json!({"config": {"provider": "p", "model": "m"}}));
         let tools = [json!({"name": "read"})];
-        let header = canonical_header(&resolved, "sys", &tools);
+        let header = canonical_header(resolved, "sys", &tools);
         assert_eq!(header["system"], "sys");
         assert_eq!(header["tools"], json!(tools));
-        let request = request_of(&header, vec![json!({"role": "user"})], "s-1".into());
+        let request = request_of(header, vec![json!({"role": "user"})], "s-1".into());
         assert_eq!(
             request,
             json!({"provider": "p", "model": "m", "messages": [{"role": "user"}],

@@ -151,6 +151,7 @@ mod tests {
     use super::*;
     use dshc_model::render::SNAPSHOT_PREAMBLE;
     use dshc_model::session::SurfaceOp;
+    use std::rc::Rc;
 
     fn event(seq: u64, kind: &str, data: Value) -> Event {
         let surface = (kind == event_kind::USER_MESSAGE).then_some(SurfaceOp::Append);
@@ -158,7 +159,7 @@ mod tests {
             kind: kind.into(),
             seq,
             time: 0,
-            data,
+            data: Rc::new(data),
             source_event_seqs: None,
             surface_op: surface,
             ignorable: false,
@@ -231,7 +232,7 @@ mod tests {
     /// A snapshot of `text` whose message text a listener rewrote to `logged`.
     fn rewritten_snapshot(seq: u64, text: &str, logged: &str) -> Event {
         let mut event = snapshot(seq, text);
-        event.data["content"][0]["text"] = json!(logged);
+        Rc::make_mut(&mut event.data)["content"][0]["text"] = json!(logged);
         event
     }
 

@@ -469,6 +469,7 @@ fn check_replay_with(
 mod tests {
     use super::*;
     use dshc_model::session::SurfaceOp;
+    use std::rc::Rc;
 
     fn log() -> Vec<Event> {
         let header = json!({"header": {"config": {"provider": "p", "model": "m"}, "system": "S"}, "reason": "initial"});
@@ -478,7 +479,7 @@ mod tests {
                 kind: event_kind::USER_MESSAGE.into(),
                 seq: 0,
                 time: 0,
-                data: prompt,
+                data: Rc::new(prompt),
                 source_event_seqs: None,
                 surface_op: Some(SurfaceOp::Append),
                 ignorable: false,
@@ -488,7 +489,7 @@ mod tests {
                 kind: event_kind::REQUEST_HEADER.into(),
                 seq: 1,
                 time: 0,
-                data: header,
+                data: Rc::new(header),
                 source_event_seqs: None,
                 surface_op: None,
                 ignorable: false,
@@ -538,7 +539,7 @@ mod tests {
             kind: kind.into(),
             seq: 0,
             time: 0,
-            data,
+            data: Rc::new(data),
             source_event_seqs: None,
             surface_op: None,
             ignorable: false,

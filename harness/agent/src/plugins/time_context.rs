@@ -294,7 +294,7 @@ fn request_messages(events: &[Event], turn: u64, proposed: &[Value]) -> Vec<Valu
             events[start + 1..]
                 .iter()
                 .filter(|e| e.kind == event_kind::USER_MESSAGE)
-                .map(|e| e.data.clone())
+                .map(|e| Value::clone(&e.data))
                 .collect()
         })
         .unwrap_or_else(Vec::new);

@@ -5,6 +5,8 @@
 //! words, over [`JsValue`]s, so a malformed seed or append fails here exactly
 //! as it fails upstream.
 
+use std::rc::Rc;
+
 use serde_json::{Map, Value};
 
 use super::event_kind;
@@ -247,7 +249,7 @@ pub fn seed_event(object: &Map<String, Value>) -> (Event, RawSurfaceMeta) {
         kind: object["type"].as_str().unwrap_or_default().to_string(),
         seq: object["seq"].as_f64().unwrap_or_default() as u64,
         time: object["time"].as_f64().unwrap_or_default().max(0.0) as u64,
-        data: object["data"].clone(),
+        data: Rc::new(object["data"].clone()),
         source_event_seqs: None,
         surface_op: None,
         ignorable: false,

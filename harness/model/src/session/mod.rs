@@ -73,8 +73,10 @@ pub struct Event {
     pub seq: u64,
     /// Epoch milliseconds from the session's clock.
     pub time: u64,
-    /// Payload.
-    pub data: Value,
+    /// Payload, shared by every copy of the event: the log, its snapshots
+    /// and what observers are handed (a copy of an event costs no copy of
+    /// its payload).
+    pub data: Rc<Value>,
     /// Earlier events this one derives from.
     pub source_event_seqs: Option<Vec<u64>>,
     /// How it joins the surface (message events only).
@@ -91,7 +93,7 @@ impl Event {
     pub fn to_json(&self) -> Value {
         match &self.seeded {
             Some(seeded) => seeded.clone(),
-            None => self.json_with(self.data.clone()),
+            None => self.json_with(Value::clone(&self.data)),
         }
     }
 
@@ -101,7 +103,7 @@ impl Event {
             Some(seeded) => seeded,
             None => {
                 let data = std::mem::take(&mut self.data);
-                self.json_with(data)
+                self.json_with(Rc::unwrap_or_clone(data))
             }
         }
     }
@@ -144,6 +146,7 @@ impl Event {
         let data = object
             .get("data")
             .cloned()
+            .map(Rc::new)
             .ok_or(EventFormatError("event without `data`"))?;
         let source_event_seqs = match object.get("sourceEventSeqs") {
             None => None,
@@ -252,6 +255,11 @@ struct SessionState {
     /// Observers are being notified of an append; another append now is refused.
     publishing: bool,
     warnings: Option<WarningSink>,
+    /// The canonical form of the latest `request/header` event, with that
+    /// event's seq: the header in force is read several times an attempt and
+    /// changes only when a header is logged. A cell of its own, so that it is
+    /// filled while the log is borrowed.
+    header_memo: RefCell<Option<(u64, Rc<Value>)>>,
 }
 
 /// The `meta` a session is created with (`sessions.prepare(id, {meta})`):
@@ -375,6 +383,7 @@ impl Session {
                 append_hooks: Vec::new(),
                 publishing: false,
                 warnings: None,
+                header_memo: RefCell::new(None),
             })),
             clock,
         }
@@ -576,7 +585,7 @@ impl Session {
                 kind: kind.to_string(),
                 seq,
                 time,
-                data,
+                data: Rc::new(data),
                 source_event_seqs,
                 surface_op,
                 ignorable: false,
@@ -630,7 +639,10 @@ impl Session {
     /// leaving the session empty: for the end of a run, when nothing will
     /// read or append to it again.
     pub fn take_log_json(&self) -> Vec<Value> {
-        let log = std::mem::take(&mut self.state.borrow_mut().log);
+        let mut state = self.state.borrow_mut();
+        state.header_memo.take();
+        let log = std::mem::take(&mut state.log);
+        drop(state);
         log.into_iter().map(Event::into_json).collect()
     }
 
@@ -655,13 +667,25 @@ impl Session {
         self.state.borrow().surface.nodes.clone()
     }
 
-    /// The latest canonical request header, if any (`requestHeader()`).
-    pub fn request_header(&self) -> Option<Value> {
-        fold_request_header(&self.state.borrow().log)
+    /// The latest canonical request header, if any (`requestHeader()`):
+    /// [`fold_request_header`] of the log, canonicalized once per logged
+    /// header.
+    pub fn request_header(&self) -> Option<Rc<Value>> {
+        let state = self.state.borrow();
+        let event = last_request_header(&state.log)?;
+        let mut memo = state.header_memo.borrow_mut();
+        match &*memo {
+            Some((seq, header)) if *seq == event.seq => Some(Rc::clone(header)),
+            _ => {
+                let header = Rc::new(super::header::canonical_header(event.data.get("header")?));
+                *memo = Some((event.seq, Rc::clone(&header)));
+                Some(header)
+            }
+        }
     }
 
     /// The latest `request/context` data, if any.
-    pub fn request_context(&self) -> Option<Value> {
+    pub fn request_context(&self) -> Option<Rc<Value>> {
         self.state
             .borrow()
             .log
@@ -695,12 +719,17 @@ pub fn events_to_jsonl(events: &[Event]) -> String {
 
 /// The canonical header of the last `request/header` event (`foldRequestHeader`).
 pub fn fold_request_header(events: &[Event]) -> Option<Value> {
+    last_request_header(events)
+        .and_then(|e| e.data.get("header"))
+        .map(super::header::canonical_header)
+}
+
+/// The last `request/header` event of a log.
+fn last_request_header(events: &[Event]) -> Option<&Event> {
     events
         .iter()
         .rev()
         .find(|e| e.kind == event_kind::REQUEST_HEADER)
-        .and_then(|e| e.data.get("header"))
-        .map(super::header::canonical_header)
 }
 
 /// Messages derived from the surface nodes of a log prefix.

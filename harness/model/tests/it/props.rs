@@ -300,12 +300,22 @@ proptest! {
             prop_assert!(header_equals(&ca, &cb));
         }
         let session = session();
+        prop_assert_eq!(session.request_header(), None);
         for (reason, header) in [("initial", &a), ("change", &b), ("change", &c)] {
-            let header = canonical_header(header);
+            let canonical = canonical_header(header);
+            session
+                .append(event_kind::REQUEST_HEADER, json!({"header": canonical, "reason": reason}), SurfaceMeta::default())
+                .expect("logged");
+            prop_assert_eq!(fold_request_header(&session.events()), Some(canonical.clone()));
+            // The session's header in force is the fold, read again after
+            // other events and after a header logged as it came.
+            prop_assert_eq!(session.request_header(), Some(Rc::new(canonical.clone())));
+            session.append("custom/note", json!({}), SurfaceMeta::default()).expect("logged");
+            prop_assert_eq!(session.request_header(), Some(Rc::new(canonical.clone())));
             session
                 .append(event_kind::REQUEST_HEADER, json!({"header": header, "reason": reason}), SurfaceMeta::default())
                 .expect("logged");
-            prop_assert_eq!(fold_request_header(&session.events()), Some(header));
+            prop_assert_eq!(session.request_header(), Some(Rc::new(canonical.clone())));
         }
     }
 }

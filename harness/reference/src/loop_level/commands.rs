@@ -197,10 +197,10 @@ impl LoopCommands {
         let session = self.agent(&command.agent).session();
         let mut value = serde_json::Map::new();
         if let Some(header) = session.request_header() {
-            value.insert("request_header".into(), header);
+            value.insert("request_header".into(), Rc::unwrap_or_clone(header));
         }
         if let Some(context) = session.request_context() {
-            value.insert("request_context".into(), context);
+            value.insert("request_context".into(), Rc::unwrap_or_clone(context));
         }
         value.insert("surface".into(), json!(session.surface_nodes()));
         value.insert("messages".into(), Value::Array(session.derive_messages()));
