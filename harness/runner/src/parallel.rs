@@ -76,19 +76,25 @@ pub fn for_each_ordered_on<I, T, M, R>(
         }
         return;
     }
+    // The calling thread works items too, with the first member, and hands
+    // on results between its items: N jobs are N threads, with no thread
+    // that only waits to be woken for each result.
+    let Some((own, others)) = members[..threads].split_first_mut() else {
+        return;
+    };
     // Each item is drawn once, with its position, by the thread that is free.
     let source = Mutex::new(items.enumerate());
+    let draw = || source.lock().unwrap_or_else(PoisonError::into_inner).next();
     let stopped = AtomicBool::new(false);
     let (sender, receiver) = mpsc::channel::<(usize, R)>();
-    let mut spawned = 0;
     std::thread::scope(|scope| {
-        for member in members.iter_mut().take(threads) {
+        for member in others.iter_mut() {
             let sender = sender.clone();
-            let (source, stopped, work) = (&source, &stopped, &work);
-            let thread = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let (draw, stopped, work) = (&draw, &stopped, &work);
+            // A thread the system does not give leaves its items to the others.
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
                 while !stopped.load(Ordering::Relaxed) {
-                    let next = source.lock().unwrap_or_else(PoisonError::into_inner).next();
-                    let Some((index, item)) = next else {
+                    let Some((index, item)) = draw() else {
                         break;
                     };
                     if sender.send((index, work(member, item))).is_err() {
@@ -96,39 +102,36 @@ pub fn for_each_ordered_on<I, T, M, R>(
                     }
                 }
             });
-            // The system gave no more threads: the ones running draw every item.
-            if thread.is_err() {
-                break;
-            }
-            spawned += 1;
         }
         drop(sender);
-        // Results arrive in completion order; hand them on in item order.
+        // Results arrive in completion order; they are handed on in item order.
         let mut waiting: BTreeMap<usize, R> = BTreeMap::new();
         let mut due = 0;
-        for (index, result) in receiver.iter() {
-            waiting.insert(index, result);
+        let mut hand_on = |waiting: &mut BTreeMap<usize, R>| {
             while let Some(result) = waiting.remove(&due) {
                 due += 1;
                 if consume(result).is_break() {
                     stopped.store(true, Ordering::Relaxed);
-                    return;
+                    return ControlFlow::Break(());
                 }
             }
-        }
-    });
-    // Not one thread could be spawned: work on this one.
-    if spawned == 0 && !stopped.load(Ordering::Relaxed) {
-        let Some(member) = members.first_mut() else {
-            return;
+            ControlFlow::Continue(())
         };
-        let items = source.into_inner().unwrap_or_else(PoisonError::into_inner);
-        for (_, item) in items {
-            if consume(work(member, item)).is_break() {
+        while let Some((index, item)) = draw() {
+            waiting.insert(index, work(own, item));
+            waiting.extend(receiver.try_iter());
+            if hand_on(&mut waiting).is_break() {
                 return;
             }
         }
-    }
+        // Every item is drawn: wait for the ones still being worked.
+        for (index, result) in receiver.iter() {
+            waiting.insert(index, result);
+            if hand_on(&mut waiting).is_break() {
+                return;
+            }
+        }
+    });
 }
 
 /// `--jobs N` read from the command line: 1 to [`MAX_JOBS`].

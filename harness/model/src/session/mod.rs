@@ -667,12 +667,12 @@ impl Session {
         self.state.borrow().surface.nodes.clone()
     }
 
-    /// The latest canonical request header, if any (`requestHeader()`):
-    /// [`fold_request_header`] of the log, canonicalized once per logged
-    /// header.
+    /// The canonical header of the last `request/header` event, if any
+    /// (`requestHeader()`, upstream's `foldRequestHeader`), canonicalized
+    /// once per logged header.
     pub fn request_header(&self) -> Option<Rc<Value>> {
         let state = self.state.borrow();
-        let event = last_request_header(&state.log)?;
+        let event = (state.log.iter().rev()).find(|e| e.kind == event_kind::REQUEST_HEADER)?;
         let mut memo = state.header_memo.borrow_mut();
         match &*memo {
             Some((seq, header)) if *seq == event.seq => Some(Rc::clone(header)),
@@ -715,21 +715,6 @@ pub fn events_to_jsonl(events: &[Event]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// The canonical header of the last `request/header` event (`foldRequestHeader`).
-pub fn fold_request_header(events: &[Event]) -> Option<Value> {
-    last_request_header(events)
-        .and_then(|e| e.data.get("header"))
-        .map(super::header::canonical_header)
-}
-
-/// The last `request/header` event of a log.
-fn last_request_header(events: &[Event]) -> Option<&Event> {
-    events
-        .iter()
-        .rev()
-        .find(|e| e.kind == event_kind::REQUEST_HEADER)
 }
 
 /// Messages derived from the surface nodes of a log prefix.
