@@ -119,7 +119,7 @@ impl Agent {
         interrupted: bool,
         log: AttemptLog,
     ) -> Result<(), JsError> {
-        let mut data = Map::new();
+        let mut data = Map::with_capacity(5);
         data.insert("turn".into(), json!(log.turn));
         data.insert("step".into(), json!(log.step));
         data.insert("message".into(), message);

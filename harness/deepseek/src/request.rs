@@ -173,7 +173,7 @@ pub(crate) fn request_with_messages(
         })
         .collect();
     let thinking = resolve_thinking(request, defaults)?;
-    let mut body = Map::new();
+    let mut body = Map::with_capacity(10);
     insert_defined(&mut body, "model", prop(request, "model"));
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));

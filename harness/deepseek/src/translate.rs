@@ -42,7 +42,7 @@ pub fn map_usage(wire: &Value) -> Value {
         None | Some(Value::Null) => 0.0,
         Some(value) => to_number(Some(value)),
     };
-    let mut usage = Map::new();
+    let mut usage = Map::with_capacity(4);
     usage.insert(
         "inputTokens".into(),
         number_json(to_number(prop(wire, "prompt_tokens")) - subtrahend),
@@ -285,7 +285,7 @@ impl Translator {
                     Some(fragment) => fragment.clone(),
                 };
                 block.text.push_str(&to_js_string(&fragment));
-                let mut delta_chunk = Map::new();
+                let mut delta_chunk = Map::with_capacity(5);
                 delta_chunk.insert("type".into(), json!("tool-call-delta"));
                 delta_chunk.insert("index".into(), json!(position));
                 delta_chunk.insert("id".into(), nullish_or_empty(block.call_id.as_ref()));

@@ -17,7 +17,7 @@ pub fn canonical_header(header: &Value) -> Value {
 
 /// [`canonical_header`] of a header the caller owns, moved instead of copied.
 pub fn canonical_header_owned(mut header: Map<String, Value>) -> Value {
-    let mut out = Map::new();
+    let mut out = Map::with_capacity(4);
     out.insert(
         "config".into(),
         header.remove("config").unwrap_or(Value::Null),

@@ -15,9 +15,11 @@ use std::fmt::Display;
 
 use serde::ser::{self, Serialize};
 
-/// The trace of `value`, or `None` if it cannot be serialized.
-pub(crate) fn trace_of<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
-    let mut trace = Trace(Vec::new());
+/// The trace of `value`, or `None` if it cannot be serialized; `capacity`
+/// bytes are reserved first (a trace's expected size, when another of it is
+/// at hand).
+pub(crate) fn trace_of<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Option<Vec<u8>> {
+    let mut trace = Trace(Vec::with_capacity(capacity));
     value.serialize(&mut trace).ok()?;
     Some(trace.0)
 }
@@ -316,7 +318,7 @@ mod tests {
 
     #[test]
     fn equal_traces_are_equal_json_and_each_difference_shows() {
-        let same = |a: &serde_json::Value, b: &serde_json::Value| trace_of(a) == trace_of(b);
+        let same = |a: &serde_json::Value, b: &serde_json::Value| trace_of(a, 0) == trace_of(b, 0);
         assert!(same(
             &json!({"a": [1, "x", null, true, 2.5]}),
             &json!({"a": [1, "x", null, true, 2.5]})
@@ -347,7 +349,7 @@ mod tests {
             #[serde(skip_serializing_if = "Option::is_none")]
             failure: Option<String>,
         }
-        let run = |steps, failure| trace_of(&Run { steps, failure });
+        let run = |steps, failure| trace_of(&Run { steps, failure }, 0);
         assert_eq!(
             run(vec![Step::Wait { ms: 5 }, Step::Stop], None),
             run(vec![Step::Wait { ms: 5 }, Step::Stop], None)

@@ -119,9 +119,17 @@ pub fn for_each_ordered_on<I, T, M, R>(
         };
         while let Some((index, item)) = draw() {
             waiting.insert(index, work(own, item));
-            waiting.extend(receiver.try_iter());
             if hand_on(&mut waiting).is_break() {
                 return;
+            }
+            // What the others finished meanwhile is handed on first, one
+            // result at a time: while they finish faster than this thread
+            // hands on, it only hands on, so results never pile up.
+            while let Ok((index, result)) = receiver.try_recv() {
+                waiting.insert(index, result);
+                if hand_on(&mut waiting).is_break() {
+                    return;
+                }
             }
         }
         // Every item is drawn: wait for the ones still being worked.

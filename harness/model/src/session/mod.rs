@@ -109,7 +109,7 @@ impl Event {
     }
 
     fn json_with(&self, data: Value) -> Value {
-        let mut object = Map::new();
+        let mut object = Map::with_capacity(7); // at most seven keys: never grown
         object.insert("type".into(), json!(self.kind));
         object.insert("seq".into(), json!(self.seq));
         object.insert("time".into(), json!(self.time));
