@@ -88,6 +88,18 @@ pub struct Event {
     pub seeded: Option<Value>,
 }
 
+/// The keys of an event's JSON form that [`Event::from_json`] reads, in
+/// the order it reads them.
+const EVENT_FIELDS: [&str; 7] = [
+    "type",
+    "seq",
+    "time",
+    "data",
+    "sourceEventSeqs",
+    "surfaceOp",
+    "ignorable",
+];
+
 impl Event {
     /// The event as upstream serializes it: `{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`.
     pub fn to_json(&self) -> Value {
@@ -131,24 +143,37 @@ impl Event {
         let object = value
             .as_object()
             .ok_or(EventFormatError("an event is a JSON object"))?;
-        let kind = object
-            .get("type")
+        // One pass over the event's few keys finds its fields without
+        // hashing a key (every judged log is read back event by event).
+        let mut fields: [Option<&Value>; EVENT_FIELDS.len()] = [None; EVENT_FIELDS.len()];
+        for (key, value) in object {
+            if let Some(at) = EVENT_FIELDS.iter().position(|field| field == key) {
+                fields[at] = Some(value);
+            }
+        }
+        let [
+            kind,
+            seq,
+            time,
+            data,
+            source_event_seqs,
+            surface_op,
+            ignorable,
+        ] = fields;
+        let kind = kind
             .and_then(Value::as_str)
             .ok_or(EventFormatError("event without a string `type`"))?;
-        let seq = object
-            .get("seq")
+        let seq = seq
             .and_then(Value::as_u64)
             .ok_or(EventFormatError("event without a `seq`"))?;
-        let time = object
-            .get("time")
+        let time = time
             .and_then(Value::as_u64)
             .ok_or(EventFormatError("event without a `time`"))?;
-        let data = object
-            .get("data")
+        let data = data
             .cloned()
             .map(Rc::new)
             .ok_or(EventFormatError("event without `data`"))?;
-        let source_event_seqs = match object.get("sourceEventSeqs") {
+        let source_event_seqs = match source_event_seqs {
             None => None,
             Some(seqs) => Some(
                 seqs.as_array()
@@ -161,7 +186,7 @@ impl Event {
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
-        let surface_op = match object.get("surfaceOp") {
+        let surface_op = match surface_op {
             None => None,
             Some(op) => {
                 Some(SurfaceOp::from_json(op).ok_or(EventFormatError("invalid `surfaceOp`"))?)
@@ -174,7 +199,7 @@ impl Event {
             data,
             source_event_seqs,
             surface_op,
-            ignorable: object.get("ignorable") == Some(&Value::Bool(true)),
+            ignorable: ignorable == Some(&Value::Bool(true)),
             seeded: None,
         })
     }
@@ -401,10 +426,10 @@ impl Session {
             cwd: cwd.map_or(JsValue::Undefined, JsValue::String),
             ..SessionMeta::default()
         };
-        let seed = seed
-            .into_iter()
-            .enumerate()
-            .map(|(index, event)| input::check_seed_json(index, event.into_json()));
+        let seed = seed.into_iter().enumerate().map(|(index, event)| {
+            let data = Rc::clone(&event.data);
+            input::check_seed_json(index, event.into_json()).map(|object| (object, Some(data)))
+        });
         Session::create_checked(id, &meta, Some(seed), clock)
     }
 
@@ -421,25 +446,28 @@ impl Session {
         let seed = seed.map(|seed| {
             seed.iter()
                 .enumerate()
-                .map(|(index, value)| input::check_seed_event(index, value))
+                .map(|(index, value)| input::check_seed_event(index, value).map(|o| (o, None)))
         });
         Session::create_checked(id, meta, seed, clock)
     }
 
     /// [`Session::create`] over seed events checked one at a time, in order,
-    /// each just before it is folded (so the first bad event is the error).
+    /// each just before it is folded (so the first bad event is the error);
+    /// each with its payload when the caller holds it shared already.
     fn create_checked(
         id: &str,
         meta: &SessionMeta,
-        seed: Option<impl Iterator<Item = Result<Map<String, Value>, JsError>>>,
+        seed: Option<
+            impl Iterator<Item = Result<(Map<String, Value>, Option<Rc<Value>>), JsError>>,
+        >,
         clock: Clock,
     ) -> Result<Session, JsError> {
         let seeded = seed.is_some();
         let mut log: Vec<Event> = Vec::new();
         let mut surface = Surface::default();
         for (index, object) in seed.into_iter().flatten().enumerate() {
-            let object = object?;
-            let (mut event, raw) = input::seed_event(&object);
+            let (object, data) = object?;
+            let (mut event, raw) = input::seed_event(&object, data);
             let (op, sources) = surface
                 .apply_raw(&event.kind, event.seq, &event.data, &raw, &log)
                 .map_err(|error| {
