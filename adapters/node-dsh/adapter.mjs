@@ -46,8 +46,9 @@ if (typeof Promise.withResolvers !== 'function') {
 // faster: the whole suite took 11% less CPU than with three frames (perf
 // stat task-clock of `dshc check`, two adapters, three runs each in turns:
 // 5.0 s against 5.6 s), and three took a tenth less than V8's default of
-// ten. An error then reads as its name and message only. To see where an errored reply's error
-// was thrown, set DSHC_NODE_STACK_FRAMES to the frames wanted (10, say).
+// ten. An error then reads as its name and message only. To see where an
+// errored reply's error was thrown, set DSHC_NODE_STACK_FRAMES to the
+// frames wanted (10, say).
 // No upstream behaviour reads a stack's frames: the suite passes alike
 // with any limit.
 Error.stackTraceLimit = stackFramesFrom(process.env.DSHC_NODE_STACK_FRAMES)

@@ -305,11 +305,7 @@ impl<'a> Shown<'a> {
                 .is_some_and(|v| !v.is_null()),
             // A scripted response's `fault`, by the name a file gives it.
             Signal::Fault(kind) => world.provider.as_ref().is_some_and(|script| {
-                script.responses.iter().any(|entry| {
-                    entry
-                        .fault
-                        .is_some_and(|fault| as_json(&fault).as_str() == Some(kind.as_str()))
-                })
+                (script.responses.iter()).any(|entry| entry.fault.is_some_and(|f| f.name() == kind))
             }),
             Signal::Routes => !world.routes.is_empty(),
             Signal::Agents => !world.agents.is_empty(),

@@ -142,9 +142,7 @@ impl LoggedRequest {
                     (false, 200) => "json",
                     (false, _) => "error",
                 };
-                let fault = fault.map_or(String::new(), |fault| {
-                    format!(" fault {}", crate::script::fault_name(fault))
-                });
+                let fault = fault.map_or(String::new(), |fault| format!(" fault {}", fault.name()));
                 format!("{head} entry {entry_index} ({kind}){fault}{cache}")
             }
             RequestOutcome::Rejected { message, .. } => format!("{head} rejected: {message}"),

@@ -45,19 +45,47 @@ impl FaultKind {
             Self::RateLimit | Self::ServerError | Self::ContextOverflow | Self::HttpError
         )
     }
+
+    /// The fault's name as a script writes it (`rate_limit`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RateLimit => "rate_limit",
+            Self::ServerError => "server_error",
+            Self::ContextOverflow => "context_overflow",
+            Self::HttpError => "http_error",
+            Self::DropConnection => "drop_connection",
+            Self::Stall => "stall",
+            Self::MalformedJson => "malformed_json",
+            Self::MissingDone => "missing_done",
+            Self::NoContent => "no_content",
+            Self::CloseBeforeHead => "close_before_head",
+        }
+    }
 }
 
-pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
-    match kind {
-        FaultKind::RateLimit => "rate_limit",
-        FaultKind::ServerError => "server_error",
-        FaultKind::ContextOverflow => "context_overflow",
-        FaultKind::HttpError => "http_error",
-        FaultKind::DropConnection => "drop_connection",
-        FaultKind::Stall => "stall",
-        FaultKind::MalformedJson => "malformed_json",
-        FaultKind::MissingDone => "missing_done",
-        FaultKind::NoContent => "no_content",
-        FaultKind::CloseBeforeHead => "close_before_head",
+#[cfg(test)]
+mod tests {
+    use super::FaultKind;
+
+    #[test]
+    fn a_fault_is_named_as_a_script_writes_it() {
+        let every = [
+            FaultKind::RateLimit,
+            FaultKind::ServerError,
+            FaultKind::ContextOverflow,
+            FaultKind::HttpError,
+            FaultKind::DropConnection,
+            FaultKind::Stall,
+            FaultKind::MalformedJson,
+            FaultKind::MissingDone,
+            FaultKind::NoContent,
+            FaultKind::CloseBeforeHead,
+        ];
+        for kind in every {
+            let written = serde_json::to_value(kind).expect("a fault serializes");
+            assert_eq!(written.as_str(), Some(kind.name()), "{kind:?}");
+            let read: FaultKind = serde_json::from_value(written).expect("and reads back");
+            assert_eq!(read, kind);
+        }
     }
 }

@@ -38,7 +38,6 @@ pub use balance::Balance;
 pub(crate) use balance::add_decimal_strings;
 pub use entry::{CompletionCounts, ScriptEntry, ScriptToolCall, UsagePlacement};
 pub use fault::FaultKind;
-pub(crate) use fault::fault_name;
 pub use fragments::Fragments;
 pub use matcher::{MatchInput, RequestMatch, message_text};
 pub use options::{Dialect, Validation};

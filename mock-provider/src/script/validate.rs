@@ -3,7 +3,7 @@
 //! the balance and models must be well formed. Each error names the fields at fault.
 
 use super::balance::parse_cents;
-use super::{FaultKind, Script, ScriptEntry, fault_name};
+use super::{FaultKind, Script, ScriptEntry};
 
 /// A script that cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,7 +56,7 @@ impl Script {
 impl ScriptEntry {
     /// Check that the fields fit together; the error names the offending fields.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        let fault_name = self.fault.map_or("none", fault_name);
+        let fault_name = self.fault.map_or("none", FaultKind::name);
         if self.is_streamless() {
             self.check_no_stream_fields(fault_name)?;
         }
