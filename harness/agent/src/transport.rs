@@ -20,7 +20,7 @@ use serde_json::Value;
 use dshc_deepseek::{
     SseDecoder, SseItem, Translator, WireOptions, end_of_stream_error, failure_chunk, http_error,
     is_null_body_status, no_body_error, request_headers, request_transport_error, stream_error,
-    wire_body,
+    wire_request,
 };
 use dshc_model::JsError;
 use dshc_model::session::Clock;
@@ -192,10 +192,10 @@ impl ChunkStream {
     /// failure on the way ends the stream: its chunk is returned.
     async fn start(&mut self) -> Option<Value> {
         let idle = self.idle();
-        let body = match wire_body(&self.request, &self.connection.wire) {
-            // Compact JSON, as `JSON.stringify` writes it (`Value`'s
-            // `Display` writes the same bytes through a formatter, slower).
-            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
+        let body = match wire_request(&self.request, &self.connection.wire) {
+            // Compact JSON, as `JSON.stringify` writes it, written from the
+            // request where it lies.
+            Ok(body) => serde_json::to_vec(&body).expect("a wire body serializes with string keys"),
             Err(error) => return self.fail(error, false),
         };
         let session_id = self.request["sessionId"].as_str().map(str::to_string);

@@ -16,10 +16,10 @@
 
 use std::collections::BTreeMap;
 
-use dshc_model::js::{JsError, join_element_text, json_round_trip_in_place, object, to_number};
+use dshc_model::js::{JsError, join_element_text, object, to_number};
 use serde_json::{Map, Value, json};
 
-use crate::request::{content_has_image, flatten_text, request_with_messages, serialize_assistant};
+use crate::request::{WireBody, content_has_image, flatten_text, serialize_assistant};
 use crate::*;
 
 /// Default `maxRequestImageBytes`: 20 MiB of base64 payload per request.
@@ -126,9 +126,12 @@ impl Default for WireOptions {
 /// catalog entry does not accept images, then for a deployment without an
 /// attachment service (both `UNSUPPORTED_CONTENT`); else it takes the image
 /// path. Any other request takes the text path.
-pub fn wire_body(request: &Value, options: &WireOptions) -> Result<Value, JsError> {
+pub fn wire_request<'a>(
+    request: &'a Value,
+    options: &WireOptions,
+) -> Result<WireBody<'a>, JsError> {
     if !request_has_image(request) {
-        return serialize_request(request, &options.defaults);
+        return WireBody::text(request, &options.defaults);
     }
     let model = prop(request, "model").and_then(Value::as_str).unwrap_or("");
     if !options.image_models.iter().any(|m| m == model) {
@@ -146,14 +149,19 @@ pub fn wire_body(request: &Value, options: &WireOptions) -> Result<Value, JsErro
     serialize_request_with_images(request, attachments, options)
 }
 
+/// [`wire_request`]'s body as a JSON value.
+pub fn wire_body(request: &Value, options: &WireOptions) -> Result<Value, JsError> {
+    wire_request(request, options).map(|body| body.to_value())
+}
+
 /// `serializeRequestWithImages`: roles checked, the oldest images over the
 /// bound replaced by text, then the system text and the history with each
 /// image read from the service.
-fn serialize_request_with_images(
-    request: &Value,
+fn serialize_request_with_images<'a>(
+    request: &'a Value,
     attachments: &Attachments,
     options: &WireOptions,
-) -> Result<Value, JsError> {
+) -> Result<WireBody<'a>, JsError> {
     let history = items(prop(request, "messages"));
     assert_image_roles(history)?;
     let history = offload_request_images(history, options.max_request_image_bytes);
@@ -165,9 +173,7 @@ fn serialize_request_with_images(
         ]));
     }
     messages.extend(serialize_messages_with_images(&history, attachments)?);
-    let mut body = request_with_messages(request, messages, &options.defaults)?;
-    json_round_trip_in_place(&mut body);
-    Ok(body)
+    WireBody::with_messages(request, messages, &options.defaults)
 }
 
 /// Only a user message can carry an image.

@@ -1,8 +1,10 @@
 //! The request body (09 W1–W3) and headers (W6): how a prepared call
 //! becomes DeepSeek chat-completions JSON, byte for byte in upstream's key order.
 
-use dshc_model::js::{JsError, join_element_text, json_round_trip_in_place, object};
-use serde_json::{Map, Value, json};
+use dshc_model::js::{JsError, RoundTrip, join_element_text};
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
 
 use crate::*;
 
@@ -50,36 +52,163 @@ pub(crate) fn flatten_text(blocks: &[Value]) -> String {
         .collect()
 }
 
+/// `serializeAssistant`: an assistant message's wire form, as a JSON value
+/// (the image path builds its messages as values).
 pub(crate) fn serialize_assistant(blocks: &[Value]) -> Value {
-    let reasoning: String = blocks
-        .iter()
-        .filter(|block| block_type(block) == Some("reasoning"))
-        .map(|block| join_element_text(prop(block, "text")))
-        .collect();
-    let tool_calls: Vec<Value> = blocks
-        .iter()
-        .filter(|block| block_type(block) == Some("tool-call"))
-        .map(|block| {
-            let mut call = Map::new();
-            insert_defined(&mut call, "id", prop(block, "id"));
-            call.insert("type".into(), json!("function"));
-            let mut function = Map::new();
-            insert_defined(&mut function, "name", prop(block, "name"));
-            insert_defined(&mut function, "arguments", prop(block, "arguments"));
-            call.insert("function".into(), Value::Object(function));
-            Value::Object(call)
-        })
-        .collect();
-    let mut wire = Map::new();
-    wire.insert("role".into(), json!("assistant"));
-    wire.insert("content".into(), json!(flatten_text(blocks)));
-    if !reasoning.is_empty() {
-        wire.insert("reasoning_content".into(), json!(reasoning));
+    serde_json::to_value(Assistant(blocks)).expect("a wire message serializes with string keys")
+}
+
+/// An assistant message on the wire: its text, its reasoning when there is
+/// any, its tool calls when there are any.
+struct Assistant<'a>(&'a [Value]);
+
+impl Serialize for Assistant<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let blocks = self.0;
+        let reasoning: String = blocks
+            .iter()
+            .filter(|block| block_type(block) == Some("reasoning"))
+            .map(|block| join_element_text(prop(block, "text")))
+            .collect();
+        let mut wire = serializer.serialize_map(None)?;
+        wire.serialize_entry("role", "assistant")?;
+        wire.serialize_entry("content", &flatten_text(blocks))?;
+        if !reasoning.is_empty() {
+            wire.serialize_entry("reasoning_content", &reasoning)?;
+        }
+        if blocks.iter().any(is_tool_call) {
+            let calls = blocks.iter().filter(|block| is_tool_call(block));
+            wire.serialize_entry("tool_calls", &Seq(calls.map(ToolCall)))?;
+        }
+        wire.end()
     }
-    if !tool_calls.is_empty() {
-        wire.insert("tool_calls".into(), Value::Array(tool_calls));
+}
+
+fn is_tool_call(block: &Value) -> bool {
+    block_type(block) == Some("tool-call")
+}
+
+/// The elements an iterator gives, as a JSON array (serialized once).
+struct Seq<I>(I);
+
+impl<I: Iterator<Item = T> + Clone, T: Serialize> Serialize for Seq<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.clone())
     }
-    Value::Object(wire)
+}
+
+/// A tool-call block as a wire tool call.
+struct ToolCall<'a>(&'a Value);
+
+impl Serialize for ToolCall<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let block = self.0;
+        let mut call = serializer.serialize_map(None)?;
+        serialize_defined(&mut call, "id", prop(block, "id"))?;
+        call.serialize_entry("type", "function")?;
+        call.serialize_entry(
+            "function",
+            &Defined([
+                ("name", prop(block, "name")),
+                ("arguments", prop(block, "arguments")),
+            ]),
+        )?;
+        call.end()
+    }
+}
+
+/// `key: value` only when the value is defined (what `JSON.stringify` does
+/// with `undefined` properties), written as a round trip leaves it.
+fn serialize_defined<M: SerializeMap>(
+    map: &mut M,
+    key: &str,
+    value: Option<&Value>,
+) -> Result<(), M::Error> {
+    match value {
+        Some(value) => map.serialize_entry(key, &RoundTrip(value)),
+        None => Ok(()),
+    }
+}
+
+/// An object of request-given values, each written by [`serialize_defined`].
+struct Defined<'a, const N: usize>([(&'static str, Option<&'a Value>); N]);
+
+impl<const N: usize> Serialize for Defined<'_, N> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.0 {
+            serialize_defined(&mut map, key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// `{"role": role, "content": content}`.
+#[derive(Serialize)]
+struct RoleContent<'a, C> {
+    role: &'a str,
+    content: C,
+}
+
+/// A tool result as its own `tool` message: the call it answers, and its
+/// text (`(no output)` when empty).
+struct ToolMessage<'a>(&'a Value);
+
+impl Serialize for ToolMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let result = self.0;
+        let text = flatten_text(items(prop(result, "content")));
+        let text = if text.is_empty() {
+            "(no output)"
+        } else {
+            &text
+        };
+        let mut tool = serializer.serialize_map(None)?;
+        tool.serialize_entry("role", "tool")?;
+        serialize_defined(&mut tool, "tool_call_id", prop(result, "toolCallId"))?;
+        tool.serialize_entry("content", text)?;
+        tool.end()
+    }
+}
+
+/// Append one harness message's wire messages to `wire` (W2): a system or
+/// assistant message becomes one; any other message its text (sent only
+/// when non-empty or when it holds no tool results), then one `tool`
+/// message per tool-result block. The caller has checked for images.
+fn serialize_message<S: SerializeSeq>(wire: &mut S, message: &Value) -> Result<(), S::Error> {
+    let blocks = items(prop(message, "content"));
+    match prop(message, "role").and_then(Value::as_str) {
+        Some("system") => wire.serialize_element(&RoleContent {
+            role: "system",
+            content: flatten_text(blocks),
+        }),
+        Some("assistant") => wire.serialize_element(&Assistant(blocks)),
+        _ => {
+            let mut results = blocks
+                .iter()
+                .filter(|block| block_type(block) == Some("tool-result"))
+                .peekable();
+            let text = flatten_text(blocks);
+            if !text.is_empty() || results.peek().is_none() {
+                wire.serialize_element(&RoleContent {
+                    role: "user",
+                    content: text,
+                })?;
+            }
+            results.try_for_each(|result| wire.serialize_element(&ToolMessage(result)))
+        }
+    }
+}
+
+/// What an image gets on the text path.
+fn unsupported_image() -> JsError {
+    llm_error(
+        "The DeepSeek chat-completions adapter does not support image content.",
+        "UNSUPPORTED_CONTENT",
+        None,
+        None,
+        None,
+    )
 }
 
 /// `serializeMessages` (W2): harness history → chat-completions messages.
@@ -87,110 +216,168 @@ pub(crate) fn serialize_assistant(blocks: &[Value]) -> Value {
 /// user message's text (which is sent only when non-empty or when the message
 /// has no tool results). Any image is `UNSUPPORTED_CONTENT`.
 pub fn serialize_messages(messages: &[Value]) -> Result<Vec<Value>, JsError> {
-    let mut wire = Vec::new();
-    for message in messages {
-        let blocks = items(prop(message, "content"));
-        if content_has_image(blocks) {
-            return Err(llm_error(
-                "The DeepSeek chat-completions adapter does not support image content.",
-                "UNSUPPORTED_CONTENT",
-                None,
-                None,
-                None,
-            ));
-        }
-        match prop(message, "role").and_then(Value::as_str) {
-            Some("system") => {
-                wire.push(json!({"role": "system", "content": flatten_text(blocks)}));
-            }
-            Some("assistant") => wire.push(serialize_assistant(blocks)),
-            _ => {
-                let results: Vec<&Value> = blocks
-                    .iter()
-                    .filter(|block| block_type(block) == Some("tool-result"))
-                    .collect();
-                let text = flatten_text(blocks);
-                if !text.is_empty() || results.is_empty() {
-                    wire.push(json!({"role": "user", "content": text}));
-                }
-                for result in results {
-                    let mut tool = Map::new();
-                    tool.insert("role".into(), json!("tool"));
-                    insert_defined(&mut tool, "tool_call_id", prop(result, "toolCallId"));
-                    let text = flatten_text(items(prop(result, "content")));
-                    let text = if text.is_empty() {
-                        "(no output)".to_string()
-                    } else {
-                        text
-                    };
-                    tool.insert("content".into(), json!(text));
-                    wire.push(Value::Object(tool));
-                }
-            }
-        }
-    }
-    Ok(wire)
-}
-
-/// `serializeRequest` (W1–W4), text-only path: the chat-completions body with
-/// keys `model, messages, stream, stream_options, thinking?,
-/// reasoning_effort?, tools?, temperature?, max_tokens?, stop?`. The system
-/// text leads `messages` whenever `request.system` is present (even `""`;
-/// the loop omits an empty one). Errors are `LlmError`s:
-/// `UNSUPPORTED_CONTENT` (checked first), then `UNSUPPORTED_REASONING_EFFORT`.
-pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result<Value, JsError> {
-    let mut messages = Vec::new();
-    if let Some(system) = prop(request, "system") {
-        messages.push(object([
-            ("role", json!("system")),
-            ("content", system.clone()),
-        ]));
-    }
-    messages.extend(serialize_messages(items(prop(request, "messages")))?);
-    let mut body = request_with_messages(request, messages, defaults)?;
-    json_round_trip_in_place(&mut body);
-    Ok(body)
-}
-
-/// `requestWithMessages`: the body around serialized messages, shared by
-/// the text and image paths (W1, W3, W4).
-pub(crate) fn request_with_messages(
-    request: &Value,
-    messages: Vec<Value>,
-    defaults: &DeepSeekDefaults,
-) -> Result<Value, JsError> {
-    let tools: Vec<Value> = items(prop(request, "tools"))
+    if messages
         .iter()
-        .map(|tool| {
-            let mut function = Map::new();
-            insert_defined(&mut function, "name", prop(tool, "name"));
-            insert_defined(&mut function, "description", prop(tool, "description"));
-            insert_defined(&mut function, "parameters", prop(tool, "parameters"));
-            object([
-                ("type", json!("function")),
-                ("function", Value::Object(function)),
-            ])
+        .any(|message| content_has_image(items(prop(message, "content"))))
+    {
+        return Err(unsupported_image());
+    }
+    let wire = HistoryMessages {
+        system: None,
+        history: messages,
+    };
+    match serde_json::to_value(wire).expect("wire messages serialize with string keys") {
+        Value::Array(wire) => Ok(wire),
+        _ => unreachable!("messages serialize as an array"),
+    }
+}
+
+/// The text path's messages: the request's system text, when present, then
+/// the history's wire messages.
+struct HistoryMessages<'a> {
+    system: Option<&'a Value>,
+    history: &'a [Value],
+}
+
+impl Serialize for HistoryMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut wire = serializer.serialize_seq(None)?;
+        if let Some(system) = self.system {
+            wire.serialize_element(&RoleContent {
+                role: "system",
+                content: RoundTrip(system),
+            })?;
+        }
+        for message in self.history {
+            serialize_message(&mut wire, message)?;
+        }
+        wire.end()
+    }
+}
+
+/// The chat-completions body of a request, written from the request where
+/// it lies (W1, W3, W4): keys `model, messages, stream, stream_options,
+/// thinking?, reasoning_effort?, tools?, temperature?, max_tokens?, stop?`.
+/// The system text leads `messages` whenever `request.system` is present
+/// (even `""`; the loop omits an empty one). Every value taken from the
+/// request is written as a `JSON.parse`/`JSON.stringify` round trip leaves
+/// it ([`RoundTrip`]). Serialize it for the bytes; [`WireBody::to_value`]
+/// gives it as a JSON value.
+pub struct WireBody<'a> {
+    request: &'a Value,
+    thinking: Thinking,
+    /// The image path's messages, system text included; on the text path
+    /// (`None`) they are written from the request's.
+    image_messages: Option<Value>,
+}
+
+impl<'a> WireBody<'a> {
+    /// The text path's body; the caller has checked for images.
+    pub(crate) fn text(request: &'a Value, defaults: &DeepSeekDefaults) -> Result<Self, JsError> {
+        Ok(Self {
+            request,
+            thinking: resolve_thinking(request, defaults)?,
+            image_messages: None,
         })
-        .collect();
-    let thinking = resolve_thinking(request, defaults)?;
-    let mut body = Map::with_capacity(10);
-    insert_defined(&mut body, "model", prop(request, "model"));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if let Some(kind) = thinking.thinking {
-        body.insert("thinking".into(), json!({"type": kind}));
     }
-    if let Some(effort) = thinking.reasoning_effort {
-        body.insert("reasoning_effort".into(), json!(effort));
+
+    /// The image path's body around its serialized messages.
+    pub(crate) fn with_messages(
+        request: &'a Value,
+        messages: Vec<Value>,
+        defaults: &DeepSeekDefaults,
+    ) -> Result<Self, JsError> {
+        Ok(Self {
+            request,
+            thinking: resolve_thinking(request, defaults)?,
+            image_messages: Some(Value::Array(messages)),
+        })
     }
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+
+    /// The body as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a wire body serializes with string keys")
     }
-    insert_defined(&mut body, "temperature", prop(request, "temperature"));
-    insert_defined(&mut body, "max_tokens", prop(request, "maxTokens"));
-    insert_defined(&mut body, "stop", prop(request, "stop"));
-    Ok(Value::Object(body))
+}
+
+/// A harness tool schema as a wire tool.
+struct WireTool<'a>(&'a Value);
+
+impl Serialize for WireTool<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tool = self.0;
+        let mut wire = serializer.serialize_map(None)?;
+        wire.serialize_entry("type", "function")?;
+        wire.serialize_entry(
+            "function",
+            &Defined([
+                ("name", prop(tool, "name")),
+                ("description", prop(tool, "description")),
+                ("parameters", prop(tool, "parameters")),
+            ]),
+        )?;
+        wire.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ThinkingType<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+}
+
+impl Serialize for WireBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.request;
+        let mut body = serializer.serialize_map(None)?;
+        serialize_defined(&mut body, "model", prop(request, "model"))?;
+        match &self.image_messages {
+            Some(messages) => body.serialize_entry("messages", &RoundTrip(messages))?,
+            None => body.serialize_entry(
+                "messages",
+                &HistoryMessages {
+                    system: prop(request, "system"),
+                    history: items(prop(request, "messages")),
+                },
+            )?,
+        }
+        body.serialize_entry("stream", &true)?;
+        body.serialize_entry(
+            "stream_options",
+            &StreamOptions {
+                include_usage: true,
+            },
+        )?;
+        if let Some(kind) = &self.thinking.thinking {
+            body.serialize_entry("thinking", &ThinkingType { kind })?;
+        }
+        if let Some(effort) = &self.thinking.reasoning_effort {
+            body.serialize_entry("reasoning_effort", effort)?;
+        }
+        let tools = items(prop(request, "tools"));
+        if !tools.is_empty() {
+            body.serialize_entry("tools", &Seq(tools.iter().map(WireTool)))?;
+        }
+        serialize_defined(&mut body, "temperature", prop(request, "temperature"))?;
+        serialize_defined(&mut body, "max_tokens", prop(request, "maxTokens"))?;
+        serialize_defined(&mut body, "stop", prop(request, "stop"))?;
+        body.end()
+    }
+}
+
+/// `serializeRequest` (W1–W4), text-only path: the [`WireBody`] as a JSON
+/// value. Errors are `LlmError`s: `UNSUPPORTED_CONTENT` (checked first),
+/// then `UNSUPPORTED_REASONING_EFFORT`.
+pub fn serialize_request(request: &Value, defaults: &DeepSeekDefaults) -> Result<Value, JsError> {
+    if request_has_image(request) {
+        return Err(unsupported_image());
+    }
+    Ok(WireBody::text(request, defaults)?.to_value())
 }
 
 /// The request URL: `{baseURL}/chat/completions`.

@@ -418,33 +418,32 @@ pub fn number_json(x: f64) -> Value {
 /// A JSON value as a `JSON.parse` → `JSON.stringify` round trip leaves it:
 /// JavaScript numbers and own-property key order.
 pub fn json_round_trip(value: &Value) -> Value {
-    let mut copy = value.clone();
-    json_round_trip_in_place(&mut copy);
-    copy
+    serde_json::to_value(RoundTrip(value)).expect("a JSON value serializes with string keys")
 }
 
-/// [`json_round_trip`] on an owned value: only numbers and objects with
-/// array-index keys change, so the rest is left where it is.
-pub fn json_round_trip_in_place(value: &mut Value) {
-    match value {
-        Value::Number(n) => *value = number_json(n.as_f64().unwrap_or(f64::NAN)),
-        Value::Array(items) => items.iter_mut().for_each(json_round_trip_in_place),
-        Value::Object(map) => {
-            if map.keys().any(|key| is_array_index(key)) {
-                let mut old = std::mem::take(map);
-                let order: Vec<String> = js_key_order(old.keys().map(String::as_str))
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
-                for key in order {
-                    if let Some(item) = old.remove(&key) {
-                        map.insert(key, item);
-                    }
-                }
+/// A JSON value serialized as a `JSON.parse` → `JSON.stringify` round trip
+/// leaves it, without copying it: each number as [`number_json`] writes it,
+/// and an object with array-index keys in JavaScript own-property order
+/// ([`js_key_order`]); everything else as it is.
+#[derive(Clone, Copy)]
+pub struct RoundTrip<'a>(pub &'a Value);
+
+impl serde::Serialize for RoundTrip<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Number(n) => number_json(n.as_f64().unwrap_or(f64::NAN)).serialize(serializer),
+            Value::Array(items) => serializer.collect_seq(items.iter().map(RoundTrip)),
+            Value::Object(map) if map.keys().any(|key| is_array_index(key)) => serializer
+                .collect_map(
+                    js_key_order(map.keys().map(String::as_str))
+                        .into_iter()
+                        .filter_map(|key| Some((key, RoundTrip(map.get(key)?)))),
+                ),
+            Value::Object(map) => {
+                serializer.collect_map(map.iter().map(|(key, item)| (key, RoundTrip(item))))
             }
-            map.values_mut().for_each(json_round_trip_in_place);
+            other => other.serialize(serializer),
         }
-        _ => {}
     }
 }
 
@@ -567,6 +566,17 @@ pub fn iterate(value: Option<&Value>) -> Result<std::borrow::Cow<'_, [Value]>, J
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_round_trip_writes_javascript_numbers_and_own_key_order_at_every_depth() {
+        // Expected: Node's JSON.stringify(JSON.parse(text)) of the same text.
+        let text =
+            r#"[1.0, -0.0, {"b":1.50,"1":2,"0":{"x":2.0,"y":[{"7":"s","a":null}]}}, "t", true]"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        let expected = r#"[1,0,{"0":{"x":2,"y":[{"7":"s","a":null}]},"1":2,"b":1.5},"t",true]"#;
+        assert_eq!(serde_json::to_string(&RoundTrip(&value)).unwrap(), expected);
+        assert_eq!(json_round_trip(&value).to_string(), expected);
+    }
 
     #[test]
     fn a_timer_waits_at_least_a_millisecond_and_at_most_timeout_max() {

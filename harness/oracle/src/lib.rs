@@ -37,39 +37,6 @@ pub fn same_bytes<T: Serialize>(a: &T, b: &T) -> bool {
     trace::trace_of(b, a.len()).is_some_and(|b| a == b)
 }
 
-/// Whether `value` serializes to exactly `expected` (compared as it is
-/// written, so the text is never held whole). A value that cannot be
-/// serialized matches nothing.
-pub fn writes_bytes<T: Serialize>(value: &T, expected: &[u8]) -> bool {
-    let mut compared = CompareWriter {
-        rest: expected,
-        differs: false,
-    };
-    serde_json::to_writer(&mut compared, value).is_ok()
-        && !compared.differs
-        && compared.rest.is_empty()
-}
-
-/// An `io::Write` that checks what it is given against expected bytes.
-struct CompareWriter<'a> {
-    rest: &'a [u8],
-    differs: bool,
-}
-
-impl std::io::Write for CompareWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        match self.rest.strip_prefix(bytes) {
-            Some(rest) if !self.differs => self.rest = rest,
-            _ => self.differs = true,
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::same_bytes;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use dshc_model::JsError;
 
-use dshc_deepseek::{WireOptions, wire_body};
+use dshc_deepseek::{WireOptions, wire_body, wire_request};
 use dshc_model::session::event_kind;
 use dshc_model::session::{Event, SurfaceFold, derive_messages};
 
@@ -323,7 +323,8 @@ pub fn check_replay(
     wire: &WireOptions,
 ) -> Vec<String> {
     check_replay_with(events, session_id, dispatches, received, &|request| {
-        wire_body(&request, wire).map_err(ReplayError::Serialize)
+        let body = wire_request(&request, wire).map_err(ReplayError::Serialize)?;
+        Ok(serde_json::to_vec(&body).expect("a wire body serializes with string keys"))
     })
 }
 
@@ -338,7 +339,7 @@ pub fn check_scripted_replay(
     received: &[&Value],
 ) -> Vec<String> {
     check_replay_with(events, session_id, dispatches, received, &|request| {
-        Ok(for_called_route(request))
+        Ok(for_called_route(request).to_string().into_bytes())
     })
 }
 
@@ -372,7 +373,7 @@ fn check_replay_with(
     session_id: &str,
     dispatches: &[usize],
     received: &[&Value],
-    finish: &dyn Fn(Value) -> Result<Value, ReplayError>,
+    finish: &dyn Fn(Value) -> Result<Vec<u8>, ReplayError>,
 ) -> Vec<String> {
     // Compared as JSON text: key order is part of the wire body.
     let text = |value: &Value| serde_json::to_string(value).unwrap_or_default();
@@ -392,7 +393,7 @@ fn check_replay_with(
             search
                 .request()
                 .and_then(finish)
-                .is_ok_and(|rebuilt| super::writes_bytes(&rebuilt, body.as_bytes()))
+                .is_ok_and(|rebuilt| rebuilt == body.as_bytes())
         })
     };
     let mut problems = Vec::new();
@@ -429,7 +430,7 @@ fn check_replay_with(
         let skippable = aborted_in_flight(events, *dispatch, dispatches.get(position + 1).copied())
             || failed_without_response(events, *dispatch);
         match pending.peek() {
-            Some((_, (_, body))) if super::writes_bytes(&rebuilt, body.as_bytes()) => {
+            Some((_, (_, body))) if rebuilt == body.as_bytes() => {
                 pending.next();
             }
             // Events logged between the dispatch and the attempt's first
@@ -442,7 +443,7 @@ fn check_replay_with(
             _ if skippable => {}
             Some((index, (body, _))) => {
                 problems.push(format!(
-                    "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {rebuilt}"
+                    "request {index} differs from its reconstruction from the log prefix of {dispatch} events:\n  received:      {body}\n  reconstructed: {}", String::from_utf8_lossy(&rebuilt)
                 ));
                 pending.next();
             }
