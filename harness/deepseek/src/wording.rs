@@ -83,65 +83,80 @@ fn lit_at(text: &[u16], at: usize, literal: &str) -> bool {
             .all(|(&b, &unit)| u8::try_from(unit).is_ok_and(|u| u.eq_ignore_ascii_case(&b)))
 }
 
+/// The positions `node` can end at, matched from any position of `from`.
+/// Every node maps each start on its own and the results are united, so a
+/// nested sequence (`Alt`, `Opt`) runs once over the whole set, not once a
+/// start.
 fn step(node: &Node, text: &[u16], from: &[usize]) -> Vec<usize> {
     let mut out = Vec::new();
-    for &at in from {
-        match node {
-            Node::Lit(literal) => {
-                if lit_at(text, at, literal) {
-                    out.push(at + literal.len());
-                }
+    match node {
+        Node::Alt(options) => {
+            for option in options {
+                out.extend(sequence(option, text, from));
             }
-            Node::One(class) => {
-                if text.get(at).is_some_and(|&u| in_class(*class, u)) {
-                    out.push(at + 1);
-                }
-            }
-            Node::Plus(class) => {
-                let mut end = at;
-                while text.get(end).is_some_and(|&u| in_class(*class, u)) {
-                    end += 1;
-                    out.push(end);
-                }
-            }
-            Node::Dots(max) => {
-                out.push(at);
-                let mut end = at;
-                while end - at < *max && text.get(end).is_some_and(|&u| !is_line_terminator_unit(u))
-                {
-                    end += 1;
-                    out.push(end);
-                }
-            }
-            Node::Boundary => {
-                if is_word(text, at.checked_sub(1)) != is_word(text, Some(at)) {
-                    out.push(at);
-                }
-            }
-            Node::Start => {
-                if at == 0 {
-                    out.push(at);
-                }
-            }
-            Node::End => {
-                if at == text.len() {
-                    out.push(at);
-                }
-            }
-            Node::Alt(options) => {
-                for option in options {
-                    out.extend(sequence(option, text, &[at]));
-                }
-            }
-            Node::Opt(inner) => {
-                out.push(at);
-                out.extend(sequence(inner, text, &[at]));
+        }
+        Node::Opt(inner) => {
+            out.extend_from_slice(from);
+            out.extend(sequence(inner, text, from));
+        }
+        _ => {
+            for &at in from {
+                step_from(node, text, at, &mut out);
             }
         }
     }
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The ends of a node that is not a nested sequence, from one start.
+fn step_from(node: &Node, text: &[u16], at: usize, out: &mut Vec<usize>) {
+    match node {
+        Node::Lit(literal) => {
+            if lit_at(text, at, literal) {
+                out.push(at + literal.len());
+            }
+        }
+        Node::One(class) => {
+            if text.get(at).is_some_and(|&u| in_class(*class, u)) {
+                out.push(at + 1);
+            }
+        }
+        Node::Plus(class) => {
+            let mut end = at;
+            while text.get(end).is_some_and(|&u| in_class(*class, u)) {
+                end += 1;
+                out.push(end);
+            }
+        }
+        Node::Dots(max) => {
+            out.push(at);
+            let mut end = at;
+            while end - at < *max && text.get(end).is_some_and(|&u| !is_line_terminator_unit(u)) {
+                end += 1;
+                out.push(end);
+            }
+        }
+        Node::Boundary => {
+            if is_word(text, at.checked_sub(1)) != is_word(text, Some(at)) {
+                out.push(at);
+            }
+        }
+        Node::Start => {
+            if at == 0 {
+                out.push(at);
+            }
+        }
+        Node::End => {
+            if at == text.len() {
+                out.push(at);
+            }
+        }
+        Node::Alt(_) | Node::Opt(_) => {
+            unreachable!("step runs nested sequences over the whole set")
+        }
+    }
 }
 
 fn sequence(nodes: &[Node], text: &[u16], from: &[usize]) -> Vec<usize> {
