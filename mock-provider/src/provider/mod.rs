@@ -234,6 +234,15 @@ impl MockProvider {
         self.with_requests(|log| log.cloned().collect())
     }
 
+    /// The requests in the log (as [`MockProvider::requests`]), moved out:
+    /// the log is left empty, for a caller done with the provider that wants
+    /// the requests without a copy of each body.
+    pub fn take_requests(&self) -> Vec<LoggedRequest> {
+        let mut state = self.lock();
+        state.logged_body_bytes = 0;
+        std::mem::take(&mut state.log).into()
+    }
+
     /// Look at the requests in the log (as [`MockProvider::requests`]) without
     /// copying them. `look` runs with the provider locked, so it must not
     /// call the provider.

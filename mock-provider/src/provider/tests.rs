@@ -58,6 +58,33 @@ fn the_request_log_keeps_the_newest_within_its_limits() {
 }
 
 #[test]
+fn taken_requests_leave_the_log_empty_and_its_byte_bound_reset() {
+    let messages = json!([{"role": "user", "content": "hi"}]);
+    let body_len = chat(messages.clone()).body.len();
+    // Room for exactly two bodies.
+    let bound = ServerLimits {
+        max_logged_body_bytes: 2 * body_len,
+        ..ServerLimits::default()
+    };
+    let provider = MockProvider::with_limits(Script::new(Vec::new()), bound).unwrap();
+    provider.handle(chat(messages.clone()));
+    let taken = provider.take_requests();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken[0].request_number, 1);
+    assert!(provider.requests().is_empty());
+    // The bytes taken away no longer count: two more bodies fit.
+    provider.handle(chat(messages.clone()));
+    provider.handle(chat(messages));
+    let numbers: Vec<u64> = provider
+        .requests()
+        .iter()
+        .map(|r| r.request_number)
+        .collect();
+    assert_eq!(numbers, [2, 3]);
+    assert_eq!(provider.request_count(), 3);
+}
+
+#[test]
 fn entries_are_consumed_in_order_then_exhausted() {
     let provider = MockProvider::new(Script::new(vec![
         ScriptEntry::content(["one"]),

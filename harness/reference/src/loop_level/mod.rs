@@ -716,20 +716,24 @@ fn new_session(spec: &AgentSpec, clock: &Clock) -> Result<Session, JsError> {
 /// What `provider` received: every request that carried a JSON body, in
 /// arrival order, with its headers and the cache-hit tokens it was answered with.
 pub fn provider_requests(provider: &MockProvider) -> Vec<ProviderRequest> {
-    provider.with_requests(|log| {
-        log.filter_map(|r| {
+    provider_requests_of(provider.requests())
+}
+
+/// [`provider_requests`] of a logged request list.
+fn provider_requests_of(log: Vec<mock_provider::LoggedRequest>) -> Vec<ProviderRequest> {
+    log.into_iter()
+        .filter_map(|r| {
             Some(ProviderRequest {
                 headers: r
                     .headers
-                    .iter()
-                    .map(|(name, value)| [name.clone(), value.clone()])
+                    .into_iter()
+                    .map(|(name, value)| [name, value])
                     .collect(),
-                body: r.body_json.clone()?,
-                cache_hit_tokens: r.usage.as_ref().map(|u| u.prompt_cache_hit_tokens),
+                body: r.body_json?,
+                cache_hit_tokens: r.usage.map(|u| u.prompt_cache_hit_tokens),
             })
         })
         .collect()
-    })
 }
 
 async fn drive(
@@ -847,7 +851,8 @@ impl CaseClock {
 
 /// What a finished case's run observed: every agent's log, status and
 /// inbox, the provider's traffic (when it runs in process), the scripted
-/// routes' calls and the prompt layouts.
+/// routes' calls and the prompt layouts. The run is over, so each record is
+/// moved out of where it was kept, not copied.
 fn finished_run(runner: &LoopCommands, case: &Case, provider: Option<&MockProvider>) -> LoopRun {
     let mut agent_runs: Vec<AgentRun> = runner
         .agents
@@ -873,14 +878,16 @@ fn finished_run(runner: &LoopCommands, case: &Case, provider: Option<&MockProvid
         })
         .collect();
     let main = agent_runs.remove(0);
-    let llm_calls = runner.context.llm_calls.borrow().clone();
+    let llm_calls = runner.context.llm_calls.take();
     LoopRun {
         log: main.log,
-        requests: provider.map(provider_requests).unwrap_or_default(),
+        requests: provider
+            .map(|provider| provider_requests_of(provider.take_requests()))
+            .unwrap_or_default(),
         llm_requests: llm_calls.into_iter().map(|call| call.request).collect(),
         status: main.status,
         pending: main.pending,
-        live_events: runner.context.live_events.borrow().clone(),
+        live_events: runner.context.live_events.take(),
         failure: runner
             .context
             .limit_reached
@@ -888,7 +895,7 @@ fn finished_run(runner: &LoopCommands, case: &Case, provider: Option<&MockProvid
             .as_ref()
             .map(|limit| format!("limit reached: {limit}")),
         agents: agent_runs,
-        journal: runner.journal.borrow().clone(),
+        journal: runner.journal.take(),
         prompt_layouts,
     }
 }
