@@ -76,20 +76,42 @@ pub fn check_seed_json(index: usize, snapshot: Value) -> Result<Map<String, Valu
     if !envelope_ok {
         return Err(invalid());
     }
-    let kind = object["type"].as_str().unwrap_or_default().to_string();
-    check_current_llm_shape(&kind, &object["data"], index)?;
-    check_supported_request_header(
-        &kind,
-        &object["data"],
-        &format!("seed event at index {index}"),
-    )?;
+    let kind = object["type"].as_str().unwrap_or_default();
     let seq = safe_integer("seq").unwrap_or_default() as u64;
+    check_seed_content(index, kind, &object["data"], seq)?;
+    Ok(object)
+}
+
+/// [`check_seed_json`] for an event the model holds already, before its
+/// JSON is written: the checks such an event can fail. Its envelope has
+/// only envelope keys, a string type and the payload by construction (or
+/// was checked when it was seeded itself); its seq and time are integers
+/// that may still be unsafe.
+pub fn check_seed_model_event(index: usize, event: &Event) -> Result<(), JsError> {
+    if event.kind == event_kind::REQUEST_HEADER_DELTA {
+        return Err(JsError::error(format!(
+            "seed event at index {index} uses unsupported legacy request/header-delta format"
+        )));
+    }
+    if !is_safe_integer(event.seq as f64) || !is_safe_integer(event.time as f64) {
+        return Err(JsError::error(format!(
+            "seed event at index {index} has an invalid event envelope"
+        )));
+    }
+    check_seed_content(index, &event.kind, &event.data, event.seq)
+}
+
+/// The checks of a seed event past its envelope: current LLM shape, legacy
+/// header vocabulary, contiguity.
+fn check_seed_content(index: usize, kind: &str, data: &Value, seq: u64) -> Result<(), JsError> {
+    check_current_llm_shape(kind, data, index)?;
+    check_supported_request_header(kind, data, &format!("seed event at index {index}"))?;
     if seq != index as u64 {
         return Err(JsError::error(format!(
             "seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0"
         )));
     }
-    Ok(object)
+    Ok(())
 }
 
 /// `assertSupportedRequestHeader`: the legacy delta codec's vocabulary is refused.
@@ -262,4 +284,75 @@ pub fn seed_event(object: &Map<String, Value>, data: Option<Rc<Value>>) -> (Even
         source_event_seqs: object.get("sourceEventSeqs").cloned(),
     };
     (event, raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str, seq: u64, time: u64, data: Value) -> Event {
+        Event {
+            kind: kind.into(),
+            seq,
+            time,
+            data: Rc::new(data),
+            source_event_seqs: None,
+            surface_op: None,
+            ignorable: false,
+            seeded: None,
+        }
+    }
+
+    /// A model event passes or fails the seed checks as its JSON does,
+    /// with the same error.
+    #[test]
+    fn a_model_event_is_checked_as_its_json() {
+        let header =
+            |config: Value, reason: &str| json!({"header": {"config": config}, "reason": reason});
+        let routed = json!({"provider": "p", "model": "m"});
+        let message = json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "id": "msg-1", "source": {"kind": "user"}});
+        let cases = [
+            (0, event("user/message", 0, 5, message.clone())),
+            (0, event("custom/note", 0, 5, json!({}))),
+            (1, event("custom/note", 0, 5, json!({}))),
+            (2, event("custom/note", 2, 1 << 53, json!({}))),
+            (3, event("custom/note", (1 << 53) + 2, 5, json!({}))),
+            (0, event("user/message", 0, 5, json!({"role": "user"}))),
+            (0, event(event_kind::REQUEST_HEADER_DELTA, 0, 5, json!({}))),
+            (
+                0,
+                event(
+                    event_kind::REQUEST_HEADER,
+                    0,
+                    5,
+                    header(routed.clone(), "initial"),
+                ),
+            ),
+            (
+                0,
+                event(event_kind::REQUEST_HEADER, 0, 5, header(routed, "fallback")),
+            ),
+            (
+                0,
+                event(
+                    event_kind::REQUEST_HEADER,
+                    0,
+                    5,
+                    header(json!({"model": "m"}), "initial"),
+                ),
+            ),
+        ];
+        let mut failures = 0;
+        for (index, event) in cases {
+            let typed = check_seed_model_event(index, &event);
+            let as_json = check_seed_json(index, event.to_json()).map(|_| ());
+            assert_eq!(typed, as_json, "{index}: {:?}", event.to_json());
+            failures += usize::from(typed.is_err());
+        }
+        assert_eq!(
+            failures, 7,
+            "all but the two first cases and the routed header fail"
+        );
+    }
 }

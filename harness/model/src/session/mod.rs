@@ -427,8 +427,12 @@ impl Session {
             ..SessionMeta::default()
         };
         let seed = seed.into_iter().enumerate().map(|(index, event)| {
+            input::check_seed_model_event(index, &event)?;
             let data = Rc::clone(&event.data);
-            input::check_seed_json(index, event.into_json()).map(|object| (object, Some(data)))
+            match event.into_json() {
+                Value::Object(object) => Ok((object, Some(data))),
+                _ => unreachable!("an event's JSON is an object"),
+            }
         });
         Session::create_checked(id, &meta, Some(seed), clock)
     }
