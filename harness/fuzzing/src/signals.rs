@@ -93,7 +93,7 @@ impl Field {
                 ("*", Value::Array(items)) => items.iter().any(|item| walk(item, rest, test)),
                 ("*", Value::Object(fields)) => fields.values().any(|item| walk(item, rest, test)),
                 (key, Value::Object(fields)) => {
-                    fields.get(key).is_some_and(|item| walk(item, rest, test))
+                    field(fields, key).is_some_and(|item| walk(item, rest, test))
                 }
                 (index, Value::Array(items)) => index
                     .parse::<usize>()
@@ -104,6 +104,21 @@ impl Field {
             }
         }
         walk(value, &self.path, &self.test)
+    }
+}
+
+/// `fields[key]`. Every case's events are walked for every signal, and
+/// their objects are small: comparing a few keys costs less than hashing
+/// `key` (serde_json's maps hash with SipHash). Keys are unique, so both
+/// ways find the same field.
+fn field<'a>(fields: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    const SCANNED_LEN: usize = 12;
+    if fields.len() <= SCANNED_LEN {
+        fields
+            .iter()
+            .find_map(|(name, item)| (name == key).then_some(item))
+    } else {
+        fields.get(key)
     }
 }
 
