@@ -313,12 +313,15 @@ mod tests {
         let routed = json!({"provider": "p", "model": "m"});
         let message = json!({"role": "user", "content": [{"type": "text", "text": "hi"}], "id": "msg-1", "source": {"kind": "user"}});
         let cases = [
-            (0, event("user/message", 0, 5, message.clone())),
+            (0, event(event_kind::USER_MESSAGE, 0, 5, message.clone())),
             (0, event("custom/note", 0, 5, json!({}))),
             (1, event("custom/note", 0, 5, json!({}))),
             (2, event("custom/note", 2, 1 << 53, json!({}))),
             (3, event("custom/note", (1 << 53) + 2, 5, json!({}))),
-            (0, event("user/message", 0, 5, json!({"role": "user"}))),
+            (
+                0,
+                event(event_kind::USER_MESSAGE, 0, 5, json!({"role": "user"})),
+            ),
             (0, event(event_kind::REQUEST_HEADER_DELTA, 0, 5, json!({}))),
             (
                 0,
