@@ -22,7 +22,10 @@
 //!   (`dshc_model::js::date_parse`); V8 reads still others.
 //! - Payloads that `JSON.parse` accepts but `serde_json` rejects (escaped lone
 //!   surrogates, numbers overflowing to `Infinity`, nesting deeper than 128)
-//!   are reported as `MALFORMED_RESPONSE`.
+//!   are reported as `MALFORMED_RESPONSE` when the odd part is in a member
+//!   the translation reads (`choices`, `usage`, a choice's `delta` and
+//!   `finish_reason`, a delta's texts and `tool_calls`); a member it does not
+//!   read is only checked as JSON syntax, so there they pass, as upstream.
 //! - Malformed *harness* requests (non-array `content`, `null` messages or
 //!   blocks, an image block without an `attachment` object) are serialized
 //!   leniently instead of throwing `TypeError`s.

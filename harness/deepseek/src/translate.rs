@@ -172,7 +172,7 @@ impl Translator {
             self.finish(out);
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(payload).map_err(|_| {
+        let chunk = parse_chunk(payload).map_err(|_| {
             self.failed = true;
             llm_error(
                 &format!("malformed SSE payload: {}", slice_utf16(payload, 0, 120)),
@@ -362,6 +362,165 @@ where
         }
     }
     (chunks, Some(end_of_stream_error()))
+}
+
+/// A payload as `JSON.parse` reads it, keeping only what
+/// [`Translator::translate`] looks at: the chunk's `choices` and `usage`,
+/// each choice's `delta` and `finish_reason`, and each delta's
+/// `reasoning_content`, `content` and `tool_calls`. Every other member is
+/// still read as JSON (malformed text anywhere is an error) but not built
+/// as a value; a chunk, choice or delta that is not an object is kept
+/// whole. What is kept is exactly what the full parse gives there.
+fn parse_chunk(payload: &str) -> serde_json::Result<Value> {
+    let mut deserializer = serde_json::Deserializer::from_str(payload);
+    let chunk = serde::de::DeserializeSeed::deserialize(Pruned(Keep::Chunk), &mut deserializer)?;
+    deserializer.end()?;
+    Ok(chunk)
+}
+
+/// Which part of a chunk a value is, for [`parse_chunk`].
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// Kept whole.
+    All,
+    Chunk,
+    Choices,
+    Choice,
+    Delta,
+}
+
+impl Keep {
+    /// The members an object in this place keeps, and what each is.
+    fn members(self) -> &'static [(&'static str, Keep)] {
+        match self {
+            Keep::Chunk => &[("choices", Keep::Choices), ("usage", Keep::All)],
+            Keep::Choice => &[("delta", Keep::Delta), ("finish_reason", Keep::All)],
+            Keep::Delta => &[
+                ("reasoning_content", Keep::All),
+                ("content", Keep::All),
+                ("tool_calls", Keep::All),
+            ],
+            Keep::All | Keep::Choices => &[],
+        }
+    }
+}
+
+/// The value in place `.0`, parsed with what it keeps.
+struct Pruned(Keep);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pruned {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        match self.0 {
+            Keep::All => serde::Deserialize::deserialize(deserializer),
+            keep => deserializer.deserialize_any(PrunedVisitor(keep)),
+        }
+    }
+}
+
+/// A member name, matched against the kept ones without being copied.
+struct MemberName(&'static [(&'static str, Keep)]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for MemberName {
+    /// The kept member's name and place; `None` for a member to skip.
+    type Value = Option<(&'static str, Keep)>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for MemberName {
+    type Value = Option<(&'static str, Keep)>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(self.0.iter().copied().find(|(kept, _)| *kept == name))
+    }
+}
+
+/// Builds what the full parse builds (as serde_json's own `Value` visitor
+/// does), but an object keeps only the members its place reads.
+struct PrunedVisitor(Keep);
+
+impl<'de> serde::de::Visitor<'de> for PrunedVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let item = if self.0 == Keep::Choices {
+            Keep::Choice
+        } else {
+            Keep::All
+        };
+        let mut items = Vec::new();
+        while let Some(value) = seq.next_element_seed(Pruned(item))? {
+            items.push(value);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let members = self.0.members();
+        let mut object = Map::new();
+        if members.is_empty() {
+            // An object where an array was read: kept whole.
+            while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                object.insert(name, value);
+            }
+            return Ok(Value::Object(object));
+        }
+        while let Some(kept) = map.next_key_seed(MemberName(members))? {
+            match kept {
+                Some((name, place)) => {
+                    let value = map.next_value_seed(Pruned(place))?;
+                    object.insert(name.to_owned(), value);
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 #[cfg(test)]
@@ -625,6 +784,36 @@ mod tests {
             map_usage(&json!({"prompt_tokens": 5})),
             json!({"inputTokens": 5})
         );
+    }
+
+    #[test]
+    fn members_the_translation_does_not_read_are_only_checked_as_syntax() {
+        // JSON.parse (Node 20) accepts all four payloads; serde_json refuses
+        // the odd values where it builds them, so only the last, whose lone
+        // surrogate is in a text the translation reads, is malformed here.
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let payloads = [
+            r#"{"id":"\ud800","choices":[]}"#.to_owned(),
+            r#"{"created":1e400,"choices":[]}"#.to_owned(),
+            format!(r#"{{"x":{deep},"choices":[]}}"#),
+            r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#.to_owned(),
+        ];
+        let malformed: Vec<bool> = payloads
+            .iter()
+            .map(|payload| {
+                let mut out = Vec::new();
+                Translator::default()
+                    .push_payload_into(payload, &mut out)
+                    .is_err_and(|error| error.code.as_deref() == Some("MALFORMED_RESPONSE"))
+            })
+            .collect();
+        assert_eq!(malformed, [false, false, false, true]);
+        // Still JSON: a syntax error anywhere is malformed.
+        let mut out = Vec::new();
+        let error = Translator::default()
+            .push_payload_into(r#"{"id":[1,,2],"choices":[]}"#, &mut out)
+            .unwrap_err();
+        assert_eq!(error.code.as_deref(), Some("MALFORMED_RESPONSE"));
     }
 
     #[test]
