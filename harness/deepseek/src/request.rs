@@ -84,6 +84,7 @@ impl Serialize for Assistant<'_> {
     }
 }
 
+/// Whether a content block is a tool call.
 fn is_tool_call(block: &Value) -> bool {
     block_type(block) == Some("tool-call")
 }
@@ -320,11 +321,13 @@ impl Serialize for WireTool<'_> {
     }
 }
 
+/// `stream_options`: usage comes in the stream's last chunk.
 #[derive(Serialize)]
 struct StreamOptions {
     include_usage: bool,
 }
 
+/// `thinking`: `{"type": "enabled" | "disabled"}`.
 #[derive(Serialize)]
 struct ThinkingType<'a> {
     #[serde(rename = "type")]

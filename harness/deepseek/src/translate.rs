@@ -383,9 +383,13 @@ fn parse_chunk(payload: &str) -> serde_json::Result<Value> {
 enum Keep {
     /// Kept whole.
     All,
+    /// A payload.
     Chunk,
+    /// A chunk's `choices`: each element a choice.
     Choices,
+    /// An element of `choices`.
     Choice,
+    /// A choice's `delta`.
     Delta,
 }
 
