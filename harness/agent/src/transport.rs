@@ -193,9 +193,7 @@ impl ChunkStream {
     async fn start(&mut self) -> Option<Value> {
         let idle = self.idle();
         let body = match wire_request(&self.request, &self.connection.wire) {
-            // Compact JSON, as `JSON.stringify` writes it, written from the
-            // request where it lies.
-            Ok(body) => serde_json::to_vec(&body).expect("a wire body serializes with string keys"),
+            Ok(body) => body.to_bytes(),
             Err(error) => return self.fail(error, false),
         };
         let session_id = self.request["sessionId"].as_str().map(str::to_string);

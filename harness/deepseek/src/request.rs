@@ -106,13 +106,12 @@ impl Serialize for ToolCall<'_> {
         let block = self.0;
         let mut call = serializer.serialize_map(None)?;
         serialize_defined(&mut call, "id", prop(block, "id"))?;
-        call.serialize_entry("type", "function")?;
-        call.serialize_entry(
-            "function",
-            &Defined([
+        serialize_function(
+            &mut call,
+            [
                 ("name", prop(block, "name")),
                 ("arguments", prop(block, "arguments")),
-            ]),
+            ],
         )?;
         call.end()
     }
@@ -129,6 +128,16 @@ fn serialize_defined<M: SerializeMap>(
         Some(value) => map.serialize_entry(key, &RoundTrip(value)),
         None => Ok(()),
     }
+}
+
+/// `"type": "function", "function": {fields}`, the part a wire tool and a
+/// wire tool call share; each field written by [`serialize_defined`].
+fn serialize_function<M: SerializeMap, const N: usize>(
+    map: &mut M,
+    fields: [(&'static str, Option<&Value>); N],
+) -> Result<(), M::Error> {
+    map.serialize_entry("type", "function")?;
+    map.serialize_entry("function", &Defined(fields))
 }
 
 /// An object of request-given values, each written by [`serialize_defined`].
@@ -299,6 +308,11 @@ impl<'a> WireBody<'a> {
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("a wire body serializes with string keys")
     }
+
+    /// The body's bytes: compact JSON, as `JSON.stringify` writes it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a wire body serializes with string keys")
+    }
 }
 
 /// A harness tool schema as a wire tool.
@@ -308,14 +322,13 @@ impl Serialize for WireTool<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let tool = self.0;
         let mut wire = serializer.serialize_map(None)?;
-        wire.serialize_entry("type", "function")?;
-        wire.serialize_entry(
-            "function",
-            &Defined([
+        serialize_function(
+            &mut wire,
+            [
                 ("name", prop(tool, "name")),
                 ("description", prop(tool, "description")),
                 ("parameters", prop(tool, "parameters")),
-            ]),
+            ],
         )?;
         wire.end()
     }
