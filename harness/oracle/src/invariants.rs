@@ -10,7 +10,7 @@ use dshc_model::header::header_equals;
 use dshc_model::js::cmp_utf16;
 use dshc_model::runtime_context::{CLEARED, is_owned, renders_own_source};
 use dshc_model::session::event_kind;
-use dshc_model::session::{Event, SurfaceOp};
+use dshc_model::session::{Event, EventFormatError, SurfaceOp};
 use dshc_scenario::protocol::ProviderRequest;
 
 /// A `change` header is logged only when it differs from the header in force.
@@ -360,16 +360,48 @@ pub fn judge_loop_run(
     world: &dshc_scenario::protocol::LoopWorld,
     run: &dshc_scenario::protocol::LoopRun,
 ) -> Vec<Violation> {
+    let logs = std::iter::once(&run.log)
+        .chain(run.agents.iter().map(|agent| &agent.log))
+        .map(|log| log.iter().map(Event::from_json).collect())
+        .collect();
+    judge_read_logs(world, run, logs)
+}
+
+/// [`judge_loop_run`] on a run that is no longer needed: each log's events
+/// are read by moving their payloads out of the JSON instead of copying
+/// them.
+pub fn judge_spent_loop_run(
+    world: &dshc_scenario::protocol::LoopWorld,
+    mut run: dshc_scenario::protocol::LoopRun,
+) -> Vec<Violation> {
+    let logs = std::iter::once(&mut run.log)
+        .chain(run.agents.iter_mut().map(|agent| &mut agent.log))
+        .map(|log| {
+            std::mem::take(log)
+                .into_iter()
+                .map(Event::from_owned_json)
+                .collect()
+        })
+        .collect();
+    judge_read_logs(world, &run, logs)
+}
+
+/// Each agent's log as read back into events (the run's first agent
+/// first), or why it is not a session log.
+type ReadLogs = Vec<Result<Vec<Event>, EventFormatError>>;
+
+fn judge_read_logs(
+    world: &dshc_scenario::protocol::LoopWorld,
+    run: &dshc_scenario::protocol::LoopRun,
+    logs: ReadLogs,
+) -> Vec<Violation> {
     let wire = world.adapter.wire_options();
     let mut found = Vec::new();
-    let logs = std::iter::once((world.agent.id.as_str(), &run.log)).chain(
-        run.agents
-            .iter()
-            .map(|agent| (agent.id.as_str(), &agent.log)),
-    );
+    let agents = std::iter::once(world.agent.id.as_str())
+        .chain(run.agents.iter().map(|agent| agent.id.as_str()));
     let single = run.agents.is_empty();
-    for (agent, log) in logs {
-        for (kind, detail) in judge_agent_log(agent, log, run, single, &wire) {
+    for (agent, events) in agents.zip(logs) {
+        for (kind, detail) in judge_agent_log(agent, events, run, single, &wire) {
             found.push(Violation {
                 kind,
                 agent: agent.to_owned(),
@@ -391,12 +423,11 @@ pub fn judge_loop_run(
 /// (`single`: the run's only agent, whose requests need not name it).
 fn judge_agent_log(
     agent: &str,
-    log: &[Value],
+    events: Result<Vec<Event>, EventFormatError>,
     run: &dshc_scenario::protocol::LoopRun,
     single: bool,
     wire: &dshc_deepseek::WireOptions,
 ) -> Vec<(ViolationKind, String)> {
-    let events: Result<Vec<Event>, _> = log.iter().map(Event::from_json).collect();
     let events = match events {
         Ok(events) => events,
         Err(error) => {

@@ -105,7 +105,7 @@ pub fn check_seed_model_event(index: usize, event: &Event) -> Result<(), JsError
 /// header vocabulary, contiguity.
 fn check_seed_content(index: usize, kind: &str, data: &Value, seq: u64) -> Result<(), JsError> {
     check_current_llm_shape(kind, data, index)?;
-    check_supported_request_header(kind, data, &format!("seed event at index {index}"))?;
+    check_supported_request_header(kind, data, &format_args!("seed event at index {index}"))?;
     if seq != index as u64 {
         return Err(JsError::error(format!(
             "seed event at index {index} has seq {seq} (expected {index}); seed must be contiguous from 0"
@@ -118,7 +118,7 @@ fn check_seed_content(index: usize, kind: &str, data: &Value, seq: u64) -> Resul
 pub fn check_supported_request_header(
     kind: &str,
     data: &Value,
-    location: &str,
+    location: &dyn std::fmt::Display,
 ) -> Result<(), JsError> {
     if kind == event_kind::REQUEST_HEADER_DELTA {
         return Err(JsError::error(format!(
@@ -156,7 +156,7 @@ fn check_current_llm_shape(kind: &str, data: &Value, index: usize) -> Result<(),
                 "seed request/header at index {index} lacks provider/model"
             )));
         }
-        let config = config.cloned().unwrap_or_default();
+        let config = config.unwrap_or(&Value::Null);
         if let Some(effort) = config.get("reasoningEffort")
             && effort.as_str().is_none_or(str::is_empty)
         {
@@ -185,13 +185,17 @@ fn check_current_llm_shape(kind: &str, data: &Value, index: usize) -> Result<(),
             }
         }
     }
-    check_message_event(kind, data, &format!("seed {kind} at index {index}"))
+    check_message_event(kind, data, &format_args!("seed {kind} at index {index}"))
 }
 
 /// `assertMessageEventShape`: a message event carries an identified message
 /// with the right role, a source, content, and for assistant messages a
 /// model source, for tool results one matching tool-result block.
-pub fn check_message_event(kind: &str, data: &Value, subject: &str) -> Result<(), JsError> {
+pub fn check_message_event(
+    kind: &str,
+    data: &Value,
+    subject: &dyn std::fmt::Display,
+) -> Result<(), JsError> {
     if !matches!(
         kind,
         event_kind::USER_MESSAGE | event_kind::ASSISTANT_MESSAGE | event_kind::TOOL_RESULT

@@ -138,6 +138,17 @@ impl Event {
         Value::Object(object)
     }
 
+    /// [`Event::from_json`], moving the payload out of the JSON instead of
+    /// copying it.
+    pub fn from_owned_json(mut value: Value) -> Result<Event, EventFormatError> {
+        let data = value.get_mut("data").map(std::mem::take);
+        let mut event = Event::from_json(&value)?;
+        if let Some(data) = data {
+            event.data = Rc::new(data);
+        }
+        Ok(event)
+    }
+
     /// Read an event back from its JSON form.
     pub fn from_json(value: &Value) -> Result<Event, EventFormatError> {
         let object = value
@@ -428,11 +439,7 @@ impl Session {
         };
         let seed = seed.into_iter().enumerate().map(|(index, event)| {
             input::check_seed_model_event(index, &event)?;
-            let data = Rc::clone(&event.data);
-            match event.into_json() {
-                Value::Object(object) => Ok((object, Some(data))),
-                _ => unreachable!("an event's JSON is an object"),
-            }
+            Ok(SeedEvent::Model(event))
         });
         Session::create_checked(id, &meta, Some(seed), clock)
     }
@@ -450,40 +457,48 @@ impl Session {
         let seed = seed.map(|seed| {
             seed.iter()
                 .enumerate()
-                .map(|(index, value)| input::check_seed_event(index, value).map(|o| (o, None)))
+                .map(|(index, value)| input::check_seed_event(index, value).map(SeedEvent::Json))
         });
         Session::create_checked(id, meta, seed, clock)
     }
 
     /// [`Session::create`] over seed events checked one at a time, in order,
-    /// each just before it is folded (so the first bad event is the error);
-    /// each with its payload when the caller holds it shared already.
+    /// each just before it is folded (so the first bad event is the error).
     fn create_checked(
         id: &str,
         meta: &SessionMeta,
-        seed: Option<
-            impl Iterator<Item = Result<(Map<String, Value>, Option<Rc<Value>>), JsError>>,
-        >,
+        seed: Option<impl Iterator<Item = Result<SeedEvent, JsError>>>,
         clock: Clock,
     ) -> Result<Session, JsError> {
         let seeded = seed.is_some();
         let mut log: Vec<Event> = Vec::new();
         let mut surface = Surface::default();
-        for (index, object) in seed.into_iter().flatten().enumerate() {
-            let (object, data) = object?;
-            let (mut event, raw) = input::seed_event(&object, data);
-            let (op, sources) = surface
-                .apply_raw(&event.kind, event.seq, &event.data, &raw, &log)
-                .map_err(|error| {
-                    JsError::error(format!(
-                        "invalid seed event at index {index}: {}",
-                        error.message
-                    ))
-                })?;
-            event.surface_op = op;
-            event.source_event_seqs = sources;
-            event.ignorable = object.get("ignorable") == Some(&Value::Bool(true));
-            event.seeded = Some(Value::Object(object));
+        for (index, seed_event) in seed.into_iter().flatten().enumerate() {
+            let refused = |error: JsError| {
+                JsError::error(format!(
+                    "invalid seed event at index {index}: {}",
+                    error.message
+                ))
+            };
+            let event = match seed_event? {
+                // Its JSON is what its fields write, so it is folded as it
+                // is: the surface check reads the metadata it carries.
+                SeedEvent::Model(event) if event.seeded.is_none() => {
+                    surface.apply(&event, &log).map_err(refused)?;
+                    event
+                }
+                // Logged as it came, and it came as JSON.
+                SeedEvent::Model(event) => {
+                    let data = Rc::clone(&event.data);
+                    let Value::Object(object) = event.into_json() else {
+                        unreachable!("a seeded event came as an object")
+                    };
+                    seed_from_json(object, Some(data), &mut surface, &log).map_err(refused)?
+                }
+                SeedEvent::Json(object) => {
+                    seed_from_json(object, None, &mut surface, &log).map_err(refused)?
+                }
+            };
             log.push(event);
         }
         let cwd = meta.validate()?;
@@ -586,7 +601,11 @@ impl Session {
                 "session event \"{kind}\" carries non-JSON-serializable data"
             )));
         };
-        input::check_supported_request_header(kind, &data, &format!("session event \"{kind}\""))?;
+        input::check_supported_request_header(
+            kind,
+            &data,
+            &format_args!("session event \"{kind}\""),
+        )?;
         let metadata = |value: &JsValue| match value {
             JsValue::Undefined => Ok(None),
             value => value.to_lossless_json().map(Some).ok_or_else(|| {
@@ -737,6 +756,33 @@ impl Session {
     pub fn to_jsonl(&self) -> String {
         events_to_jsonl(&self.state.borrow().log)
     }
+}
+
+/// One event of a seed, as the caller holds it.
+enum SeedEvent {
+    /// JSON from outside the loop, checked as JSON (`Session::create`).
+    Json(Map<String, Value>),
+    /// An event of another session's log, checked as the model holds it
+    /// (`Session::from_seed`).
+    Model(Event),
+}
+
+/// A seed event that came as JSON, folded into `surface` and kept as it
+/// came (its key order and any key the model does not read); `data` is its
+/// payload when the caller holds it shared already.
+fn seed_from_json(
+    object: Map<String, Value>,
+    data: Option<Rc<Value>>,
+    surface: &mut Surface,
+    log: &[Event],
+) -> Result<Event, JsError> {
+    let (mut event, raw) = input::seed_event(&object, data);
+    let (op, sources) = surface.apply_raw(&event.kind, event.seq, &event.data, &raw, log)?;
+    event.surface_op = op;
+    event.source_event_seqs = sources;
+    event.ignorable = object.get("ignorable") == Some(&Value::Bool(true));
+    event.seeded = Some(Value::Object(object));
+    Ok(event)
 }
 
 /// JSON lines, one event per line.

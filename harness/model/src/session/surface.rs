@@ -23,8 +23,9 @@ pub(super) struct Surface {
 
 impl Surface {
     /// Validate and apply one event's surface transition (typed metadata,
-    /// from the loop itself): the same checks as [`Surface::apply_raw`].
-    fn apply(&mut self, event: &Event, log: &[Event]) -> Result<(), JsError> {
+    /// from the loop itself or another session's log): the same checks as
+    /// [`Surface::apply_raw`].
+    pub(super) fn apply(&mut self, event: &Event, log: &[Event]) -> Result<(), JsError> {
         let raw = RawSurfaceMeta {
             surface_op: event.surface_op.as_ref().map(SurfaceOp::to_json),
             source_event_seqs: event.source_event_seqs.as_ref().map(|seqs| json!(seqs)),
