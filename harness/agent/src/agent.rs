@@ -513,20 +513,99 @@ pub struct ToolCall {
 /// Runs a tool call's body; it may wait, act on the agent and fail.
 pub type ToolRunner = Rc<dyn Fn(ToolCall) -> LocalFuture<ToolOutcome>>;
 
-/// The length of `value`'s JSON text, counted without building it.
+/// The length of `value`'s compact JSON text as serde_json writes it,
+/// counted without writing it. Every attempt counts its whole request
+/// (`max_request_bytes`), so this walks the value directly rather than
+/// through a serializer: a string is its bytes, two quotes, and one more
+/// byte for each escape serde_json writes in two (`\"`, `\\`, `\b`, `\t`,
+/// `\n`, `\f`, `\r`) or five more for one it writes as `\u00XX`.
 fn json_len(value: &serde_json::Value) -> u64 {
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len() as u64;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+    use serde_json::Value;
+    fn string_len(text: &str) -> u64 {
+        /// The bytes serde_json adds to write each byte of a string.
+        const EXTRA: [u8; 256] = {
+            let mut extra = [0u8; 256];
+            let mut byte = 0;
+            while byte < 0x20 {
+                extra[byte] = 5;
+                byte += 1;
+            }
+            let mut short = [b'"', b'\\', 0x08, 0x09, 0x0A, 0x0C, 0x0D].as_slice();
+            while let [first, rest @ ..] = short {
+                extra[*first as usize] = 1;
+                short = rest;
+            }
+            extra
+        };
+        let extra: u64 = text
+            .bytes()
+            .map(|byte| u64::from(EXTRA[usize::from(byte)]))
+            .sum();
+        text.len() as u64 + 2 + extra
+    }
+    // Between n items or entries, n - 1 commas; around them, two brackets.
+    let separated = |count: usize| count.saturating_sub(1) as u64 + 2;
+    match value {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(number) => number.to_string().len() as u64,
+        Value::String(text) => string_len(text),
+        Value::Array(items) => separated(items.len()) + items.iter().map(json_len).sum::<u64>(),
+        Value::Object(fields) => {
+            separated(fields.len())
+                + fields
+                    .iter()
+                    .map(|(key, item)| string_len(key) + 1 + json_len(item))
+                    .sum::<u64>()
         }
     }
-    let mut counter = Counter(0);
-    // Writing to a counter cannot fail, and a Value always serializes.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::json_len;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        // Every byte class the escapes tell apart: plain ASCII, the two-byte
+        // and six-byte escapes, DEL, and multi-byte UTF-8.
+        let text = "[a-z\"\\\\\u{0}-\u{1f}\u{7f}é€😀]{0,12}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |x| x.is_finite())
+                .prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((text, inner), 0..6)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_counted_length_is_the_written_length(value in json_value()) {
+            let written = serde_json::to_vec(&value).expect("a Value writes");
+            prop_assert_eq!(json_len(&value), written.len() as u64);
+        }
+    }
+
+    #[test]
+    fn every_escape_is_counted_as_serde_json_writes_it() {
+        for byte in 0u8..=0x7F {
+            let value = Value::String(char::from(byte).to_string());
+            let written = serde_json::to_vec(&value).expect("a Value writes");
+            assert_eq!(json_len(&value), written.len() as u64, "byte {byte:#04x}");
+        }
+    }
 }
