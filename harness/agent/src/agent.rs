@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use dshc_model::inbox::Inbox;
 use dshc_model::js::{JsValue, object};
 use dshc_model::runtime_context::RuntimeContextProjection;
-use dshc_model::session::{Session, SurfaceMeta};
+use dshc_model::session::{DerivedMessages, Session, SurfaceMeta};
 use dshc_model::{
     AbortSignal, AgentFacts, AssembleContext, JsError, PromptEntry, Registry, ScopeKey,
     ToolProviderResult,
@@ -84,6 +84,9 @@ pub(crate) struct AgentState {
     pub(crate) idle: RefCell<Vec<std::task::Waker>>,
     /// Each distinct system text this agent sent, with its sections.
     pub(crate) prompt_layouts: RefCell<Vec<PromptLayout>>,
+    /// The history the last finished attempt sent, for the next attempt to
+    /// extend instead of copying every message again.
+    pub(crate) sent_history: RefCell<Option<DerivedMessages>>,
 }
 
 /// How one system text was put together, so a cache report can name the
@@ -168,6 +171,7 @@ impl Agent {
             drivers: Cell::new(0),
             idle: RefCell::new(Vec::new()),
             prompt_layouts: RefCell::new(Vec::new()),
+            sent_history: RefCell::new(None),
         })))
     }
 

@@ -15,9 +15,10 @@ use dshc_model::inbox::Target;
 use dshc_model::render::{
     join_context_sections, join_prompt_sections, render_context_sections, render_prompt_sections,
 };
-use dshc_model::session::SurfaceMeta;
+use dshc_model::session::{DerivedMessages, SurfaceMeta};
 use dshc_model::{AbortSignal, AgentFacts, AssembleContext, Assembly, JsError};
 
+use crate::AdapterRoute;
 use crate::agent::{Agent, AgentStatus, Phase};
 use crate::context::{throw_if_aborted, user_message};
 use crate::listeners::{
@@ -486,17 +487,42 @@ impl Agent {
         system: &str,
         signal: &AbortSignal,
     ) -> Result<Attempt, JsError> {
-        let messages = self.0.session.derive_messages();
+        let earlier = self.0.sent_history.take();
+        let DerivedMessages { nodes, messages } = self.0.session.derive_messages_from(earlier);
         let (request, route) = self
             .build_request(turn, step, tools, system, messages, signal)
             .await?;
         self.0.context.count_request(&request)?;
         // Shared with the wire stream, not copied (it holds every message).
         let request = Rc::new(request);
+        let outcome = self
+            .stream_attempt(turn, step, &request, route, signal)
+            .await;
+        // The stream is over, so the request is no longer shared: its
+        // messages are kept for the next attempt to extend.
+        if let Ok(Value::Object(mut fields)) = Rc::try_unwrap(request)
+            && let Some(Value::Array(messages)) = fields.remove("messages")
+        {
+            self.0
+                .sent_history
+                .replace(Some(DerivedMessages { nodes, messages }));
+        }
+        outcome
+    }
+
+    /// An attempt's `request` streamed over `route`, then acted on.
+    async fn stream_attempt(
+        &self,
+        turn: u64,
+        step: u64,
+        request: &Rc<Value>,
+        route: Option<AdapterRoute>,
+        signal: &AbortSignal,
+    ) -> Result<Attempt, JsError> {
         let mut log = AttemptLog::new(turn, step);
-        if let Err(error) = self.stream(&request, route, signal, &mut log).await {
+        if let Err(error) = self.stream(request, route, signal, &mut log).await {
             if signal.is_aborted() {
-                self.log_interrupted_message(&request, log)?;
+                self.log_interrupted_message(request, log)?;
             }
             return Err(error);
         }
@@ -505,11 +531,11 @@ impl Agent {
         if kind == "error" || kind == "aborted" {
             let failure = finish["failure"].clone();
             return self
-                .request_failed(turn, step, &request, failure, signal)
+                .request_failed(turn, step, request, failure, signal)
                 .await;
         }
         let (blocks, replay_state) = (log.assembler.blocks(), log.assembler.replay_state());
-        let message = self.assistant_message(blocks, &request, replay_state);
+        let message = self.assistant_message(blocks, request, replay_state);
         self.log_assistant_message(message.clone(), false, log)?;
         if kind == "max-tokens" {
             return Ok(Attempt::Ended(Some(TurnEnd::MaxTokens)));

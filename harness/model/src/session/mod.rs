@@ -752,6 +752,26 @@ impl Session {
         derive_messages(&state.log, &state.surface.nodes)
     }
 
+    /// [`Session::derive_messages`], reusing `earlier` (what an earlier call
+    /// derived) when the surface has only grown since: the messages of the
+    /// nodes it was derived for are the same, as a logged event never
+    /// changes, so only the nodes added since are read and copied.
+    pub fn derive_messages_from(&self, earlier: Option<DerivedMessages>) -> DerivedMessages {
+        let state = self.state.borrow();
+        let nodes = &state.surface.nodes;
+        let (derived, mut messages) = match earlier {
+            Some(earlier) if nodes.starts_with(&earlier.nodes) => {
+                (earlier.nodes.len(), earlier.messages)
+            }
+            _ => (0, Vec::new()),
+        };
+        messages.extend(derived_messages(&state.log, &nodes[derived..]).cloned());
+        DerivedMessages {
+            nodes: nodes.clone(),
+            messages,
+        }
+    }
+
     /// The log as JSON lines.
     pub fn to_jsonl(&self) -> String {
         events_to_jsonl(&self.state.borrow().log)
@@ -797,11 +817,24 @@ pub fn events_to_jsonl(events: &[Event]) -> String {
 
 /// Messages derived from the surface nodes of a log prefix.
 pub fn derive_messages(events: &[Event], nodes: &[u64]) -> Vec<Value> {
+    derived_messages(events, nodes).cloned().collect()
+}
+
+fn derived_messages<'a>(events: &'a [Event], nodes: &'a [u64]) -> impl Iterator<Item = &'a Value> {
     nodes
         .iter()
         .filter_map(|seq| events.get(*seq as usize))
-        .filter_map(|event| event.derived_message().cloned())
-        .collect()
+        .filter_map(Event::derived_message)
+}
+
+/// The history [`Session::derive_messages_from`] derived, with the surface
+/// it was derived for.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DerivedMessages {
+    /// The surface's nodes (event seqs), in order.
+    pub nodes: Vec<u64>,
+    /// The messages derived from them.
+    pub messages: Vec<Value>,
 }
 
 /// A JSON value that is not a session event; says which part is wrong.

@@ -1,6 +1,7 @@
 //! Model-based property tests (proptest) of the model's stateful parts:
 //! the generational table, variables, the inbox, the request-header fold
-//! and equality, and the runtime-context projection. Each runs random
+//! and equality, the runtime-context projection, and the history derived
+//! from the surface. Each runs random
 //! operation sequences against a plain model of what the spec says, or
 //! checks a law that must hold whatever the sequence. Failures proptest
 //! found are kept in `props.proptest-regressions` and replayed first.
@@ -13,7 +14,7 @@ use dshc_model::inbox::{Inbox, Target};
 use dshc_model::js::js_key_order;
 use dshc_model::runtime_context::{CLEARED, RuntimeContextProjection, SOURCE};
 use dshc_model::session::event_kind;
-use dshc_model::session::{Session, SurfaceMeta};
+use dshc_model::session::{DerivedMessages, Session, SurfaceMeta, SurfaceOp};
 use dshc_model::table::Table;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -204,6 +205,44 @@ fn target(next_turn: bool) -> Target {
         Target::NextTurn
     } else {
         Target::NextStep
+    }
+}
+
+// --- the derived history ---------------------------------------------------
+
+proptest! {
+    /// The history derived from an earlier derivation is the history derived
+    /// afresh, whatever happened to the surface in between: appends (which
+    /// it extends), replaces (which it starts over from), or an earlier
+    /// derivation from before either.
+    #[test]
+    fn a_history_derived_from_an_earlier_one_is_derived_afresh(
+        ops in prop::collection::vec((any::<bool>(), any::<u8>(), any::<u8>(), 0usize..3), 1..24),
+    ) {
+        let session = session();
+        let mut derived: Vec<DerivedMessages> = Vec::new();
+        for (step, (replace, a, b, back)) in ops.into_iter().enumerate() {
+            let nodes = session.derive_messages_from(None).nodes;
+            let meta = match (replace, nodes.len()) {
+                (true, len) if len > 0 => {
+                    let (a, b) = (usize::from(a) % len, usize::from(b) % len);
+                    let (start, end) = (nodes[a.min(b)], nodes[a.max(b)]);
+                    SurfaceMeta {
+                        surface_op: Some(SurfaceOp::Replace { start, end }),
+                        source_event_seqs: Some(nodes[a.min(b)..=a.max(b)].to_vec()),
+                    }
+                }
+                _ => SurfaceMeta::append(),
+            };
+            session
+                .append(event_kind::USER_MESSAGE, message(step as u8), meta)
+                .expect("a user message appends");
+            let earlier = derived.len().checked_sub(back + 1).map(|at| derived[at].clone());
+            let from_earlier = session.derive_messages_from(earlier);
+            prop_assert_eq!(&from_earlier.messages, &session.derive_messages());
+            prop_assert_eq!(&from_earlier, &session.derive_messages_from(None));
+            derived.push(from_earlier);
+        }
     }
 }
 
