@@ -6,13 +6,15 @@
 //! `request/header`) plus the messages derived from the surface of the same
 //! log prefix, serialized for the DeepSeek wire.
 
+use std::cell::RefCell;
+
 use serde_json::{Map, Value, json};
 
 use dshc_model::JsError;
 
 use dshc_deepseek::{WireOptions, wire_body, wire_request};
 use dshc_model::session::event_kind;
-use dshc_model::session::{Event, SurfaceFold, derive_messages};
+use dshc_model::session::{DerivedMessages, Event, SurfaceFold, derive_messages_reusing};
 
 /// Why a request cannot be rebuilt from a log.
 #[derive(Debug, thiserror::Error)]
@@ -36,13 +38,10 @@ pub enum ReplayError {
     Serialize(JsError),
 }
 
-/// The request of a folded header and the surface `nodes` of `prefix`.
-fn request_from(header: &Value, prefix: &[Event], nodes: &[u64], session_id: &str) -> Value {
+/// The request of a folded header and a derived history.
+fn request_from(header: &Value, messages: Vec<Value>, session_id: &str) -> Value {
     let mut request: Map<String, Value> = header["config"].as_object().cloned().unwrap_or_default();
-    request.insert(
-        "messages".into(),
-        Value::Array(derive_messages(prefix, nodes)),
-    );
+    request.insert("messages".into(), Value::Array(messages));
     if let Some(system) = header.get("system") {
         request.insert("system".into(), system.clone());
     }
@@ -57,7 +56,8 @@ fn request_from(header: &Value, prefix: &[Event], nodes: &[u64], session_id: &st
 /// folded once (asking for a shorter prefix than the last starts over), and
 /// a prefix whose header and surface equal the previous one's is known to
 /// rebuild the same request, so replaying a session costs the size of its
-/// requests, not its length times its requests.
+/// requests, not its length times its requests. A request's history
+/// extends the last one's, and a header is put in canonical form once.
 struct Rebuilder<'a> {
     events: &'a [Event],
     session_id: &'a str,
@@ -66,6 +66,10 @@ struct Rebuilder<'a> {
     /// The last `request/header` among the first `scanned` events.
     last_header: Option<usize>,
     scanned: usize,
+    /// The canonical form of a `request/header`, with its index.
+    canonical: RefCell<Option<(usize, Value)>>,
+    /// The history of the last request rebuilt, for the next to extend.
+    history: RefCell<Option<DerivedMessages>>,
 }
 
 /// What a prefix rebuilds: its header event and surface nodes. Two prefixes
@@ -81,6 +85,8 @@ impl<'a> Rebuilder<'a> {
             fold_error: None,
             last_header: None,
             scanned: 0,
+            canonical: RefCell::new(None),
+            history: RefCell::new(None),
         }
     }
 
@@ -88,7 +94,10 @@ impl<'a> Rebuilder<'a> {
     fn seek(&mut self, length: usize) -> RebuildKey {
         let length = length.min(self.events.len());
         if length < self.scanned {
+            // Starting over keeps what was derived from the same log.
+            let (canonical, history) = (self.canonical.take(), self.history.take());
             *self = Rebuilder::new(self.events, self.session_id);
+            (self.canonical, self.history) = (RefCell::new(canonical), RefCell::new(history));
         }
         for index in self.scanned..length {
             if self.events[index].kind == event_kind::REQUEST_HEADER {
@@ -104,30 +113,48 @@ impl<'a> Rebuilder<'a> {
         (self.last_header, self.fold.nodes().to_vec())
     }
 
-    /// The request of the prefix [`Rebuilder::seek`] moved to.
-    fn request(&self) -> Result<Value, ReplayError> {
-        let header = self
-            .last_header
-            .and_then(|index| self.events[index].data.get("header"))
-            .map(dshc_model::header::canonical_header)
-            .ok_or(ReplayError::NoHeader)?;
+    /// The request of the prefix [`Rebuilder::seek`] moved to, handed to
+    /// `finish` (which writes what is compared).
+    fn finish<T>(
+        &self,
+        finish: impl FnOnce(&Value) -> Result<T, ReplayError>,
+    ) -> Result<T, ReplayError> {
+        let index = self.last_header.ok_or(ReplayError::NoHeader)?;
+        let mut canonical = self.canonical.borrow_mut();
+        if canonical.as_ref().is_none_or(|(at, _)| *at != index) {
+            let header = self.events[index]
+                .data
+                .get("header")
+                .ok_or(ReplayError::NoHeader)?;
+            *canonical = Some((index, dshc_model::header::canonical_header(header)));
+        }
+        // Filled above.
+        let header = canonical
+            .as_ref()
+            .map_or(&Value::Null, |(_, header)| header);
         // A fold error stopped the fold inside the prefix: `seek` only
         // moves forward (a shorter prefix starts over), so an error is
         // always about the prefix it moved to.
         if let Some(error) = &self.fold_error {
             return Err(ReplayError::Surface(error.clone()));
         }
-        Ok(request_from(
-            &header,
-            &self.events[..self.scanned],
-            self.fold.nodes(),
-            self.session_id,
-        ))
+        let prefix = &self.events[..self.scanned];
+        let DerivedMessages { nodes, messages } =
+            derive_messages_reusing(prefix, self.fold.nodes(), self.history.take());
+        let request = request_from(header, messages, self.session_id);
+        let finished = finish(&request);
+        if let Value::Object(mut fields) = request
+            && let Some(Value::Array(messages)) = fields.remove("messages")
+        {
+            self.history
+                .replace(Some(DerivedMessages { nodes, messages }));
+        }
+        finished
     }
 
-    /// [`Rebuilder::request`] serialized for the DeepSeek wire.
+    /// The request serialized for the DeepSeek wire.
     fn wire_body(&self, wire: &WireOptions) -> Result<Value, ReplayError> {
-        wire_body(&self.request()?, wire).map_err(ReplayError::Serialize)
+        self.finish(|request| wire_body(request, wire).map_err(ReplayError::Serialize))
     }
 }
 
@@ -323,7 +350,7 @@ pub fn check_replay(
     wire: &WireOptions,
 ) -> Vec<String> {
     check_replay_with(events, session_id, dispatches, received, &|request| {
-        wire_request(&request, wire)
+        wire_request(request, wire)
             .map(|body| body.to_bytes())
             .map_err(ReplayError::Serialize)
     })
@@ -340,7 +367,7 @@ pub fn check_scripted_replay(
     received: &[&Value],
 ) -> Vec<String> {
     check_replay_with(events, session_id, dispatches, received, &|request| {
-        Ok(for_called_route(request).to_string().into_bytes())
+        Ok(for_called_route(request.clone()).to_string().into_bytes())
     })
 }
 
@@ -374,7 +401,7 @@ fn check_replay_with(
     session_id: &str,
     dispatches: &[usize],
     received: &[&Value],
-    finish: &dyn Fn(Value) -> Result<Vec<u8>, ReplayError>,
+    finish: &dyn Fn(&Value) -> Result<Vec<u8>, ReplayError>,
 ) -> Vec<String> {
     // Compared as JSON text: key order is part of the wire body.
     let text = |value: &Value| serde_json::to_string(value).unwrap_or_default();
@@ -392,8 +419,7 @@ fn check_replay_with(
             }
             previous_key = Some(key);
             search
-                .request()
-                .and_then(finish)
+                .finish(finish)
                 .is_ok_and(|rebuilt| rebuilt == body.as_bytes())
         })
     };
@@ -412,7 +438,7 @@ fn check_replay_with(
             }
         }
         at_dispatch.seek(*dispatch);
-        let rebuilt = match at_dispatch.request().and_then(finish) {
+        let rebuilt = match at_dispatch.finish(finish) {
             Ok(rebuilt) => rebuilt,
             // The body did not build (an image whose read fails): the
             // attempt failed with that error, and nothing was sent.

@@ -269,15 +269,13 @@ pub fn check_message_event(
 }
 
 /// A checked seed event as the session's typed [`Event`], and its raw
-/// surface metadata for the surface fold. `data` is the object's `data`
-/// when the caller holds it shared already (a resumed session's event
-/// shares its payload with the log it was seeded from).
-pub fn seed_event(object: &Map<String, Value>, data: Option<Rc<Value>>) -> (Event, RawSurfaceMeta) {
+/// surface metadata for the surface fold.
+pub fn seed_event(object: &Map<String, Value>) -> (Event, RawSurfaceMeta) {
     let event = Event {
         kind: object["type"].as_str().unwrap_or_default().to_string(),
         seq: object["seq"].as_f64().unwrap_or_default() as u64,
         time: object["time"].as_f64().unwrap_or_default().max(0.0) as u64,
-        data: data.unwrap_or_else(|| Rc::new(object["data"].clone())),
+        data: Rc::new(object["data"].clone()),
         source_event_seqs: None,
         surface_op: None,
         ignorable: false,

@@ -481,22 +481,14 @@ impl Session {
                 ))
             };
             let event = match seed_event? {
-                // Its JSON is what its fields write, so it is folded as it
-                // is: the surface check reads the metadata it carries.
-                SeedEvent::Model(event) if event.seeded.is_none() => {
+                // Folded as it is: the surface check reads the metadata it
+                // carries, and one seeded itself keeps its JSON as it came.
+                SeedEvent::Model(event) => {
                     surface.apply(&event, &log).map_err(refused)?;
                     event
                 }
-                // Logged as it came, and it came as JSON.
-                SeedEvent::Model(event) => {
-                    let data = Rc::clone(&event.data);
-                    let Value::Object(object) = event.into_json() else {
-                        unreachable!("a seeded event came as an object")
-                    };
-                    seed_from_json(object, Some(data), &mut surface, &log).map_err(refused)?
-                }
                 SeedEvent::Json(object) => {
-                    seed_from_json(object, None, &mut surface, &log).map_err(refused)?
+                    seed_from_json(object, &mut surface, &log).map_err(refused)?
                 }
             };
             log.push(event);
@@ -758,18 +750,7 @@ impl Session {
     /// changes, so only the nodes added since are read and copied.
     pub fn derive_messages_from(&self, earlier: Option<DerivedMessages>) -> DerivedMessages {
         let state = self.state.borrow();
-        let nodes = &state.surface.nodes;
-        let (derived, mut messages) = match earlier {
-            Some(earlier) if nodes.starts_with(&earlier.nodes) => {
-                (earlier.nodes.len(), earlier.messages)
-            }
-            _ => (0, Vec::new()),
-        };
-        messages.extend(derived_messages(&state.log, &nodes[derived..]).cloned());
-        DerivedMessages {
-            nodes: nodes.clone(),
-            messages,
-        }
+        derive_messages_reusing(&state.log, &state.surface.nodes, earlier)
     }
 
     /// The log as JSON lines.
@@ -788,15 +769,13 @@ enum SeedEvent {
 }
 
 /// A seed event that came as JSON, folded into `surface` and kept as it
-/// came (its key order and any key the model does not read); `data` is its
-/// payload when the caller holds it shared already.
+/// came (its key order).
 fn seed_from_json(
     object: Map<String, Value>,
-    data: Option<Rc<Value>>,
     surface: &mut Surface,
     log: &[Event],
 ) -> Result<Event, JsError> {
-    let (mut event, raw) = input::seed_event(&object, data);
+    let (mut event, raw) = input::seed_event(&object);
     let (op, sources) = surface.apply_raw(&event.kind, event.seq, &event.data, &raw, log)?;
     event.surface_op = op;
     event.source_event_seqs = sources;
@@ -820,6 +799,28 @@ pub fn derive_messages(events: &[Event], nodes: &[u64]) -> Vec<Value> {
     derived_messages(events, nodes).cloned().collect()
 }
 
+/// [`derive_messages`], reusing `earlier` (derived from the same log, at
+/// any prefix) when `nodes` extends the nodes it was derived for: their
+/// messages are the same, as a logged event never changes, so only the
+/// nodes added since are read and copied.
+pub fn derive_messages_reusing(
+    events: &[Event],
+    nodes: &[u64],
+    earlier: Option<DerivedMessages>,
+) -> DerivedMessages {
+    let (derived, mut messages) = match earlier {
+        Some(earlier) if nodes.starts_with(&earlier.nodes) => {
+            (earlier.nodes.len(), earlier.messages)
+        }
+        _ => (0, Vec::new()),
+    };
+    messages.extend(derived_messages(events, &nodes[derived..]).cloned());
+    DerivedMessages {
+        nodes: nodes.to_vec(),
+        messages,
+    }
+}
+
 fn derived_messages<'a>(events: &'a [Event], nodes: &'a [u64]) -> impl Iterator<Item = &'a Value> {
     nodes
         .iter()
@@ -827,8 +828,8 @@ fn derived_messages<'a>(events: &'a [Event], nodes: &'a [u64]) -> impl Iterator<
         .filter_map(Event::derived_message)
 }
 
-/// The history [`Session::derive_messages_from`] derived, with the surface
-/// it was derived for.
+/// The history [`derive_messages_reusing`] derived, with the surface it was
+/// derived for.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DerivedMessages {
     /// The surface's nodes (event seqs), in order.
