@@ -536,11 +536,12 @@ impl Agent {
         }
         let (blocks, replay_state) = (log.assembler.blocks(), log.assembler.replay_state());
         let message = self.assistant_message(blocks, request, replay_state);
-        self.log_assistant_message(message.clone(), false, log)?;
+        // Read before the message moves into the log.
+        let calls = tool_calls(&message);
+        self.log_assistant_message(message, false, log)?;
         if kind == "max-tokens" {
             return Ok(Attempt::Ended(Some(TurnEnd::MaxTokens)));
         }
-        let calls = tool_calls(&message);
         if calls.is_empty() {
             return Ok(Attempt::Ended(Some(TurnEnd::Completed)));
         }
