@@ -224,8 +224,13 @@ pub struct PromptAccounting {
 /// `first_token_len`). Every request's whole prompt is read, so this is the
 /// provider's hottest loop.
 pub fn token_ids(prompt: &str) -> Vec<u32> {
-    let bytes = prompt.as_bytes();
-    let mut ids = Vec::with_capacity(bytes.len() / 2);
+    let mut ids = Vec::with_capacity(prompt.len() / 2);
+    push_token_ids(prompt.as_bytes(), &mut ids);
+    ids
+}
+
+/// [`token_ids`] of `bytes` (UTF-8 from a character's start), pushed onto `ids`.
+fn push_token_ids(bytes: &[u8], ids: &mut Vec<u32>) {
     let mut at = 0;
     while let Some(len) = first_token_len(&bytes[at..]) {
         // The token's bytes, little-endian, as `u32::from_le_bytes` of the
@@ -238,7 +243,58 @@ pub fn token_ids(prompt: &str) -> Vec<u32> {
         ids.push(id);
         at += len;
     }
-    ids
+}
+
+/// The token ids of chat prompts, `token_ids(&canonical_prompt(body))`,
+/// read item by item. A token never spans two items: each item ends with
+/// `"\n"`, a token of its own, and an alphanumeric run ends there. So an
+/// item written as the same bytes as the item at its place in the last
+/// prompt has the same ids, and only the items that differ are tokenized.
+/// A session's prompts grow by appending, so most of each prompt is read
+/// once, not once per request.
+///
+/// It holds the last prompt's text and ids: one request body's worth.
+#[derive(Debug, Clone, Default)]
+pub struct ChatPromptIds {
+    /// The last prompt's canonical text.
+    text: Vec<u8>,
+    /// Its ids.
+    ids: Vec<u32>,
+    /// Where each of its items ends, in `text` and in `ids`.
+    item_ends: Vec<(usize, usize)>,
+}
+
+impl ChatPromptIds {
+    /// The token ids of `body`'s canonical prompt; `body` becomes the last
+    /// prompt.
+    pub fn of(&mut self, body: &Value) -> Vec<u32> {
+        let mut text = Vec::with_capacity(self.text.len());
+        let mut ids = Vec::with_capacity(self.ids.len());
+        let mut item_ends = Vec::with_capacity(self.item_ends.len());
+        for (position, (_, _, item)) in prompt_items(body).enumerate() {
+            let start = (text.len(), ids.len());
+            // Writing JSON into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(&mut text, &item);
+            text.push(b'\n');
+            let earlier_start = match position {
+                0 => Some((0, 0)),
+                _ => self.item_ends.get(position - 1).copied(),
+            };
+            match (earlier_start, self.item_ends.get(position)) {
+                (Some((text_from, ids_from)), Some(&(text_to, ids_to)))
+                    if self.text[text_from..text_to] == text[start.0..] =>
+                {
+                    ids.extend_from_slice(&self.ids[ids_from..ids_to]);
+                }
+                _ => push_token_ids(&text[start.0..], &mut ids),
+            }
+            item_ends.push((text.len(), ids.len()));
+        }
+        self.text = text;
+        self.item_ends = item_ends;
+        self.ids.clone_from(&ids);
+        ids
+    }
 }
 
 /// Prompts seen so far, per model, as token-id sequences ([`token_ids`]).
@@ -392,10 +448,67 @@ fn shared_prefix_len(left: &[u32], right: &[u32]) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
     use crate::tokenizer::{count_tokens, tokenize, tokens};
+
+    /// One change from a chat body to the next: what a session's requests
+    /// do (append), and what breaks a prefix (edit, the system, the tools).
+    #[derive(Clone, Debug)]
+    enum BodyChange {
+        Append(&'static str, String),
+        Edit(usize, String),
+        System(String),
+        Tools(String),
+    }
+
+    fn body_change() -> impl Strategy<Value = BodyChange> {
+        // Alphanumeric runs of every length around the four-character cut,
+        // other scalars of every UTF-8 length, and what JSON escapes.
+        let text = "[ab1Z \\n\"\\\\é€😀]{0,9}";
+        prop_oneof![
+            4 => (prop::sample::select(vec!["user", "assistant", "tool"]), text)
+                .prop_map(|(role, text)| BodyChange::Append(role, text)),
+            1 => (any::<usize>(), text).prop_map(|(at, text)| BodyChange::Edit(at, text)),
+            1 => text.prop_map(BodyChange::System),
+            1 => text.prop_map(BodyChange::Tools),
+        ]
+    }
+
+    proptest! {
+        /// Item by item, the ids are the whole prompt's, over a session of
+        /// bodies that grow, and change in the middle and at the front.
+        #[test]
+        fn chat_prompt_ids_are_the_whole_prompts_ids(
+            changes in prop::collection::vec(body_change(), 1..16),
+        ) {
+            let mut system = json!({"role": "system", "content": "s"});
+            let mut tools = vec![json!({"type": "function", "function": {"name": "t"}})];
+            let mut messages: Vec<Value> = Vec::new();
+            let mut prompt_ids = ChatPromptIds::default();
+            for change in changes {
+                match change {
+                    BodyChange::Append(role, text) => messages.push(json!({
+                        "role": role, "content": text, "reasoning_content": "r"
+                    })),
+                    BodyChange::Edit(at, text) if !messages.is_empty() => {
+                        let at = at % messages.len();
+                        messages[at]["content"] = json!(text);
+                    }
+                    BodyChange::Edit(..) => {}
+                    BodyChange::System(text) => system["content"] = json!(text),
+                    BodyChange::Tools(text) => {
+                        tools.push(json!({"type": "function", "function": {"name": text}}));
+                    }
+                }
+                let all: Vec<Value> = std::iter::once(system.clone()).chain(messages.clone()).collect();
+                let body = json!({"messages": all, "tools": tools});
+                prop_assert_eq!(prompt_ids.of(&body), token_ids(&canonical_prompt(&body)));
+            }
+        }
+    }
 
     #[test]
     fn token_ids_read_bytes_as_the_tokenizer_cuts_tokens() {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{MockProvider, RequestObserver, ServerLimits, Shared, State};
 use crate::catalog::effective_catalog;
-use crate::prompt_cache::PromptCache;
+use crate::prompt_cache::{ChatPromptIds, PromptCache};
 use crate::request_rules::ServedCalls;
 use crate::script::{Script, ScriptError};
 
@@ -67,6 +67,7 @@ impl MockProviderBuilder {
                     served_calls: ServedCalls::new(),
                     observer,
                     cache: PromptCache::with_max_bytes(limits.max_cached_prompt_bytes),
+                    chat_prompt_ids: ChatPromptIds::default(),
                     log: std::collections::VecDeque::new(),
                     requests_seen: 0,
                     logged_body_bytes: 0,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::request::ParsedRequest;
 use super::{Handled, IncomingRequest, RequestOutcome, State};
 use crate::catalog::DEFAULT_CONTEXT_WINDOW_TOKENS;
-use crate::prompt_cache::{PromptAccounting, canonical_fim_prompt, canonical_prompt, token_ids};
+use crate::prompt_cache::{PromptAccounting, canonical_fim_prompt, token_ids};
 use crate::render::{RenderContext, ResponsePlan, WireFormat, render_response};
 use crate::request_rules::{self, RuleInput, RuleViolation, ServedCall};
 use crate::script::{Endpoint, FaultKind, MatchInput, ScriptEntry};
@@ -62,7 +62,7 @@ impl State {
     /// Parse the body and account its prompt, or the 400 a malformed body gets
     /// (boxed, as in [`super::route::admit`]).
     fn accept(
-        &self,
+        &mut self,
         request: &IncomingRequest,
         endpoint: Endpoint,
         beta: bool,
@@ -90,11 +90,10 @@ impl State {
                 )));
             }
         };
-        let prompt_text = match endpoint {
-            Endpoint::Chat => canonical_prompt(&body_json),
-            Endpoint::Fim => canonical_fim_prompt(&body_json),
+        let prompt_ids = match endpoint {
+            Endpoint::Chat => self.chat_prompt_ids.of(&body_json),
+            Endpoint::Fim => token_ids(&canonical_fim_prompt(&body_json)),
         };
-        let prompt_ids = token_ids(&prompt_text);
         let prompt = self.cache.account_ids(&parsed.model, &prompt_ids);
         let known = self.catalog.iter().find(|model| model.id == parsed.model);
         let known_window = known.map(|model| model.context_window);

@@ -35,7 +35,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::catalog::CatalogModel;
-use crate::prompt_cache::{PromptAccounting, PromptCache};
+use crate::prompt_cache::{ChatPromptIds, PromptAccounting, PromptCache};
 use crate::render::{ResponsePlan, WireFormat};
 use crate::request_rules::ServedCalls;
 use crate::script::{Endpoint, Script, ScriptError};
@@ -90,6 +90,8 @@ struct State {
     served_calls: ServedCalls,
     observer: Option<RequestObserver>,
     cache: PromptCache,
+    /// The last chat prompt, so the next one tokenizes only what changed.
+    chat_prompt_ids: ChatPromptIds,
     log: std::collections::VecDeque<LoggedRequest>,
     requests_seen: u64,
     logged_body_bytes: usize,
