@@ -38,10 +38,12 @@ pub enum ReplayError {
     Serialize(JsError),
 }
 
-/// The request of a folded header and a derived history.
-fn request_from(header: &Value, messages: Vec<Value>, session_id: &str) -> Value {
+/// The request of a folded header, its `messages` left `null` for a
+/// history to fill: the header's config, then `messages`, the system text,
+/// the tools and the session id.
+fn request_from(header: &Value, session_id: &str) -> Value {
     let mut request: Map<String, Value> = header["config"].as_object().cloned().unwrap_or_default();
-    request.insert("messages".into(), Value::Array(messages));
+    request.insert("messages".into(), Value::Null);
     if let Some(system) = header.get("system") {
         request.insert("system".into(), system.clone());
     }
@@ -57,7 +59,8 @@ fn request_from(header: &Value, messages: Vec<Value>, session_id: &str) -> Value
 /// a prefix whose header and surface equal the previous one's is known to
 /// rebuild the same request, so replaying a session costs the size of its
 /// requests, not its length times its requests. A request's history
-/// extends the last one's, and a header is put in canonical form once.
+/// extends the last one's, and the rest of a request is built once per
+/// header.
 struct Rebuilder<'a> {
     events: &'a [Event],
     session_id: &'a str,
@@ -66,8 +69,8 @@ struct Rebuilder<'a> {
     /// The last `request/header` among the first `scanned` events.
     last_header: Option<usize>,
     scanned: usize,
-    /// The canonical form of a `request/header`, with its index.
-    canonical: RefCell<Option<(usize, Value)>>,
+    /// The request of a `request/header` (its index), `messages` empty.
+    request: RefCell<Option<(usize, Value)>>,
     /// The history of the last request rebuilt, for the next to extend.
     history: RefCell<Option<DerivedMessages>>,
 }
@@ -85,7 +88,7 @@ impl<'a> Rebuilder<'a> {
             fold_error: None,
             last_header: None,
             scanned: 0,
-            canonical: RefCell::new(None),
+            request: RefCell::new(None),
             history: RefCell::new(None),
         }
     }
@@ -95,9 +98,9 @@ impl<'a> Rebuilder<'a> {
         let length = length.min(self.events.len());
         if length < self.scanned {
             // Starting over keeps what was derived from the same log.
-            let (canonical, history) = (self.canonical.take(), self.history.take());
+            let (request, history) = (self.request.take(), self.history.take());
             *self = Rebuilder::new(self.events, self.session_id);
-            (self.canonical, self.history) = (RefCell::new(canonical), RefCell::new(history));
+            (self.request, self.history) = (RefCell::new(request), RefCell::new(history));
         }
         for index in self.scanned..length {
             if self.events[index].kind == event_kind::REQUEST_HEADER {
@@ -120,18 +123,20 @@ impl<'a> Rebuilder<'a> {
         finish: impl FnOnce(&Value) -> Result<T, ReplayError>,
     ) -> Result<T, ReplayError> {
         let index = self.last_header.ok_or(ReplayError::NoHeader)?;
-        let mut canonical = self.canonical.borrow_mut();
-        if canonical.as_ref().is_none_or(|(at, _)| *at != index) {
-            let header = self.events[index]
-                .data
-                .get("header")
-                .ok_or(ReplayError::NoHeader)?;
-            *canonical = Some((index, dshc_model::header::canonical_header(header)));
-        }
-        // Filled above.
-        let header = canonical
-            .as_ref()
-            .map_or(&Value::Null, |(_, header)| header);
+        let mut cached = self.request.borrow_mut();
+        let request = match &mut *cached {
+            Some((at, request)) if *at == index => request,
+            slot => {
+                let header = self.events[index]
+                    .data
+                    .get("header")
+                    .ok_or(ReplayError::NoHeader)?;
+                let header = dshc_model::header::canonical_header(header);
+                &mut slot
+                    .insert((index, request_from(&header, self.session_id)))
+                    .1
+            }
+        };
         // A fold error stopped the fold inside the prefix: `seek` only
         // moves forward (a shorter prefix starts over), so an error is
         // always about the prefix it moved to.
@@ -141,11 +146,11 @@ impl<'a> Rebuilder<'a> {
         let prefix = &self.events[..self.scanned];
         let DerivedMessages { nodes, messages } =
             derive_messages_reusing(prefix, self.fold.nodes(), self.history.take());
-        let request = request_from(header, messages, self.session_id);
-        let finished = finish(&request);
-        if let Value::Object(mut fields) = request
-            && let Some(Value::Array(messages)) = fields.remove("messages")
-        {
+        // The history fills the request's `messages` for `finish`, and is
+        // taken back out after.
+        request["messages"] = Value::Array(messages);
+        let finished = finish(request);
+        if let Value::Array(messages) = std::mem::take(&mut request["messages"]) {
             self.history
                 .replace(Some(DerivedMessages { nodes, messages }));
         }
