@@ -4,11 +4,20 @@
 //! their corner cases (`.`, `..`, the root) follow Node.
 
 /// Collapse `.`/`..` segments and duplicate slashes (`path.normalize`
-/// without the trailing-slash rule, which no caller here needs).
+/// without the trailing-slash rule, which no caller here needs). A path
+/// with nothing to collapse, as most are, is returned as it is.
 fn normalize(path: &str) -> String {
     let absolute = path.starts_with('/');
+    let body = if absolute { &path[1..] } else { path };
+    if !body.is_empty()
+        && body
+            .split('/')
+            .all(|segment| !matches!(segment, "" | "." | ".."))
+    {
+        return path.to_owned();
+    }
     let mut segments: Vec<&str> = Vec::new();
-    for segment in path.split('/') {
+    for segment in body.split('/') {
         match segment {
             "" | "." => {}
             ".." => {
@@ -21,12 +30,20 @@ fn normalize(path: &str) -> String {
             other => segments.push(other),
         }
     }
-    let joined = segments.join("/");
-    match (absolute, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
+    let mut normal = String::with_capacity(path.len() + 1);
+    if absolute {
+        normal.push('/');
     }
+    for (index, segment) in segments.iter().enumerate() {
+        if index > 0 {
+            normal.push('/');
+        }
+        normal.push_str(segment);
+    }
+    if normal.is_empty() {
+        normal.push('.');
+    }
+    normal
 }
 
 /// `path.isAbsolute`.
@@ -114,5 +131,28 @@ mod tests {
         assert_eq!(relative("/work/sub", "/work"), "..");
         assert_eq!(relative("/work/a", "/work/b/c"), "../b/c");
         assert_eq!(relative("/", "/work"), "work");
+    }
+
+    /// Node's `path.posix.join` and `path.posix.resolve` on paths with
+    /// something to collapse, or nothing.
+    #[test]
+    fn normalizing_follows_node() {
+        let cases = [
+            (join("a", "../.."), ".."),
+            (join("", "x"), "x"),
+            (join("a/b", "../../.."), ".."),
+            (join("./a", "./b"), "a/b"),
+            (join("a//b", "c"), "a/b/c"),
+            (join("..", "a"), "../a"),
+            (join("a", ".."), "."),
+            (resolve("/", ".."), "/"),
+            (resolve("/w", "../../x"), "/x"),
+            (resolve("/w/", "./"), "/w"),
+            (resolve("/w", "a/b"), "/w/a/b"),
+            (resolve("/w", "//"), "/"),
+        ];
+        for (normal, node) in cases {
+            assert_eq!(normal, node);
+        }
     }
 }
