@@ -154,7 +154,12 @@ pub(crate) fn tool_call_id(scripted: Option<&str>, response_number: u64, index: 
 
 /// The bytes of one `data:` event carrying `payload` (a single line).
 pub fn data_event(payload: &str) -> Bytes {
-    Bytes::from(format!("data: {payload}\n\n"))
+    // Sized once: every chunk of every stream is written through here.
+    let mut event = Vec::with_capacity(payload.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(payload.as_bytes());
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
 }
 
 /// The payload `malformed_json` sends unless the entry scripts one: a truncated chunk.
