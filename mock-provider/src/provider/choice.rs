@@ -2,8 +2,6 @@
 //! one whose `when` matches), using it up, and the non-retryable answer when no
 //! entry is left for a request.
 
-use serde_json::Value;
-
 use super::{Handled, IncomingRequest, RequestOutcome, SCRIPT_EXHAUSTED_STATUS, State};
 use crate::render::ResponsePlan;
 use crate::script::{MatchInput, ScriptEntry};
@@ -33,13 +31,9 @@ impl State {
     }
 
     /// The answer when no entry is left for a request: non-retryable, naming
-    /// the script and the request.
-    pub(super) fn exhausted(
-        &self,
-        request: &IncomingRequest,
-        body_json: Value,
-        input: &MatchInput<'_>,
-    ) -> Handled {
+    /// the script and the request. `input` borrows the request's body, so the
+    /// caller puts the body into the answer.
+    pub(super) fn exhausted(&self, request: &IncomingRequest, input: &MatchInput<'_>) -> Handled {
         let served = self.served;
         let number = self.requests_seen + 1;
         let unused = self
@@ -80,7 +74,7 @@ impl State {
         Handled {
             plan,
             outcome: RequestOutcome::ScriptExhausted { served },
-            body_json: Some(body_json),
+            body_json: None,
             prompt: None,
             usage: None,
         }

@@ -51,10 +51,14 @@ impl State {
             model: &accepted.parsed.model,
             endpoint,
             stream: accepted.parsed.stream,
-            messages: &accepted.parsed.messages,
+            messages: accepted.parsed.messages(&accepted.body_json),
         };
         let Some(entry_index) = self.choose_entry(&match_input) else {
-            return self.exhausted(request, accepted.body_json, &match_input);
+            let exhausted = self.exhausted(request, &match_input);
+            return Handled {
+                body_json: Some(accepted.body_json),
+                ..exhausted
+            };
         };
         self.serve(entry_index, accepted)
     }

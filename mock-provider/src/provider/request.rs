@@ -39,8 +39,9 @@ pub(super) struct ParsedRequest {
     pub(super) include_usage: bool,
     /// `max_tokens`, else `max_completion_tokens`.
     pub(super) max_tokens: Option<u64>,
-    /// The messages (for FIM: the prompt as one message of role `prompt`).
-    pub(super) messages: Vec<Value>,
+    /// FIM's prompt as one message of role `prompt`; `None` for chat, whose
+    /// messages are read from the body where they lie ([`Self::messages`]).
+    fim_prompt: Option<[Value; 1]>,
 }
 
 impl ParsedRequest {
@@ -59,10 +60,10 @@ impl ParsedRequest {
             Some(Value::String(model)) => model.clone(),
             Some(_) => return Err("`model` must be a string".into()),
         };
-        let messages = match endpoint {
+        let fim_prompt = match endpoint {
             Endpoint::Chat => match object.get("messages") {
                 None => return Err(missing("messages")),
-                Some(Value::Array(messages)) => messages.clone(),
+                Some(Value::Array(_)) => None,
                 Some(_) => return Err("`messages` must be an array".into()),
             },
             Endpoint::Fim => {
@@ -77,7 +78,7 @@ impl ParsedRequest {
                 ) {
                     return Err("`suffix` must be a string".into());
                 }
-                vec![json!({"role": "prompt", "content": prompt})]
+                Some([json!({"role": "prompt", "content": prompt})])
             }
         };
         if !matches!(
@@ -104,7 +105,18 @@ impl ParsedRequest {
             stream,
             include_usage,
             max_tokens,
-            messages,
+            fim_prompt,
         })
+    }
+
+    /// The messages the script's matchers see: a chat body's `messages`
+    /// (`body` is the body this request was parsed from), or FIM's prompt
+    /// as one message.
+    pub(super) fn messages<'a>(&'a self, body: &'a Value) -> &'a [Value] {
+        match (&self.fim_prompt, body.get("messages")) {
+            (Some(prompt), _) => prompt,
+            (None, Some(Value::Array(messages))) => messages,
+            (None, _) => &[],
+        }
     }
 }
