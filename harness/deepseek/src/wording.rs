@@ -5,7 +5,9 @@
 //! Hand-written because it must agree with V8 on every input: the patterns
 //! run over UTF-16 units, `\b` looks at ASCII word characters only, and `i`
 //! folds ASCII only, where a Rust regex engine works on code points. The
-//! patterns are built once.
+//! patterns are built once, each with the literals one of which every match
+//! contains: a text with none of them is refused without running the
+//! pattern (most details the simulator's failures carry match no pattern).
 
 use std::sync::LazyLock;
 
@@ -173,10 +175,68 @@ fn sequence(nodes: &[Node], text: &[u16], from: &[usize]) -> Vec<usize> {
 /// `RegExp.prototype.test`: a match starting anywhere. Every start runs at
 /// once, as one set of positions: some start matches exactly when the set of
 /// ends reached from all of them is not empty.
-pub fn test(pattern: &[Node], text: &str) -> bool {
-    let units: Vec<u16> = text.encode_utf16().collect();
+fn test(pattern: &[Node], units: &[u16]) -> bool {
     let starts: Vec<usize> = (0..=units.len()).collect();
-    !sequence(pattern, &units, &starts).is_empty()
+    !sequence(pattern, units, &starts).is_empty()
+}
+
+/// Literals one of which every match of `nodes` contains, if the sequence
+/// has such a node: a literal, or alternatives that each have such
+/// literals. `None` when none does (only optional parts, classes, anchors).
+fn required_literals(nodes: &[Node]) -> Option<Vec<&'static str>> {
+    nodes.iter().find_map(|node| match node {
+        Node::Lit(literal) => Some(vec![*literal]),
+        Node::Alt(options) => options
+            .iter()
+            .map(|option| required_literals(option))
+            .collect::<Option<Vec<_>>>()
+            .map(|sets| sets.concat()),
+        _ => None,
+    })
+}
+
+/// Whether `text` contains `literal` (ASCII), ASCII case-insensitively. A
+/// literal is ASCII, and every byte of a non-ASCII character's UTF-8 is
+/// not, as every UTF-16 unit of it is not: a match in the UTF-8 is a match
+/// in the units the pattern runs over, and the other way round.
+fn contains_ascii_ignoring_case(text: &str, literal: &str) -> bool {
+    text.as_bytes()
+        .windows(literal.len())
+        .any(|window| window.eq_ignore_ascii_case(literal.as_bytes()))
+}
+
+/// A pattern with its prefilter.
+struct Compiled {
+    nodes: Vec<Node>,
+    required: Option<Vec<&'static str>>,
+}
+
+fn compile(patterns: Vec<Vec<Node>>) -> Vec<Compiled> {
+    patterns
+        .into_iter()
+        .map(|nodes| Compiled {
+            required: required_literals(&nodes),
+            nodes,
+        })
+        .collect()
+}
+
+/// Whether any of `patterns` matches `text`. The text is turned into UTF-16
+/// only when a pattern's literals are all in it.
+fn any_matches(patterns: &[Compiled], text: &str) -> bool {
+    let mut units: Option<Vec<u16>> = None;
+    patterns.iter().any(|pattern| {
+        let possible = pattern.required.as_ref().is_none_or(|literals| {
+            literals
+                .iter()
+                .any(|literal| contains_ascii_ignoring_case(text, literal))
+        });
+        possible
+            && test(
+                &pattern.nodes,
+                units.get_or_insert_with(|| text.encode_utf16().collect()),
+            )
+    })
 }
 
 fn quota_patterns() -> Vec<Vec<Node>> {
@@ -338,20 +398,126 @@ fn context_patterns() -> Vec<Vec<Node>> {
 /// `isQuotaExceededError`: terminal quota, balance, credit, budget or
 /// usage-limit wording (as opposed to a transient rate limit).
 pub fn is_quota_exceeded_error(detail: &str) -> bool {
-    static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(quota_patterns);
-    PATTERNS.iter().any(|pattern| test(pattern, detail))
+    static PATTERNS: LazyLock<Vec<Compiled>> = LazyLock::new(|| compile(quota_patterns()));
+    any_matches(&PATTERNS, detail)
 }
 
 /// `isContextWindowExceededError`: wording that names the model's context
 /// bound as exceeded.
 pub fn is_context_window_exceeded_error(detail: &str) -> bool {
-    static PATTERNS: LazyLock<Vec<Vec<Node>>> = LazyLock::new(context_patterns);
-    PATTERNS.iter().any(|pattern| test(pattern, detail))
+    static PATTERNS: LazyLock<Vec<Compiled>> = LazyLock::new(|| compile(context_patterns()));
+    any_matches(&PATTERNS, detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Every pattern run over the whole text, with no prefilter.
+    fn unfiltered(patterns: &[Vec<Node>], text: &str) -> bool {
+        let units: Vec<u16> = text.encode_utf16().collect();
+        patterns.iter().any(|pattern| test(pattern, &units))
+    }
+
+    /// Texts of the patterns' own words, in any case, between separators
+    /// that are and are not spaces, word characters or ASCII.
+    fn detail() -> impl Strategy<Value = String> {
+        let word = prop::sample::select(vec![
+            "insufficient",
+            "quota",
+            "balance",
+            "credits",
+            "credit",
+            "usage",
+            "limit",
+            "exceeded",
+            "exhausted",
+            "reached",
+            "exceed",
+            "exceeds",
+            "your",
+            "the",
+            "current",
+            "depleted",
+            "out",
+            "of",
+            "budget",
+            "context",
+            "length",
+            "window",
+            "overflow",
+            "overflows",
+            "maximum",
+            "max",
+            "allowed",
+            "supported",
+            "request",
+            "prompt",
+            "input",
+            "messages",
+            "message",
+            "is",
+            "are",
+            "too",
+            "large",
+            "long",
+            "for",
+            "this",
+            "model",
+            "model's",
+            "larger",
+            "than",
+            "ed",
+            "s",
+            // Whole phrases, so that many texts match.
+            "insufficient quota",
+            "usage_limit-reached",
+            "exceeded your current quota",
+            "out of credits",
+            "context_length_exceeded",
+            "maximum context window",
+            "prompt is too long for the model's context",
+            "input exceeds the context length",
+        ]);
+        let separator = prop::sample::select(vec![
+            " ", "_", "-", "  ", "\t", "\n", "\u{a0}", "\u{2028}", "x", "é", "😀", "", ".",
+        ]);
+        let case = any::<bool>();
+        prop::collection::vec((word, case, separator), 0..8).prop_map(|parts| {
+            parts
+                .into_iter()
+                .map(|(word, upper, separator)| {
+                    let word = if upper {
+                        word.to_ascii_uppercase()
+                    } else {
+                        word.to_owned()
+                    };
+                    word + separator
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// The prefilter never changes an answer: a text it refuses has no
+        /// match.
+        #[test]
+        fn the_prefilter_refuses_only_texts_no_pattern_matches(text in detail()) {
+            prop_assert_eq!(is_quota_exceeded_error(&text), unfiltered(&quota_patterns(), &text));
+            prop_assert_eq!(
+                is_context_window_exceeded_error(&text),
+                unfiltered(&context_patterns(), &text)
+            );
+        }
+    }
+
+    #[test]
+    fn every_pattern_has_a_prefilter() {
+        for pattern in quota_patterns().iter().chain(&context_patterns()) {
+            assert!(required_literals(pattern).is_some_and(|literals| !literals.is_empty()));
+        }
+    }
 
     #[test]
     fn wording_classifiers() {
