@@ -59,7 +59,16 @@ pub fn check_session_against(
         Ok(case) => case,
         Err(error) => return (vec![violation("generator", error.to_string())], None),
     };
-    let run = |ticks| run_compiled_case(&case, LOOP_LIMITS, ticks);
+    // The grid is taken once for the two or three runs.
+    let grid = Ticks::of_case(&case);
+    let run = |ticks| {
+        let ticks = if ticks == Ticks::CaseGrid {
+            grid
+        } else {
+            ticks
+        };
+        run_compiled_case(&case, LOOP_LIMITS, ticks)
+    };
     let (first, second_run) = (run(Ticks::CaseGrid), run(second));
     let mut found = Vec::new();
     let same = dshc_oracle::same_bytes(&first, &second_run);

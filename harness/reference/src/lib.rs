@@ -64,8 +64,18 @@ pub enum Ticks {
     /// and every millisecond if a timer falls off it (`loop_level::grid`):
     /// the same bytes as [`Ticks::EveryMs`], for fewer steps.
     CaseGrid,
+    /// [`Ticks::CaseGrid`] with the grid already taken from this case by
+    /// [`Ticks::of_case`]: a case run more than once walks it once.
+    Grid(std::time::Duration),
     /// One millisecond a step: what the grid is checked against.
     EveryMs,
+}
+
+impl Ticks {
+    /// [`Ticks::CaseGrid`] for `case`, its grid taken now.
+    pub fn of_case(case: &Case) -> Ticks {
+        Ticks::Grid(loop_level::grid::tick_of(case))
+    }
 }
 
 /// [`run_case_with_limits`], its loop simulation stepping as `ticks` says.

@@ -32,7 +32,7 @@ use dshc_scenario::protocol::{
 };
 
 mod commands;
-mod grid;
+pub(crate) mod grid;
 
 use crate::assembly_level::AssemblyCommands;
 use crate::driver::{Commands, run_commands};
@@ -575,6 +575,7 @@ pub(crate) fn run_loop_case(case: &Case, limits: LoopLimits, ticks: crate::Ticks
     let every_ms = mock_provider::sim_time::TICK;
     let tick = match ticks {
         crate::Ticks::CaseGrid => grid::tick_of(case),
+        crate::Ticks::Grid(tick) => tick,
         crate::Ticks::EveryMs => every_ms,
     };
     if tick > every_ms
