@@ -221,8 +221,9 @@ fn compile(patterns: Vec<Vec<Node>>) -> Vec<Compiled> {
         .collect()
 }
 
-/// Whether any of `patterns` matches `text`. The text is turned into UTF-16
-/// only when a pattern's literals are all in it.
+/// Whether any of `patterns` matches `text`. A pattern runs only if one of
+/// its literals is in the text, and the text is turned into UTF-16 once,
+/// for the first pattern that runs.
 fn any_matches(patterns: &[Compiled], text: &str) -> bool {
     let mut units: Option<Vec<u16>> = None;
     patterns.iter().any(|pattern| {
