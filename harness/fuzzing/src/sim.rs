@@ -61,20 +61,18 @@ pub fn check_session_against(
     };
     // The grid is taken once for the two or three runs.
     let grid = Ticks::of_case(&case);
-    let run = |ticks| {
-        let ticks = if ticks == Ticks::CaseGrid {
-            grid
-        } else {
-            ticks
-        };
-        run_compiled_case(&case, LOOP_LIMITS, ticks)
+    let second = if second == Ticks::CaseGrid {
+        grid
+    } else {
+        second
     };
-    let (first, second_run) = (run(Ticks::CaseGrid), run(second));
+    let run = |ticks| run_compiled_case(&case, LOOP_LIMITS, ticks);
+    let (first, second_run) = (run(grid), run(second));
     let mut found = Vec::new();
     let same = dshc_oracle::same_bytes(&first, &second_run);
     if !same {
         let grid_is_deterministic =
-            second == Ticks::EveryMs && dshc_oracle::same_bytes(&first, &run(Ticks::CaseGrid));
+            second == Ticks::EveryMs && dshc_oracle::same_bytes(&first, &run(grid));
         found.push(if grid_is_deterministic {
             violation(
                 "grid",
